@@ -1,0 +1,86 @@
+# edgedp: the two README commands are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+include firmware/sources.mk
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.edgedp-installed
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv python3-pip
+ARM_CC := arm-none-eabi-gcc
+HOST_CC ?= gcc
+KEY := tests/keys/test-device.key
+INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
+
+.PHONY: help setup firmware host demo test test-fast clean
+
+help:
+	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
+	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
+	@echo "make setup | firmware | host | clean"
+
+# ---- setup: Debian packages and the Python environment -----------------------
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+# ---- firmware -----------------------------------------------------------------
+build/gen/test_keys.c: $(KEY)
+	@mkdir -p $(@D)
+	python3 -c 'import sys; k=bytes.fromhex(open("$(KEY)").read().strip()); assert len(k)==32, "key must be 64 hex digits"; \
+	f=lambda n,b: "const uint8_t %s[32] = {%s};\n" % (n, ",".join(str(x) for x in b)); \
+	sys.stdout.write("#include \"test_keys.h\"\n" + f("edp_test_device_key", k) + f("edp_test_seed", range(32)))' > $@
+
+QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
+STM32F4_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_STM32F4_SRCS)
+FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
+
+firmware: build/qemu/edgedp.elf build/stm32f4/edgedp.elf
+
+build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
+build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(INC) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
+	arm-none-eabi-size $@
+
+# ---- native builds: the host port (tests) and the sanitized variant -----------
+HOST_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_HOST_SRCS) build/gen/test_keys.c
+HOST_CFLAGS := -std=c99 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -DEDP_TEST_BUILD=1
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+host: build/host/edgedp build/host-san/edgedp
+
+build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+
+build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+
+# ---- the two README commands ----------------------------------------------------
+demo: setup firmware
+	$(VENV)/bin/edgedp demo
+
+test: setup firmware host
+	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/robot --outputdir build/robot --consolewidth 100 tests/robot
+
+clean:
+	rm -rf build

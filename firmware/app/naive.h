@@ -1,0 +1,10 @@
+/* The naive baseline of seed 000 (test builds only, for benchmarks): float
+ * inverse-CDF Laplace from rand() and logf, noise clamped to +-4b, output
+ * clamped to [0, 1]. NOT differentially private (DESIGN.md section 7). */
+#ifndef EDGEDP_NAIVE_H
+#define EDGEDP_NAIVE_H
+#include <stdint.h>
+
+void edp_naive_laplace(const float *x, float *y, uint32_t k, float b);
+
+#endif

@@ -1,0 +1,62 @@
+/* Cortex-M4 reset handler and vector table shared by the stm32f4 and qemu ports.
+ *
+ * The FPU is enabled (CPACR CP10/CP11 full access) in assembly before any C
+ * code runs: GCC may schedule a VFP instruction ahead of a CPACR store in the
+ * same function, which faults with NOCP. Then .data is copied, .bss zeroed
+ * (.noinit is left alone) and main() called. Symbols come from the linker script. */
+#include <stdint.h>
+
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+extern int main(void);
+
+void edp_reset_handler(void);
+void edp_default_handler(void);
+void SysTick_Handler(void) __attribute__((weak, alias("edp_default_handler")));
+
+__attribute__((naked, noreturn)) void edp_reset_handler(void)
+{
+    __asm__ volatile(
+        "ldr r0, =0xE000ED88\n"   /* CPACR */
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #(0xF << 20)\n"
+        "str r1, [r0]\n"
+        "dsb\n"
+        "isb\n"
+        "b edp_c_start\n");
+}
+
+__attribute__((noreturn, used)) void edp_c_start(void)
+{
+    uint32_t *src = &_sidata, *dst = &_sdata;
+    while (dst < &_edata) *dst++ = *src++;
+    for (dst = &_sbss; dst < &_ebss;) *dst++ = 0;
+    main();
+    for (;;) {
+    }
+}
+
+/* Faults and unexpected interrupts park the core: the watchdog (production)
+ * or the host's response timeout (emulation) reports it. */
+void edp_default_handler(void)
+{
+    for (;;) {
+    }
+}
+
+__attribute__((section(".isr_vector"), used)) void (*const edp_vectors[16 + 82])(void) = {
+    (void (*)(void))(&_estack),
+    edp_reset_handler,
+    edp_default_handler, /* NMI */
+    edp_default_handler, /* HardFault */
+    edp_default_handler, /* MemManage */
+    edp_default_handler, /* BusFault */
+    edp_default_handler, /* UsageFault */
+    0, 0, 0, 0,
+    edp_default_handler, /* SVCall */
+    edp_default_handler, /* DebugMon */
+    0,
+    edp_default_handler, /* PendSV */
+    SysTick_Handler,
+    /* 82 peripheral interrupts: all unused (the ports poll). */
+    [16 ... 97] = edp_default_handler,
+};

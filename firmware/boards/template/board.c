@@ -1,0 +1,31 @@
+/* Template port: copy this folder to start a new board. Every function must
+ * return in bounded time; return the EDP_ERR_* named in port.h on failure. */
+#include "board.h"
+#include "edgedp/error.h"
+
+static int entropy(void *ctx, uint8_t key[32]) { (void)ctx; (void)key; return EDP_ERR_ENTROPY; }
+static uint32_t ticks(void *ctx) { (void)ctx; return 0; }
+static int day(void *ctx, uint32_t *d) { (void)ctx; (void)d; return EDP_ERR_TIME; }
+static int set_time(void *ctx, uint64_t s) { (void)ctx; (void)s; return EDP_ERR_TIME; }
+static int store_read(void *ctx, uint32_t off, void *buf, uint32_t n) { (void)ctx; (void)off; (void)buf; (void)n; return EDP_ERR_STORE; }
+static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n) { (void)ctx; (void)off; (void)buf; (void)n; return EDP_ERR_STORE; }
+static int device_key(void *ctx, const uint8_t **key) { (void)ctx; (void)key; return EDP_ERR_AUTH; }
+static void uart_write(void *ctx, const uint8_t *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
+
+void edp_board_init(edp_port_t *port)
+{
+    port->ctx = 0;
+    port->entropy = entropy;
+    port->ticks = ticks;
+    port->day = day;
+    port->set_time = set_time;
+    port->store_read = store_read;
+    port->store_write = store_write;
+    port->device_key = device_key;
+    port->uart_write = uart_write;
+    port->board = "template";
+    port->tick_hz = 1;
+    port->tick_kind = EDP_TICK_SYSTICK;
+}
+
+int edp_board_uart_read(uint8_t *buf, size_t max) { (void)buf; (void)max; return 0; }

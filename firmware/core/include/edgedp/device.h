@@ -1,0 +1,69 @@
+/* The device: frame loop, command dispatcher and the release policy.
+ *
+ * Release policy (the invariants the tests check):
+ *  - an external QUERY answer is sent only after its cost is committed to the
+ *    persistent store; entropy, clock and store failures refuse it
+ *    (EDP_ERR_ENTROPY, EDP_ERR_TIME, EDP_ERR_STORE) before any noise is drawn;
+ *  - PING, INFO, BUDGET and the local path never depend on entropy, clock or budget;
+ *  - CONFIG, SET_TIME, RESET_BUDGET and TEST_SEED need an HMAC-SHA256 tag over
+ *    "EDP1" | type | counter u64 | payload with a counter above the stored one;
+ *  - every decoded frame gets exactly one response with its seq. */
+#ifndef EDGEDP_DEVICE_H
+#define EDGEDP_DEVICE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgedp/drbg.h"
+#include "edgedp/mech.h"
+#include "edgedp/port.h"
+#include "edgedp/proto.h"
+#include "edgedp/store.h"
+
+/* Optional hook run by EDP_T_NAIVE (test builds): the naive baseline over
+ * x[0..k) at scale b = sensitivity/epsilon, writing noisy values to y. */
+typedef void (*edp_naive_fn)(const float *x, float *y, uint32_t k, float b);
+
+typedef struct {
+    const edp_port_t *port;
+    edp_drbg_t drbg;
+    edp_record_t rec;
+    uint32_t slot;
+    uint8_t store_state;   /* enum edp_store_state found at boot */
+    uint8_t store_ok;      /* record usable for external output */
+    uint8_t entropy_ok;
+    uint8_t plan_valid;
+    edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
+    edp_naive_fn naive;    /* NULL unless the app installs the baseline */
+    uint32_t rx_len;
+    uint8_t rx_overflow;
+    uint8_t rx[EDP_WIRE_MAX];
+    uint8_t tx[EDP_FRAME_MAX];
+    float xin[EDP_MAX_CLASSES];
+    int32_t work[EDP_MAX_CLASSES];
+#if EDP_TEST_BUILD
+    float yout[EDP_MAX_CLASSES];  /* naive baseline output */
+#endif
+} edp_device_t;
+
+/* Default record of a test build's blank store (documented in docs/protocol.md). */
+#define EDP_TEST_DEFAULT_EPS_MICRO 1000000u
+#define EDP_TEST_DEFAULT_DAILY_CAP 1000000000u
+
+/* Load the store, key the DRBG from port->entropy. Never fails: failures are
+ * recorded and refuse external output later. */
+void edp_device_init(edp_device_t *d, const edp_port_t *port);
+
+/* Feed received bytes; every 0x00 ends a frame whose response is written
+ * through port->uart_write before this returns. */
+void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n);
+
+/* Handle one decoded frame (without COBS) in place of the loop above.
+ * Returns the length of the raw response written to d->tx. */
+size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n);
+
+/* The local path for on-device consumers: the quantized, clamped, un-noised
+ * lattice vector of x under the current configuration. Costs no budget and
+ * never crosses the external interface. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
+int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out);
+
+#endif

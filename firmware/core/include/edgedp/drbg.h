@@ -1,0 +1,47 @@
+/* ChaCha20 deterministic random bit generator with a lazy bit buffer.
+ *
+ * Keystream = ChaCha20 blocks (RFC 8439 block function, 20 rounds) of
+ * key[8], a 64-bit block counter in state words 12-13 and zero nonce words
+ * 14-15, starting at counter 0. Each block is 16 little-endian 32-bit words;
+ * bits are handed out word by word, most significant bit first, and every bit
+ * is used exactly once (nothing is discarded between calls). */
+#ifndef EDGEDP_DRBG_H
+#define EDGEDP_DRBG_H
+#include <stdint.h>
+
+typedef struct {
+    uint32_t key[8];
+    uint64_t counter;     /* next block to generate */
+    uint32_t block[16];
+    uint32_t word;        /* next unread word of block (16 = empty) */
+    uint64_t acc;         /* left-aligned unread bits */
+    uint32_t nbits;       /* valid bits in acc */
+    uint32_t blocks_since_seed;
+} edp_drbg_t;
+
+/* One ChaCha20 block: out = ChaCha20(in) + in (RFC 8439 §2.3). */
+void edp_chacha20_block(const uint32_t in[16], uint32_t out[16]);
+
+/* Key the generator with 32 bytes (read little-endian into key words),
+ * reset the counter and drop any buffered bits. Wipes nothing in key32. */
+void edp_drbg_seed(edp_drbg_t *d, const uint8_t key32[32]);
+
+/* Refill so that at least 32 bits are buffered. */
+void edp_drbg_refill(edp_drbg_t *d);
+
+/* Next n random bits (0 <= n <= 32) as the low bits of the result. */
+static inline uint32_t edp_drbg_bits(edp_drbg_t *d, uint32_t n)
+{
+    uint32_t v;
+    if (n == 0) return 0;
+    if (d->nbits < 32) edp_drbg_refill(d);
+    v = (uint32_t)(d->acc >> (64 - n));
+    d->acc <<= n;
+    d->nbits -= n;
+    return v;
+}
+
+/* Wipe all key and stream state. */
+void edp_drbg_wipe(edp_drbg_t *d);
+
+#endif

@@ -1,0 +1,71 @@
+/* The vector mechanism: clamp, round onto the lattice, add discrete Laplace
+ * noise, clamp the output in integers, then an output mode (post-processing).
+ *
+ * A prepared plan fixes the lattice step g = 2^-m, the integer output range
+ * [ylo, yhi] = [ceil(lo/g), floor(hi/g)] and the noise scale
+ * t = (sensitivity/g + k) / epsilon lattice steps: the L1 distance of two
+ * rounded, clamped inputs is at most sensitivity/g + k, so the noisy lattice
+ * vector is epsilon-DP (docs/privacy.md states the exact (epsilon, delta)). */
+#ifndef EDGEDP_MECH_H
+#define EDGEDP_MECH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgedp/dlap.h"
+#include "edgedp/options.h"
+
+#define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity/256 */
+
+enum edp_mode {
+    EDP_MODE_FULL = 0,    /* k x i32 lattice values */
+    EDP_MODE_TOPK = 1,    /* arg = K: K x (u16 index, i32 value), value desc, index asc */
+    EDP_MODE_LABEL = 2,   /* u16 noisy argmax (lowest index on ties) */
+    EDP_MODE_BUCKET = 3,  /* u16 label, u8 level: 2 top third of range, 1 middle, 0 low */
+    EDP_MODE_ROUND = 4,   /* arg = D: k x i32 round(y g, D) in units of 10^-D */
+    EDP_MODE_SIMPLEX = 5, /* k x i32 lattice values >= 0 summing to 2^m (1.0) */
+};
+
+typedef struct {
+    uint32_t eps_micro;   /* per-query epsilon, micro-epsilon, >= 1 */
+    float lo, hi;         /* input and output range, finite, lo < hi */
+    float sensitivity;    /* L1 sensitivity of the clamped input vector, > 0 */
+    int32_t m;            /* lattice exponent -30..30, or EDP_M_AUTO */
+} edp_mech_config_t;
+
+typedef struct {
+    edp_mech_config_t cfg;  /* configuration the plan was made from */
+    uint32_t k;
+    int32_t m;
+    float scale;            /* 2^m */
+    int32_t ylo, yhi;
+    edp_dlap_t dlap;
+} edp_mech_plan_t;
+
+/* Check a configuration independently of k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
+int edp_mech_config_check(const edp_mech_config_t *c);
+
+/* Prepare a plan for k classes (1..EDP_MAX_CLASSES). Returns EDP_OK or
+ * EDP_ERR_BAD_VALUE. Costs one table build (double arithmetic, no libm). */
+int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k);
+
+/* EDP_ERR_BAD_VALUE if any of x[0..k) is NaN or +-Inf, else EDP_OK. */
+int edp_mech_check_values(const float *x, uint32_t k);
+
+/* Clamp x to [lo, hi] and round half away from zero onto the lattice. */
+void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q);
+
+/* In place: y[i] = clamp(y[i] + z_i, ylo, yhi), z_i discrete Laplace(t). */
+void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y);
+
+/* Validate a mode and its argument for k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
+int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k);
+
+/* Encode y (clamped lattice values, modified in place by SIMPLEX) in the
+ * given mode into out. Returns bytes written or EDP_ERR_LEN if cap is short. */
+int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
+                    int32_t *y, uint8_t *out, size_t cap);
+
+/* Noisy argmax helper shared by LABEL, BUCKET and local consumers. */
+uint32_t edp_mech_argmax(const int32_t *y, uint32_t k);
+
+#endif

@@ -1,0 +1,39 @@
+/* edgedp compile-time options. Every entry may be overridden with -D or
+ * from a user header named by EDP_CONFIG (included first). */
+#ifndef EDGEDP_OPTIONS_H
+#define EDGEDP_OPTIONS_H
+
+#ifdef EDP_CONFIG
+#include EDP_CONFIG
+#endif
+
+/* Largest vector length k a query may carry (1..1024). Sets frame buffer sizes. */
+#ifndef EDP_MAX_CLASSES
+#define EDP_MAX_CLASSES 1024
+#endif
+
+/* Largest K of the TOPK output mode. */
+#ifndef EDP_MAX_TOPK
+#define EDP_MAX_TOPK 32
+#endif
+
+/* Largest number of decimals of the ROUND output mode. */
+#ifndef EDP_MAX_ROUND_DIGITS
+#define EDP_MAX_ROUND_DIGITS 6
+#endif
+
+/* Non-zero in test builds: TEST_SEED and SAMPLE exist, the board may use a
+ * fixed documented seed. Production builds must leave it 0. */
+#ifndef EDP_TEST_BUILD
+#define EDP_TEST_BUILD 0
+#endif
+
+/* ChaCha20 blocks drawn between reseeds from the board's entropy source
+ * (production builds only; test builds replay one stream). */
+#ifndef EDP_RESEED_BLOCKS
+#define EDP_RESEED_BLOCKS 65536u
+#endif
+
+#define EDP_FIRMWARE_VERSION "0.1.0"
+
+#endif

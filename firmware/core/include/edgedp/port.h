@@ -1,0 +1,52 @@
+/* The board port as seen by the core: one struct of callbacks (littlefs style).
+ *
+ * The core never includes a board header; app/ fills this struct from the
+ * board's edp_board_* functions. Every callback returning int returns >= 0 on
+ * success or a negative EDP_ERR_* that the core passes through unchanged. No
+ * callback may block for longer than a bounded, documented time. */
+#ifndef EDGEDP_PORT_H
+#define EDGEDP_PORT_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum edp_tick_kind {
+    EDP_TICK_SYSTICK = 0,  /* SysTick on the core clock (QEMU: 1.344 ticks per instruction under -icount shift=3) */
+    EDP_TICK_DWT = 1,      /* DWT CYCCNT: real core cycles */
+    EDP_TICK_HOST = 2,     /* host monotonic clock, nanoseconds */
+};
+
+typedef struct edp_port {
+    void *ctx;  /* passed to every callback */
+
+    /* Fill key with 32 bytes of fresh key material for the DRBG.
+     * EDP_ERR_ENTROPY on any health-test or timeout failure. */
+    int (*entropy)(void *ctx, uint8_t key[32]);
+
+    /* Free-running counter for measuring the DP step (unit: tick_hz). */
+    uint32_t (*ticks)(void *ctx);
+
+    /* Current UTC day index (days since 1970-01-01), or EDP_ERR_TIME when the
+     * clock is not set or cannot be trusted. */
+    int (*day)(void *ctx, uint32_t *day);
+
+    /* Set the clock to unix_seconds (called only after authentication).
+     * EDP_ERR_TIME if the clock hardware refuses. */
+    int (*set_time)(void *ctx, uint64_t unix_seconds);
+
+    /* Read / write n bytes of the persistent store at byte offset off
+     * (0 <= off, off + n <= 2 * EDP_STORE_SLOT_SIZE). EDP_ERR_STORE on failure. */
+    int (*store_read)(void *ctx, uint32_t off, void *buf, uint32_t n);
+    int (*store_write)(void *ctx, uint32_t off, const void *buf, uint32_t n);
+
+    /* Point *key at the 32-byte device HMAC key; EDP_ERR_AUTH if none is provisioned. */
+    int (*device_key)(void *ctx, const uint8_t **key);
+
+    /* Send n bytes on the external interface (blocking, bounded). */
+    void (*uart_write)(void *ctx, const uint8_t *buf, size_t n);
+
+    const char *board;   /* short board name reported by INFO */
+    uint32_t tick_hz;    /* ticks per second of ticks() */
+    uint8_t tick_kind;   /* enum edp_tick_kind */
+} edp_port_t;
+
+#endif

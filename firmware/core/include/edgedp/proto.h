@@ -1,0 +1,48 @@
+/* Wire protocol constants and the frame codec (docs/protocol.md is the reference).
+ *
+ * A frame on the wire is COBS(version u8 | type u8 | seq u16 | body | crc32)
+ * followed by 0x00; integers are little-endian, crc32 is CRC-32/ISO-HDLC over
+ * everything before it. A response has the request's seq and type | 0x80, or
+ * type EDP_T_ERROR with body {code u8 (positive EDP_ERR_*), request type u8}. */
+#ifndef EDGEDP_PROTO_H
+#define EDGEDP_PROTO_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgedp/options.h"
+
+#define EDP_PROTO_VERSION 1u
+#define EDP_FRAME_OVERHEAD 8u  /* header 4 + crc 4 */
+#define EDP_BODY_MAX (16u + 4u * EDP_MAX_CLASSES)
+#define EDP_FRAME_MAX (EDP_BODY_MAX + EDP_FRAME_OVERHEAD)
+/* COBS adds one byte per 254 plus one. */
+#define EDP_WIRE_MAX (EDP_FRAME_MAX + EDP_FRAME_MAX / 254u + 2u)
+
+enum edp_frame_type {
+    EDP_T_PING = 0x01,         /* body: up to 64 bytes, echoed */
+    EDP_T_INFO = 0x02,
+    EDP_T_BUDGET = 0x03,
+    EDP_T_QUERY = 0x10,        /* external query: noised, charged */
+    EDP_T_LOCAL = 0x11,        /* test builds: run the local (un-noised) path on device */
+    EDP_T_SAMPLE = 0x12,       /* test builds: raw noise samples */
+    EDP_T_NAIVE = 0x13,        /* test builds: the naive rand()+logf baseline, timed */
+    EDP_T_CONFIG = 0x20,       /* authenticated */
+    EDP_T_SET_TIME = 0x21,     /* authenticated */
+    EDP_T_RESET_BUDGET = 0x22, /* authenticated */
+    EDP_T_TEST_SEED = 0x23,    /* authenticated, test builds */
+    EDP_T_ERROR = 0x7F,
+    EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
+};
+
+#define EDP_AUTH_TAG 32u
+#define EDP_AUTH_COUNTER 8u
+
+/* COBS-decode in place. Returns the decoded length or EDP_ERR_CRC if the
+ * encoding is invalid (a code byte runs past the end, or a zero inside). */
+int edp_cobs_decode(uint8_t *buf, size_t n);
+
+/* Stream the COBS encoding of buf[0..n) followed by the 0x00 delimiter. */
+void edp_cobs_write(const uint8_t *buf, size_t n,
+                    void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx);
+
+#endif

@@ -1,0 +1,434 @@
+#include "edgedp/device.h"
+#include "edgedp/crc32.h"
+#include "edgedp/error.h"
+#include "edgedp/sha256.h"
+
+#include <string.h>
+
+/* ---- little-endian helpers ---- */
+
+static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static uint32_t rd32(const uint8_t *p) { return rd16(p) | rd16(p + 2) << 16; }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static float rdf(const uint8_t *p) { uint32_t v = rd32(p); float f; memcpy(&f, &v, 4); return f; }
+static uint8_t *wr8(uint8_t *o, uint32_t v) { *o = (uint8_t)v; return o + 1; }
+static uint8_t *wr16(uint8_t *o, uint32_t v) { o[0] = (uint8_t)v; o[1] = (uint8_t)(v >> 8); return o + 2; }
+static uint8_t *wr32(uint8_t *o, uint32_t v) { return wr16(wr16(o, v), v >> 16); }
+static uint8_t *wr64(uint8_t *o, uint64_t v) { return wr32(wr32(o, (uint32_t)v), (uint32_t)(v >> 32)); }
+static uint8_t *wrf(uint8_t *o, float f) { uint32_t v; memcpy(&v, &f, 4); return wr32(o, v); }
+static uint8_t *wrs(uint8_t *o, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 32) n = 32;
+    *o++ = (uint8_t)n;
+    memcpy(o, s, n);
+    return o + n;
+}
+
+/* ---- state ---- */
+
+static void default_record(edp_record_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->budget.daily_cap = EDP_TEST_BUILD ? EDP_TEST_DEFAULT_DAILY_CAP : 0;
+    r->mech.eps_micro = EDP_TEST_DEFAULT_EPS_MICRO;
+    r->mech.lo = 0.0f;
+    r->mech.hi = 1.0f;
+    r->mech.sensitivity = 2.0f;
+    r->mech.m = EDP_M_AUTO;
+}
+
+static void reseed(edp_device_t *d)
+{
+    uint8_t key[32];
+    d->entropy_ok = d->port->entropy(d->port->ctx, key) >= 0;
+    if (d->entropy_ok) edp_drbg_seed(&d->drbg, key);
+    else edp_drbg_wipe(&d->drbg);
+    edp_wipe(key, sizeof key);
+}
+
+void edp_device_init(edp_device_t *d, const edp_port_t *port)
+{
+    memset(d, 0, sizeof *d);
+    d->port = port;
+    d->store_state = (uint8_t)edp_store_load(port, &d->rec, &d->slot);
+    d->store_ok = d->store_state == EDP_STORE_LOADED;
+    if (d->store_state != EDP_STORE_LOADED) {
+        default_record(&d->rec);
+        /* Test builds start a blank store with the documented defaults; production
+         * builds stay closed until an authenticated CONFIG writes a record. */
+        if (EDP_TEST_BUILD && d->store_state == EDP_STORE_FRESH)
+            d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
+    }
+    reseed(d);
+}
+
+/* ---- responses ---- */
+
+static size_t error_frame(edp_device_t *d, uint32_t type, uint32_t seq, int err)
+{
+    uint8_t *o = d->tx;
+    o = wr8(o, EDP_PROTO_VERSION);
+    o = wr8(o, EDP_T_ERROR);
+    o = wr16(o, seq);
+    o = wr8(o, (uint32_t)(-err));
+    o = wr8(o, type);
+    return (size_t)(o - d->tx);
+}
+
+static uint8_t *resp_header(edp_device_t *d, uint32_t type, uint32_t seq)
+{
+    uint8_t *o = d->tx;
+    o = wr8(o, EDP_PROTO_VERSION);
+    o = wr8(o, type | EDP_T_RESPONSE);
+    return wr16(o, seq);
+}
+
+/* ---- commands ---- */
+
+static int today(edp_device_t *d, uint32_t *day)
+{
+    int err = d->port->day(d->port->ctx, day);
+    return err < 0 ? err : EDP_OK;
+}
+
+static int ensure_plan(edp_device_t *d, uint32_t k)
+{
+    int err;
+    if (d->plan_valid && d->plan.k == k) return EDP_OK;
+    d->plan_valid = 0;
+    err = edp_mech_prepare(&d->plan, &d->rec.mech, k);
+    if (err) return err;
+    d->plan_valid = 1;
+    return EDP_OK;
+}
+
+/* Parse mode u8 | arg u8 | k u16 | k x f32 into d->xin. */
+static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg, uint32_t *k)
+{
+    uint32_t i;
+    if (n < 4) return EDP_ERR_LEN;
+    *mode = b[0];
+    *arg = b[1];
+    *k = rd16(b + 2);
+    if (*k < 1 || *k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
+    if (n != 4 + 4 * (size_t)*k) return EDP_ERR_LEN;
+    for (i = 0; i < *k; i++) d->xin[i] = rdf(b + 4 + 4 * i);
+    if (edp_mech_check_values(d->xin, *k)) return EDP_ERR_BAD_VALUE;
+    return edp_mech_mode_check(*mode, *arg, *k);
+}
+
+static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t mode, arg, k, day, t0, t1;
+    edp_record_t next;
+    int err = parse_vector(d, b, n, &mode, &arg, &k), len;
+    if (err) return err;
+    if ((err = ensure_plan(d, k))) return err;
+    if (mode == EDP_MODE_SIMPLEX && d->plan.m < 0) return EDP_ERR_BAD_VALUE;
+    if (!d->entropy_ok) return EDP_ERR_ENTROPY;
+    if (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS) {
+        reseed(d);
+        if (!d->entropy_ok) return EDP_ERR_ENTROPY;
+    }
+    if ((err = today(d, &day))) return err;
+    if (!d->store_ok) return EDP_ERR_STORE;
+    /* Charge before release: commit the spend, then compute and send. */
+    next = d->rec;
+    edp_budget_roll(&next.budget, day);
+    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
+    edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
+    if ((err = edp_store_commit(d->port, &next, &d->slot))) {
+        d->store_ok = 0;
+        return err;
+    }
+    d->rec = next;
+    t0 = d->port->ticks(d->port->ctx);
+    edp_mech_quantize(&d->plan, d->xin, d->work);
+    edp_mech_noise(&d->plan, &d->drbg, d->work);
+    len = edp_mech_output(&d->plan, mode, arg, d->work, *o + 16, EDP_BODY_MAX - 16);
+    t1 = d->port->ticks(d->port->ctx);
+    if (len < 0) return len;
+    *o = wr64(*o, edp_budget_remaining(&d->rec.budget));
+    *o = wr32(*o, t1 - t0);
+    *o = wr8(*o, (uint32_t)d->plan.m);
+    *o = wr8(*o, mode);
+    *o = wr16(*o, k);
+    *o += len;
+    return EDP_OK;
+}
+
+int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
+{
+    int err = edp_mech_check_values(x, k);
+    if (err) return err;
+    if ((err = ensure_plan(d, k))) return err;
+    edp_mech_quantize(&d->plan, x, out);
+    for (uint32_t i = 0; i < k; i++) {
+        if (out[i] < d->plan.ylo) out[i] = d->plan.ylo;
+        if (out[i] > d->plan.yhi) out[i] = d->plan.yhi;
+    }
+    return EDP_OK;
+}
+
+#if EDP_TEST_BUILD
+static int cmd_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t mode, arg, k;
+    int err = parse_vector(d, b, n, &mode, &arg, &k);
+    if (err) return err;
+    if ((err = edp_device_local(d, d->xin, k, d->work))) return err;
+    *o = wr16(*o, edp_mech_argmax(d->work, k));
+    *o = wr32(*o, edp_crc32(0, d->work, 4 * (size_t)k));
+    return EDP_OK;
+}
+
+static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    edp_mech_config_t c;
+    uint32_t k, count, i;
+    int err;
+    if (n != 13) return EDP_ERR_LEN;
+    c.eps_micro = rd32(b);
+    c.sensitivity = rdf(b + 4);
+    k = rd16(b + 8);
+    count = rd16(b + 10);
+    c.m = (int8_t)b[12];
+    c.lo = 0.0f;
+    c.hi = 1.0f;
+    if (count > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
+    if (!d->entropy_ok) return EDP_ERR_ENTROPY;
+    d->plan_valid = 0;
+    if ((err = edp_mech_prepare(&d->plan, &c, k))) return err;
+    *o = wr8(*o, (uint32_t)d->plan.m);
+    *o = wr8(*o, d->plan.dlap.J);
+    *o = wr16(*o, count);
+    for (i = 0; i < count; i++) *o = wr32(*o, (uint32_t)edp_dlap_sample(&d->plan.dlap, &d->drbg));
+    return EDP_OK;
+}
+
+static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t mode, arg, k, t0, t1, i;
+    float scale;
+    int err;
+    if (!d->naive) return EDP_ERR_UNKNOWN;
+    if (n < 4) return EDP_ERR_LEN;
+    scale = rdf(b);
+    if (!(scale > 0.0f)) return EDP_ERR_BAD_VALUE;
+    if ((err = parse_vector(d, b + 4, n - 4, &mode, &arg, &k))) return err;
+    t0 = d->port->ticks(d->port->ctx);
+    d->naive(d->xin, d->yout, k, scale);
+    t1 = d->port->ticks(d->port->ctx);
+    *o = wr32(*o, t1 - t0);
+    *o = wr16(*o, k);
+    for (i = 0; i < k; i++) *o = wrf(*o, d->yout[i]);
+    return EDP_OK;
+}
+#endif
+
+static int cmd_info(edp_device_t *d, uint8_t **o)
+{
+    uint32_t day;
+    *o = wr8(*o, EDP_TEST_BUILD ? 1 : 0);
+    *o = wr8(*o, d->entropy_ok ? 0 : 1);
+    *o = wr8(*o, d->store_state);
+    *o = wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
+    *o = wr16(*o, EDP_MAX_CLASSES);
+    *o = wr8(*o, d->port->tick_kind);
+    *o = wr8(*o, d->store_ok);
+    *o = wr32(*o, d->port->tick_hz);
+    *o = wrs(*o, EDP_FIRMWARE_VERSION);
+    *o = wrs(*o, d->port->board);
+    return EDP_OK;
+}
+
+static int cmd_budget(edp_device_t *d, uint8_t **o)
+{
+    edp_budget_t b = d->rec.budget;
+    uint32_t day;
+    int have_day = today(d, &day) == EDP_OK;
+    if (have_day) edp_budget_roll(&b, day);
+    *o = wr32(*o, b.day);
+    *o = wr32(*o, have_day ? day : 0xFFFFFFFFu);
+    *o = wr64(*o, b.daily_cap);
+    *o = wr64(*o, b.daily_spent);
+    *o = wr64(*o, b.lifetime_cap);
+    *o = wr64(*o, b.lifetime_spent);
+    *o = wr64(*o, edp_budget_remaining(&b));
+    *o = wr64(*o, d->rec.auth_counter);
+    *o = wr8(*o, d->store_state);
+    *o = wr8(*o, d->store_ok);
+    *o = wr32(*o, d->rec.mech.eps_micro);
+    *o = wrf(*o, d->rec.mech.lo);
+    *o = wrf(*o, d->rec.mech.hi);
+    *o = wrf(*o, d->rec.mech.sensitivity);
+    *o = wr32(*o, (uint32_t)d->rec.mech.m);
+    return EDP_OK;
+}
+
+/* Verify tag and counter of an admin body; on success payload and plen point at
+ * the payload and *counter holds the new counter (not yet committed). */
+static int authenticate(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
+                        const uint8_t **payload, size_t *plen, uint64_t *counter)
+{
+    static const uint8_t prefix[4] = {'E', 'D', 'P', '1'};
+    const uint8_t *key;
+    uint8_t tag[32], t8 = (uint8_t)type;
+    edp_hmac_t h;
+    int err;
+    if (n < EDP_AUTH_COUNTER + EDP_AUTH_TAG) return EDP_ERR_AUTH;
+    if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
+    *plen = n - EDP_AUTH_COUNTER - EDP_AUTH_TAG;
+    edp_hmac_init(&h, key, 32);
+    edp_hmac_update(&h, prefix, 4);
+    edp_hmac_update(&h, &t8, 1);
+    edp_hmac_update(&h, b, EDP_AUTH_COUNTER + *plen);
+    edp_hmac_final(&h, tag);
+    err = edp_verify32(tag, b + n - EDP_AUTH_TAG);
+    edp_wipe(tag, sizeof tag);
+    if (err) return EDP_ERR_AUTH;
+    *counter = rd64(b);
+    if (*counter <= d->rec.auth_counter) return EDP_ERR_REPLAY;
+    *payload = b + EDP_AUTH_COUNTER;
+    return EDP_OK;
+}
+
+static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n, uint8_t **o)
+{
+    const uint8_t *p;
+    size_t plen;
+    uint64_t counter, secs = 0;
+    edp_record_t next;
+    int err = authenticate(d, type, b, n, &p, &plen, &counter);
+    if (err) return err;
+    next = d->rec;
+    next.auth_counter = counter;
+    switch (type) {
+    case EDP_T_CONFIG:
+        if (plen != 36) return EDP_ERR_LEN;
+        next.mech.eps_micro = rd32(p);
+        next.budget.daily_cap = rd64(p + 4);
+        next.budget.lifetime_cap = rd64(p + 12);
+        next.mech.lo = rdf(p + 20);
+        next.mech.hi = rdf(p + 24);
+        next.mech.sensitivity = rdf(p + 28);
+        next.mech.m = (int32_t)rd32(p + 32);
+        if ((err = edp_mech_config_check(&next.mech))) return err;
+        break;
+    case EDP_T_SET_TIME:
+        if (plen != 8) return EDP_ERR_LEN;
+        secs = rd64(p);
+        break;
+    case EDP_T_RESET_BUDGET:
+        if (plen != 0) return EDP_ERR_LEN;
+        next.budget.daily_spent = 0;
+        break;
+    case EDP_T_TEST_SEED:
+        if (!EDP_TEST_BUILD) return EDP_ERR_UNKNOWN;
+        if (plen != 32) return EDP_ERR_LEN;
+        break;
+    default:
+        return EDP_ERR_UNKNOWN;
+    }
+    /* The counter (and any change) is durable before the command takes effect. */
+    if ((err = edp_store_commit(d->port, &next, &d->slot))) return err;
+    d->rec = next;
+    if (type == EDP_T_CONFIG) {
+        d->store_ok = 1;
+        d->plan_valid = 0;
+    } else if (type == EDP_T_SET_TIME) {
+        if ((err = d->port->set_time(d->port->ctx, secs)) < 0) return err;
+    } else if (type == EDP_T_TEST_SEED) {
+        edp_drbg_seed(&d->drbg, p);
+        d->entropy_ok = 1;
+    }
+    *o = wr64(*o, counter);
+    return EDP_OK;
+}
+
+/* ---- dispatcher ---- */
+
+size_t edp_device_handle(edp_device_t *d, uint8_t *f, size_t n)
+{
+    uint32_t type, seq;
+    uint8_t *o;
+    int err;
+    if (n < 4) return error_frame(d, 0, 0, EDP_ERR_LEN);
+    type = f[1];
+    seq = rd16(f + 2);
+    if (n < EDP_FRAME_OVERHEAD) return error_frame(d, type, seq, EDP_ERR_LEN);
+    if (rd32(f + n - 4) != edp_crc32(0, f, n - 4)) return error_frame(d, type, seq, EDP_ERR_CRC);
+    if (f[0] != EDP_PROTO_VERSION) return error_frame(d, type, seq, EDP_ERR_VERSION);
+    n -= EDP_FRAME_OVERHEAD;
+    f += 4;
+    o = resp_header(d, type, seq);
+    switch (type) {
+    case EDP_T_PING:
+        if (n > 64) { err = EDP_ERR_LEN; break; }
+        memcpy(o, f, n);
+        o += n;
+        err = EDP_OK;
+        break;
+    case EDP_T_INFO: err = n ? EDP_ERR_LEN : cmd_info(d, &o); break;
+    case EDP_T_BUDGET: err = n ? EDP_ERR_LEN : cmd_budget(d, &o); break;
+    case EDP_T_QUERY: err = cmd_query(d, f, n, &o); break;
+#if EDP_TEST_BUILD
+    case EDP_T_LOCAL: err = cmd_local(d, f, n, &o); break;
+    case EDP_T_SAMPLE: err = cmd_sample(d, f, n, &o); break;
+    case EDP_T_NAIVE: err = cmd_naive(d, f, n, &o); break;
+#endif
+    case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED:
+        err = cmd_admin(d, type, f, n, &o);
+        break;
+    default: err = EDP_ERR_UNKNOWN; break;
+    }
+    if (err) return error_frame(d, type, seq, err);
+    return (size_t)(o - d->tx);
+}
+
+static void uart_write(void *ctx, const uint8_t *p, size_t n)
+{
+    const edp_port_t *port = ctx;
+    port->uart_write(port->ctx, p, n);
+}
+
+static void finish_frame(edp_device_t *d)
+{
+    size_t len;
+    int n;
+    if (d->rx_overflow) {
+        len = error_frame(d, 0, 0, EDP_ERR_LEN);
+    } else {
+        n = edp_cobs_decode(d->rx, d->rx_len);
+        if (n < 0) {
+            uint32_t seq = 0, type = 0;
+            len = error_frame(d, type, seq, EDP_ERR_CRC);
+        } else {
+            len = edp_device_handle(d, d->rx, (size_t)n);
+        }
+    }
+    /* Append the CRC and send. */
+    {
+        uint32_t crc = edp_crc32(0, d->tx, len);
+        wr32(d->tx + len, crc);
+        len += 4;
+    }
+    edp_cobs_write(d->tx, len, uart_write, (void *)d->port);
+    d->rx_len = 0;
+    d->rx_overflow = 0;
+}
+
+void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint8_t c = bytes[i];
+        if (c == 0) {
+            if (d->rx_len || d->rx_overflow) finish_frame(d);
+            continue;
+        }
+        if (d->rx_len < sizeof d->rx) d->rx[d->rx_len++] = c;
+        else d->rx_overflow = 1;
+    }
+}

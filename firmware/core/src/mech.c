@@ -1,0 +1,246 @@
+#include "edgedp/mech.h"
+#include "edgedp/error.h"
+
+#include <string.h>
+
+#define LATTICE_LIMIT 16777216.0f  /* 2^24: y * g exact in float32 */
+
+static int finite_f(float v)
+{
+    return v == v && v - v == 0.0f;
+}
+
+int edp_mech_config_check(const edp_mech_config_t *c)
+{
+    if (c->eps_micro == 0) return EDP_ERR_BAD_VALUE;
+    if (!finite_f(c->lo) || !finite_f(c->hi) || !(c->lo < c->hi)) return EDP_ERR_BAD_VALUE;
+    if (!finite_f(c->sensitivity) || !(c->sensitivity > 0.0f)) return EDP_ERR_BAD_VALUE;
+    if (c->m != EDP_M_AUTO && (c->m < -30 || c->m > 30)) return EDP_ERR_BAD_VALUE;
+    return EDP_OK;
+}
+
+static double pow2d(int32_t e)
+{
+    double v = 1.0;
+    for (; e > 0; e--) v *= 2.0;
+    for (; e < 0; e++) v *= 0.5;
+    return v;
+}
+
+static int32_t ceil_f(float v)
+{
+    int32_t i = (int32_t)v;
+    return (float)i < v ? i + 1 : i;
+}
+
+static int32_t floor_f(float v)
+{
+    int32_t i = (int32_t)v;
+    return (float)i > v ? i - 1 : i;
+}
+
+int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
+{
+    double sens, inv_t;
+    float slo, shi;
+    int32_t m;
+    int err = edp_mech_config_check(c);
+    if (err) return err;
+    if (k < 1 || k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
+    sens = (double)c->sensitivity;
+    m = c->m;
+    if (m == EDP_M_AUTO) {
+        double limit = sens / 256.0;
+        for (m = -30; m < 30 && (double)k * pow2d(-m) > limit; m++) {
+        }
+    }
+    p->scale = (float)pow2d(m);
+    slo = c->lo * p->scale;
+    shi = c->hi * p->scale;
+    if (!(slo > -LATTICE_LIMIT && slo < LATTICE_LIMIT && shi > -LATTICE_LIMIT && shi < LATTICE_LIMIT))
+        return EDP_ERR_BAD_VALUE;
+    p->ylo = ceil_f(slo);
+    p->yhi = floor_f(shi);
+    if (p->ylo > p->yhi) return EDP_ERR_BAD_VALUE;
+    inv_t = ((double)c->eps_micro / 1e6) / (sens * pow2d(m) + (double)k);
+    err = edp_dlap_setup(&p->dlap, inv_t);
+    if (err) return err;
+    p->cfg = *c;
+    p->k = k;
+    p->m = m;
+    return EDP_OK;
+}
+
+int edp_mech_check_values(const float *x, uint32_t k)
+{
+    uint32_t i;
+    for (i = 0; i < k; i++)
+        if (!finite_f(x[i])) return EDP_ERR_BAD_VALUE;
+    return EDP_OK;
+}
+
+void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q)
+{
+    uint32_t i;
+    for (i = 0; i < p->k; i++) {
+        float v = x[i], s, f;
+        int32_t n;
+        if (v < p->cfg.lo) v = p->cfg.lo;
+        if (v > p->cfg.hi) v = p->cfg.hi;
+        s = v * p->scale;
+        n = (int32_t)s;
+        f = s - (float)n;
+        if (f >= 0.5f) n++;
+        else if (f <= -0.5f) n--;
+        q[i] = n;
+    }
+}
+
+void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y)
+{
+    uint32_t i;
+    for (i = 0; i < p->k; i++) {
+        int32_t v = y[i] + edp_dlap_sample(&p->dlap, rng);
+        if (v < p->ylo) v = p->ylo;
+        if (v > p->yhi) v = p->yhi;
+        y[i] = v;
+    }
+}
+
+int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k)
+{
+    switch (mode) {
+    case EDP_MODE_FULL: case EDP_MODE_LABEL: case EDP_MODE_BUCKET: case EDP_MODE_SIMPLEX:
+        return arg == 0 ? EDP_OK : EDP_ERR_BAD_VALUE;
+    case EDP_MODE_TOPK:
+        return (arg >= 1 && arg <= EDP_MAX_TOPK) ? EDP_OK : EDP_ERR_BAD_VALUE;
+    case EDP_MODE_ROUND:
+        return arg <= EDP_MAX_ROUND_DIGITS ? EDP_OK : EDP_ERR_BAD_VALUE;
+    default:
+        (void)k;
+        return EDP_ERR_BAD_VALUE;
+    }
+}
+
+uint32_t edp_mech_argmax(const int32_t *y, uint32_t k)
+{
+    uint32_t i, best = 0;
+    for (i = 1; i < k; i++)
+        if (y[i] > y[best]) best = i;
+    return best;
+}
+
+static uint8_t *put16(uint8_t *o, uint32_t v)
+{
+    o[0] = (uint8_t)v;
+    o[1] = (uint8_t)(v >> 8);
+    return o + 2;
+}
+
+static uint8_t *put32(uint8_t *o, uint32_t v)
+{
+    o[0] = (uint8_t)v;
+    o[1] = (uint8_t)(v >> 8);
+    o[2] = (uint8_t)(v >> 16);
+    o[3] = (uint8_t)(v >> 24);
+    return o + 4;
+}
+
+/* Largest integer theta with sum(max(y - theta, 0)) >= 2^m, then remove the
+ * excess one step at a time from the lowest-index positive coordinates. */
+static void simplex(const edp_mech_plan_t *p, int32_t *y)
+{
+    int64_t one = (int64_t)1 << p->m, lo, hi, sum;
+    uint32_t i;
+    lo = y[0];
+    hi = y[0];
+    for (i = 1; i < p->k; i++) {
+        if (y[i] < lo) lo = y[i];
+        if (y[i] > hi) hi = y[i];
+    }
+    lo -= one;
+    while (lo < hi) {
+        int64_t mid = lo + ((hi - lo + 1) >> 1);
+        sum = 0;
+        for (i = 0; i < p->k; i++)
+            if (y[i] > mid) sum += y[i] - mid;
+        if (sum >= one) lo = mid;
+        else hi = mid - 1;
+    }
+    sum = 0;
+    for (i = 0; i < p->k; i++) {
+        y[i] = y[i] > lo ? (int32_t)(y[i] - lo) : 0;
+        sum += y[i];
+    }
+    sum -= one;
+    for (i = 0; i < p->k && sum > 0; i++)
+        if (y[i] > 0) {
+            y[i]--;
+            sum--;
+        }
+}
+
+int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
+                    int32_t *y, uint8_t *out, size_t cap)
+{
+    uint8_t *o = out;
+    uint32_t i, j, k = p->k;
+    switch (mode) {
+    case EDP_MODE_SIMPLEX:
+        if (p->m < 0) return EDP_ERR_BAD_VALUE;
+        simplex(p, y);
+        /* fall through */
+    case EDP_MODE_FULL:
+        if (cap < 4u * k) return EDP_ERR_LEN;
+        for (i = 0; i < k; i++) o = put32(o, (uint32_t)y[i]);
+        break;
+    case EDP_MODE_ROUND: {
+        int64_t pow10 = 1;
+        if (cap < 4u * k) return EDP_ERR_LEN;
+        for (i = 0; i < arg; i++) pow10 *= 10;
+        for (i = 0; i < k; i++) {
+            int64_t num = (int64_t)y[i] * pow10, r;
+            if (p->m <= 0) r = num * ((int64_t)1 << -p->m);
+            else r = (num + ((int64_t)1 << (p->m - 1))) >> p->m;  /* arithmetic shift: floor */
+            o = put32(o, (uint32_t)(int32_t)r);
+        }
+        break;
+    }
+    case EDP_MODE_LABEL:
+        if (cap < 2) return EDP_ERR_LEN;
+        o = put16(o, edp_mech_argmax(y, k));
+        break;
+    case EDP_MODE_BUCKET: {
+        uint32_t lab = edp_mech_argmax(y, k), level;
+        int64_t top = (int64_t)y[lab] - p->ylo, span = (int64_t)p->yhi - p->ylo;
+        if (cap < 3) return EDP_ERR_LEN;
+        level = 3 * top >= 2 * span ? 2u : 3 * top >= span ? 1u : 0u;
+        o = put16(o, lab);
+        *o++ = (uint8_t)level;
+        break;
+    }
+    case EDP_MODE_TOPK: {
+        /* Insertion into a sorted list of at most K indices: value desc, index asc. */
+        uint16_t idx[EDP_MAX_TOPK];
+        uint32_t n = 0, K = arg < k ? arg : k;
+        if (cap < 6u * K) return EDP_ERR_LEN;
+        for (i = 0; i < k; i++) {
+            if (n == K && y[i] <= y[idx[n - 1]]) continue;
+            j = n < K ? n++ : n - 1;
+            while (j > 0 && y[i] > y[idx[j - 1]]) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = (uint16_t)i;
+        }
+        for (i = 0; i < n; i++) {
+            o = put16(o, idx[i]);
+            o = put32(o, (uint32_t)y[idx[i]]);
+        }
+        break;
+    }
+    default:
+        return EDP_ERR_BAD_VALUE;
+    }
+    return (int)(o - out);
+}

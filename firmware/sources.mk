@@ -1,0 +1,43 @@
+# Source lists and flags shared by the Makefile and PlatformIO (firmware/boards/stm32f4/pio_build.py
+# reads this file): one source of truth for what each image is built from.
+
+EDP_CORE_SRCS := \
+	firmware/core/src/budget.c \
+	firmware/core/src/crc32.c \
+	firmware/core/src/device.c \
+	firmware/core/src/dlap.c \
+	firmware/core/src/drbg.c \
+	firmware/core/src/mech.c \
+	firmware/core/src/proto.c \
+	firmware/core/src/sha256.c \
+	firmware/core/src/store.c
+
+EDP_APP_SRCS := firmware/app/main.c
+EDP_TEST_APP_SRCS := firmware/app/naive.c
+
+EDP_CORTEXM_SRCS := \
+	firmware/boards/cortexm/startup.c \
+	firmware/boards/cortexm/systick.c
+
+EDP_STM32F4_SRCS := \
+	firmware/boards/stm32f4/board.c \
+	firmware/boards/stm32f4/clock.c \
+	firmware/boards/stm32f4/uart.c \
+	firmware/boards/stm32f4/rng.c \
+	firmware/boards/stm32f4/rtc.c \
+	firmware/boards/stm32f4/bkpsram.c \
+	firmware/boards/stm32f4/cycles.c
+
+EDP_QEMU_SRCS := firmware/boards/qemu/board.c
+EDP_HOST_SRCS := firmware/boards/host/board.c
+
+EDP_INCLUDES := firmware/core/include firmware/boards firmware/app firmware/boards/cortexm
+
+EDP_ARM_CFLAGS := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 \
+	-std=c99 -O2 -g -ffunction-sections -fdata-sections -ffp-contract=off \
+	-Wall -Wextra -Werror
+EDP_ARM_LDFLAGS := -nostartfiles -Wl,--gc-sections --specs=nano.specs --specs=nosys.specs
+
+# Production stm32f4 image: console on USART2 (STM32F4DISCOVERY ST-LINK VCP, Renode usart2).
+EDP_STM32F4_DEFS := -DEDP_TEST_BUILD=0 -DEDP_CONSOLE_USART=2
+EDP_STM32F4_LDSCRIPT := firmware/boards/stm32f4/stm32f4.ld

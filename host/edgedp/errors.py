@@ -1,0 +1,65 @@
+"""Device error codes and the one exception type the host raises for them."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    """Positive wire values of the firmware's EDP_ERR_* (firmware/core/include/edgedp/error.h)."""
+
+    ERR_CRC = 1
+    ERR_LEN = 2
+    ERR_VERSION = 3
+    ERR_UNKNOWN = 4
+    ERR_BAD_VALUE = 5
+    ERR_BUDGET = 6
+    ERR_ENTROPY = 7
+    ERR_TIME = 8
+    ERR_AUTH = 9
+    ERR_REPLAY = 10
+    ERR_STORE = 11
+
+
+MEANING = {
+    ErrorCode.ERR_CRC: "frame CRC mismatch or undecodable COBS",
+    ErrorCode.ERR_LEN: "frame or body has the wrong length",
+    ErrorCode.ERR_VERSION: "protocol version not supported by the device",
+    ErrorCode.ERR_UNKNOWN: "unknown command (or not in this build)",
+    ErrorCode.ERR_BAD_VALUE: "NaN/Inf input or a parameter out of range",
+    ErrorCode.ERR_BUDGET: "privacy budget exhausted: external output refused",
+    ErrorCode.ERR_ENTROPY: "entropy source failed: external output refused",
+    ErrorCode.ERR_TIME: "no trusted clock: external output refused",
+    ErrorCode.ERR_AUTH: "missing or invalid authentication (or no device key)",
+    ErrorCode.ERR_REPLAY: "authentication counter not above the stored one (replay)",
+    ErrorCode.ERR_STORE: "persistent budget store unavailable: external output refused",
+}
+
+
+class EdgeDPError(Exception):
+    """Any failure the user should see as one line; ``code`` is the JSON error name."""
+
+    code = "ERR_HOST"
+    exit_code = 1
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        if code:
+            self.code = code
+
+
+class DeviceError(EdgeDPError):
+    """The device answered a request with an error frame."""
+
+    exit_code = 2
+
+    def __init__(self, error: ErrorCode, request_type: int):
+        self.error = error
+        self.request_type = request_type
+        super().__init__(f"{error.name}: {MEANING[error]}", error.name)
+
+
+class TransportError(EdgeDPError):
+    """No answer, a broken link, or a target that cannot start."""
+
+    code = "ERR_TRANSPORT"
+    exit_code = 3

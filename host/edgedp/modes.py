@@ -1,0 +1,106 @@
+"""Output modes: post-processing of the noisy lattice vector (mirrors firmware mech.c).
+
+Every function takes ``y``: integer lattice values of shape (n, k) already clamped to
+[lat.lo, lat.hi], and returns integers, so device and reference agree bit for bit.
+Post-processing costs no privacy budget.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lattice import Lattice
+
+MODE_FULL, MODE_TOPK, MODE_LABEL, MODE_BUCKET, MODE_ROUND, MODE_SIMPLEX = range(6)
+MODE_NAMES = {MODE_FULL: "full", MODE_TOPK: "topk", MODE_LABEL: "label",
+              MODE_BUCKET: "bucket", MODE_ROUND: "round", MODE_SIMPLEX: "simplex"}
+BUCKET_NAMES = ("low", "medium", "high")
+MAX_TOPK = 32
+MAX_ROUND_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Mode:
+    """An output mode and its argument (K for topk, decimals for round)."""
+
+    kind: int
+    arg: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> "Mode":
+        name, _, arg = text.strip().lower().partition(":")
+        kinds = {v: k for k, v in MODE_NAMES.items()}
+        if name not in kinds:
+            raise ValueError(f"unknown mode {text!r}: use full, topk:K, label, bucket, round:D or simplex")
+        kind = kinds[name]
+        if kind in (MODE_TOPK, MODE_ROUND):
+            if not arg.isdigit():
+                raise ValueError(f"mode {name} needs a number, e.g. {name}:3")
+            n = int(arg)
+            if kind == MODE_TOPK and not 1 <= n <= MAX_TOPK:
+                raise ValueError(f"topk:K needs 1 <= K <= {MAX_TOPK}")
+            if kind == MODE_ROUND and not 0 <= n <= MAX_ROUND_DIGITS:
+                raise ValueError(f"round:D needs 0 <= D <= {MAX_ROUND_DIGITS}")
+            return cls(kind, n)
+        if arg:
+            raise ValueError(f"mode {name} takes no argument")
+        return cls(kind)
+
+    def __str__(self) -> str:
+        name = MODE_NAMES[self.kind]
+        return f"{name}:{self.arg}" if self.kind in (MODE_TOPK, MODE_ROUND) else name
+
+
+def label(y: np.ndarray) -> np.ndarray:
+    """Noisy argmax, lowest index on ties."""
+    return np.argmax(y, axis=1)
+
+
+def topk(y: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and values of the K largest, by value descending then index ascending."""
+    K = min(K, y.shape[1])
+    order = np.lexsort((np.broadcast_to(np.arange(y.shape[1]), y.shape), -y), axis=1)[:, :K]
+    return order, np.take_along_axis(y, order, axis=1)
+
+
+def bucket(y: np.ndarray, lat: Lattice) -> tuple[np.ndarray, np.ndarray]:
+    """Label and confidence level of its value: 2 high (top third of the range), 1 medium, 0 low."""
+    lab = label(y)
+    top = y[np.arange(len(y)), lab] - lat.lo
+    span = lat.hi - lat.lo
+    level = np.where(3 * top >= 2 * span, 2, np.where(3 * top >= span, 1, 0))
+    return lab, level
+
+
+def round_decimals(y: np.ndarray, lat: Lattice, digits: int) -> np.ndarray:
+    """round(y * g, digits) as integers in units of 10^-digits (half rounds up)."""
+    num = y.astype(np.int64) * (10 ** digits)
+    if lat.m <= 0:
+        return num << (-lat.m)
+    return (num + (1 << (lat.m - 1))) >> lat.m
+
+
+def simplex(y: np.ndarray, lat: Lattice) -> np.ndarray:
+    """Integer projection onto the probability simplex: sum == 2^m lattice steps (1.0).
+
+    theta is the largest integer with sum(max(y - theta, 0)) >= 2^m, found by bisection;
+    the excess is removed one step at a time from the lowest-index positive coordinates."""
+    if lat.m < 0:
+        raise ValueError("simplex mode needs a lattice step of at most 1")
+    one = 1 << lat.m
+    out = np.empty_like(y, dtype=np.int64)
+    for i, row in enumerate(np.asarray(y, dtype=np.int64)):
+        lo, hi = int(row.min()) - one, int(row.max())
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if int(np.maximum(row - mid, 0).sum()) >= one:
+                lo = mid
+            else:
+                hi = mid - 1
+        p = np.maximum(row - lo, 0)
+        excess = int(p.sum()) - one
+        pos = np.flatnonzero(p > 0)[:excess]
+        p[pos] -= 1
+        out[i] = p
+    return out

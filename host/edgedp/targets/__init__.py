@@ -1,0 +1,57 @@
+"""Targets: where a device runs and how to reach it.
+
+``qemu`` (test image in QEMU), ``qemu:stm32f4`` (production image in QEMU),
+``host`` (native build on this machine), ``renode`` (when installed), or any
+pyserial URL (``/dev/ttyACM0``, ``socket://host:port``, ``rfc2217://…``)."""
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from ..transport import Link, SerialLink
+
+
+class Target(Protocol):
+    """A started device: a byte link plus lifecycle control."""
+
+    name: str
+
+    def link(self) -> Link: ...
+    def reset(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class UrlTarget:
+    """A device already running somewhere, reached through a pyserial URL."""
+
+    def __init__(self, url: str, baudrate: int = 115200):
+        self.name = url
+        self._link = SerialLink(url, baudrate)
+
+    def link(self) -> Link:
+        return self._link
+
+    def reset(self) -> None:
+        from ..errors import TransportError
+        raise TransportError(f"{self.name}: reset is not available over a plain serial link")
+
+    def close(self) -> None:
+        self._link.close()
+
+
+DEFAULT_TARGET = "qemu"
+
+
+def start_target(spec: str | None = None) -> Target:
+    """Start (or connect to) the target named by spec, EDGEDP_TARGET, or 'qemu'."""
+    spec = spec or os.environ.get("EDGEDP_TARGET") or DEFAULT_TARGET
+    if spec == "qemu" or spec.startswith("qemu:"):
+        from .qemu import QemuTarget
+        return QemuTarget.from_spec(spec)
+    if spec == "host" or spec.startswith("host:"):
+        from .host import HostTarget
+        return HostTarget.from_spec(spec)
+    if spec == "renode":
+        from .renode import RenodeTarget
+        return RenodeTarget()
+    return UrlTarget(spec)

@@ -1,0 +1,122 @@
+"""The firmware in QEMU's netduinoplus2 (STM32F405), UART on a loopback TCP socket.
+
+``qemu`` runs build/qemu/edgedp.elf (test image, console USART1);
+``qemu:stm32f4`` runs build/stm32f4/edgedp.elf (production image, console USART2,
+where QEMU lacks RCC, RNG and RTC). Both run with ``-icount shift=3,sleep=off``
+so instruction counts are deterministic; QMP on a Unix socket resets the MCU."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import TransportError
+from ..paths import build_dir, project_root
+from ..transport import Link, SerialLink
+
+IMAGES = {"qemu": ("qemu", 1), "qemu:stm32f4": ("stm32f4", 2)}
+QEMU = "qemu-system-arm"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ensure_image(board: str) -> Path:
+    """Path of build/<board>/edgedp.elf, building it with make if it is missing or stale."""
+    elf = build_dir() / board / "edgedp.elf"
+    r = subprocess.run(["make", "-C", str(project_root()), "-q", f"build/{board}/edgedp.elf"],
+                       capture_output=True)
+    if r.returncode != 0 or not elf.exists():
+        r = subprocess.run(["make", "-C", str(project_root()), f"build/{board}/edgedp.elf"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise TransportError(f"building {elf} failed (is gcc-arm-none-eabi installed? run `make setup`):\n"
+                                 f"{r.stderr[-2000:]}")
+    return elf
+
+
+class QemuTarget:
+    def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True):
+        if shutil.which(QEMU) is None:
+            raise TransportError(f"{QEMU} not found: install it with `apt-get install qemu-system-arm` "
+                                 "(or run `make setup`)")
+        self.name = name
+        self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-qemu-")
+        self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
+        self.log_path = str(Path(self._tmp.name) / "qemu.log")
+        self.port = free_port()
+        serial = ["-serial", "null"] * (usart - 1)
+        serial += ["-serial", f"tcp:127.0.0.1:{self.port},server=on,wait=on,nodelay=on"]
+        argv = [QEMU, "-M", "netduinoplus2", "-nographic", "-monitor", "none",
+                "-kernel", str(elf), *serial,
+                "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+                "-d", "unimp,guest_errors", "-D", self.log_path]
+        if icount:
+            argv[1:1] = ["-icount", "shift=3,sleep=off"]
+        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE)
+        try:
+            self._link = SerialLink(f"socket://127.0.0.1:{self.port}", connect_timeout=15.0)
+        except TransportError:
+            err = self._stop()
+            raise TransportError(f"QEMU did not open its serial socket: {err.strip()[-500:]}") from None
+
+    @classmethod
+    def from_spec(cls, spec: str) -> "QemuTarget":
+        if spec not in IMAGES:
+            raise TransportError(f"unknown target {spec!r}: use qemu or qemu:stm32f4")
+        board, usart = IMAGES[spec]
+        return cls(ensure_image(board), usart, spec)
+
+    def link(self) -> Link:
+        return self._link
+
+    def qmp(self, command: str) -> dict:
+        """Run one QMP command and return its response."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(self.qmp_path)
+            f = s.makefile("rw")
+            json.loads(f.readline())  # greeting
+            for cmd in ("qmp_capabilities", command):
+                f.write(json.dumps({"execute": cmd}) + "\n")
+                f.flush()
+                while True:
+                    msg = json.loads(f.readline())
+                    if "return" in msg or "error" in msg:
+                        break
+            if "error" in msg:
+                raise TransportError(f"QMP {command}: {msg['error']}")
+            return msg
+
+    def reset(self) -> None:
+        """Warm reset of the emulated MCU (QMP system_reset): RAM .noinit survives."""
+        self.qmp("system_reset")
+
+    def _stop(self) -> str:
+        err = ""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                _, e = self._proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                _, e = self._proc.communicate()
+        else:
+            _, e = self._proc.communicate()
+        err = (e or b"").decode(errors="replace")
+        return err
+
+    def close(self) -> None:
+        try:
+            self._link.close()
+        finally:
+            self._stop()
+            self._tmp.cleanup()

@@ -1,0 +1,93 @@
+"""Byte links to a device: any pyserial URL, or a child process's stdin/stdout."""
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import time
+from typing import Protocol
+
+import serial
+
+from .errors import TransportError
+
+
+class Link(Protocol):
+    def write(self, data: bytes) -> None: ...
+    def read(self, timeout: float) -> bytes: ...
+    def close(self) -> None: ...
+
+
+class SerialLink:
+    """A pyserial URL: /dev/ttyACM0, socket://host:port, rfc2217://host:port, loop://."""
+
+    def __init__(self, url: str, baudrate: int = 115200, connect_timeout: float = 10.0):
+        deadline = time.monotonic() + connect_timeout
+        while True:
+            try:
+                self._port = serial.serial_for_url(url, baudrate=baudrate, timeout=0.05)
+                break
+            except (serial.SerialException, OSError) as exc:
+                if time.monotonic() > deadline:
+                    raise TransportError(f"cannot open {url}: {exc}") from None
+                time.sleep(0.05)
+        self.url = url
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._port.write(data)
+        except (serial.SerialException, OSError) as exc:
+            raise TransportError(f"write to {self.url} failed: {exc}") from None
+
+    def read(self, timeout: float) -> bytes:
+        self._port.timeout = max(timeout, 0.0)
+        try:
+            first = self._port.read(1)
+            if not first:
+                return b""
+            self._port.timeout = 0
+            return first + self._port.read(65536)
+        except (serial.SerialException, OSError) as exc:
+            raise TransportError(f"read from {self.url} failed: {exc}") from None
+
+    def close(self) -> None:
+        self._port.close()
+
+
+class ProcessLink:
+    """The native host build (build/host/edgedp) speaking the protocol on its stdin/stdout."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None):
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         env={**os.environ, **(env or {})})
+        except OSError as exc:
+            raise TransportError(f"cannot start {argv[0]}: {exc}") from None
+
+    def write(self, data: bytes) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise TransportError(f"device process exited with {self.proc.poll()}") from None
+
+    def read(self, timeout: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], max(timeout, 0.0))
+        if not ready:
+            return b""
+        data = os.read(fd, 65536)
+        if not data:
+            raise TransportError(f"device process exited with {self.proc.wait()}")
+        return data
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
