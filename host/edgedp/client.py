@@ -78,14 +78,23 @@ class Device:
                 raise TransportError(f"unexpected response type 0x{f.type:02x} to 0x{type_:02x}")
             return f.body
 
-    def sync(self) -> None:
-        """Resynchronise: flush a half-sent frame with 0x00 and drain until a PING answers."""
-        self.link.write(b"\x00")
-        self.ping(b"sync")
+    def sync(self, timeout: float | None = None) -> None:
+        """Resynchronise: flush any half-received frame with 0x00 and PING until one answers.
+
+        Bytes sent while a device boots are dropped by its UART, so this retries."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            self.link.write(b"\x00")
+            try:
+                self.ping(b"sync", timeout=0.5)
+                return
+            except TransportError:
+                if time.monotonic() > deadline:
+                    raise TransportError("the device does not answer PING (is it running this firmware?)") from None
 
     # ---- commands -----------------------------------------------------------
-    def ping(self, data: bytes = b"") -> bytes:
-        return self.request(P.PING, data)
+    def ping(self, data: bytes = b"", timeout: float | None = None) -> bytes:
+        return self.request(P.PING, data, timeout)
 
     def info(self) -> P.Info:
         return P.Info.parse(self.request(P.INFO))

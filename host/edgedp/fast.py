@@ -22,15 +22,14 @@ def dlap(inv_t: float, size, rng: np.random.Generator) -> np.ndarray:
 def noisy_lattice(x: np.ndarray, epsilon: float, sensitivity: float = 2.0,
                   lo: float = 0.0, hi: float = 1.0, rng: np.random.Generator | None = None,
                   m: int | None = None) -> tuple[np.ndarray, Lattice]:
-    """Noisy, output-clamped lattice vectors for rows x of shape (n, k) at per-query epsilon."""
+    """Noisy (not yet clamped) lattice vectors for rows x of shape (n, k) at per-query epsilon."""
     x = np.atleast_2d(np.asarray(x, dtype=np.float64))
     if not np.all(np.isfinite(x)):
         raise ValueError("inputs contain NaN or Inf (the device answers ERR_BAD_VALUE)")
     rng = rng if rng is not None else np.random.default_rng()
     lat = make_lattice(x.shape[1], round(epsilon * 1e6), sensitivity, lo, hi, m)
     q = quantize(x, lat, lo, hi)
-    y = np.clip(q + dlap(lat.inv_t, q.shape, rng), lat.lo, lat.hi)
-    return y, lat
+    return q + dlap(lat.inv_t, q.shape, rng), lat
 
 
 def privatize(x: np.ndarray, epsilon: float, mode: Mode | str = "full", sensitivity: float = 2.0,
@@ -44,20 +43,23 @@ def privatize(x: np.ndarray, epsilon: float, mode: Mode | str = "full", sensitiv
     if np.isinf(epsilon):
         x2 = np.atleast_2d(np.asarray(x, dtype=np.float64))
         lat = make_lattice(x2.shape[1], 1_000_000, sensitivity, lo, hi)
-        y = np.clip(quantize(x2, lat, lo, hi), lat.lo, lat.hi)
+        y = quantize(x2, lat, lo, hi)
     else:
         y, lat = noisy_lattice(x, epsilon, sensitivity, lo, hi, rng)
     return decode(y, lat, mode)
 
 
 def decode(y: np.ndarray, lat: Lattice, mode: Mode) -> dict:
-    """Apply an output mode to lattice vectors and convert to floats as the host client does."""
+    """Apply an output mode to noisy lattice vectors and convert to floats as the host client does.
+
+    ``label`` is the noisy argmax (what LABEL mode releases); for full/round/simplex a
+    client only sees clamped values, so compute labels from ``values`` if you model that."""
     g = lat.granularity
     out: dict = {"label": modes.label(y)}
     if mode.kind == modes.MODE_FULL:
-        out["values"] = y * g
+        out["values"] = modes.clamp(y, lat) * g
     elif mode.kind == modes.MODE_TOPK:
-        idx, val = modes.topk(y, mode.arg)
+        idx, val = modes.topk(y, mode.arg, lat)
         out.update(indices=idx, values=val * g, label=idx[:, 0])
     elif mode.kind == modes.MODE_BUCKET:
         out["label"], out["level"] = modes.bucket(y, lat)

@@ -1,8 +1,10 @@
 """Output modes: post-processing of the noisy lattice vector (mirrors firmware mech.c).
 
-Every function takes ``y``: integer lattice values of shape (n, k) already clamped to
-[lat.lo, lat.hi], and returns integers, so device and reference agree bit for bit.
-Post-processing costs no privacy budget.
+Every function takes ``y``: the noisy integer lattice values of shape (n, k), not yet
+clamped, and returns integers, so device and reference agree bit for bit. Values that
+are released are clamped to [lat.lo, lat.hi]; rankings (label, topk, bucket's label)
+use the unclamped noisy values so that clamping creates no ties. Post-processing costs
+no privacy budget.
 """
 from __future__ import annotations
 
@@ -52,22 +54,26 @@ class Mode:
         return f"{name}:{self.arg}" if self.kind in (MODE_TOPK, MODE_ROUND) else name
 
 
+def clamp(y: np.ndarray, lat: Lattice) -> np.ndarray:
+    return np.clip(y, lat.lo, lat.hi)
+
+
 def label(y: np.ndarray) -> np.ndarray:
     """Noisy argmax, lowest index on ties."""
     return np.argmax(y, axis=1)
 
 
-def topk(y: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and values of the K largest, by value descending then index ascending."""
+def topk(y: np.ndarray, K: int, lat: Lattice) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the K largest noisy values (index ascending on ties) and their clamped values."""
     K = min(K, y.shape[1])
     order = np.lexsort((np.broadcast_to(np.arange(y.shape[1]), y.shape), -y), axis=1)[:, :K]
-    return order, np.take_along_axis(y, order, axis=1)
+    return order, clamp(np.take_along_axis(y, order, axis=1), lat)
 
 
 def bucket(y: np.ndarray, lat: Lattice) -> tuple[np.ndarray, np.ndarray]:
     """Label and confidence level of its value: 2 high (top third of the range), 1 medium, 0 low."""
     lab = label(y)
-    top = y[np.arange(len(y)), lab] - lat.lo
+    top = clamp(y[np.arange(len(y)), lab], lat) - lat.lo
     span = lat.hi - lat.lo
     level = np.where(3 * top >= 2 * span, 2, np.where(3 * top >= span, 1, 0))
     return lab, level
@@ -75,7 +81,7 @@ def bucket(y: np.ndarray, lat: Lattice) -> tuple[np.ndarray, np.ndarray]:
 
 def round_decimals(y: np.ndarray, lat: Lattice, digits: int) -> np.ndarray:
     """round(y * g, digits) as integers in units of 10^-digits (half rounds up)."""
-    num = y.astype(np.int64) * (10 ** digits)
+    num = clamp(y, lat).astype(np.int64) * (10 ** digits)
     if lat.m <= 0:
         return num << (-lat.m)
     return (num + (1 << (lat.m - 1))) >> lat.m
@@ -90,7 +96,7 @@ def simplex(y: np.ndarray, lat: Lattice) -> np.ndarray:
         raise ValueError("simplex mode needs a lattice step of at most 1")
     one = 1 << lat.m
     out = np.empty_like(y, dtype=np.int64)
-    for i, row in enumerate(np.asarray(y, dtype=np.int64)):
+    for i, row in enumerate(clamp(np.asarray(y, dtype=np.int64), lat)):
         lo, hi = int(row.min()) - one, int(row.max())
         while lo < hi:
             mid = (lo + hi + 1) >> 1

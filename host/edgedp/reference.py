@@ -112,11 +112,11 @@ class ReferenceDevice:
         return make_lattice(k, self.epsilon_micro, self.sensitivity, self.lo, self.hi, self.m)
 
     def noisy(self, x: np.ndarray) -> tuple[np.ndarray, Lattice]:
-        """Clamped noisy lattice vector for one query."""
+        """Noisy (unclamped) lattice vector for one query."""
         x = np.asarray(x, dtype=np.float32).ravel()
         lat = self.lattice(len(x))
         q = quantize(x, lat, self.lo, self.hi)
-        y = np.array([min(max(int(qi) + dlap_sample(lat, self.bits), lat.lo), lat.hi) for qi in q], dtype=np.int64)
+        y = np.array([int(qi) + dlap_sample(lat, self.bits) for qi in q], dtype=np.int64)
         return y, lat
 
     def query(self, x: np.ndarray, mode: Mode | str = "full") -> dict:
@@ -136,13 +136,13 @@ def encode_mode(y: np.ndarray, lat: Lattice, mode: Mode) -> dict:
     """The integer payload of one answer in the given mode (what the device puts on the wire)."""
     y2 = y[None, :]
     if mode.kind == modes.MODE_FULL:
-        return {"lattice": y}
+        return {"lattice": modes.clamp(y, lat)}
     if mode.kind == modes.MODE_SIMPLEX:
         return {"lattice": modes.simplex(y2, lat)[0]}
     if mode.kind == modes.MODE_ROUND:
         return {"lattice": modes.round_decimals(y2, lat, mode.arg)[0]}
     if mode.kind == modes.MODE_TOPK:
-        idx, val = modes.topk(y2, mode.arg)
+        idx, val = modes.topk(y2, mode.arg, lat)
         return {"indices": idx[0], "lattice": val[0]}
     if mode.kind == modes.MODE_LABEL:
         return {"label": int(modes.label(y2)[0])}

@@ -99,12 +99,18 @@ void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q)
 void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y)
 {
     uint32_t i;
-    for (i = 0; i < p->k; i++) {
-        int32_t v = y[i] + edp_dlap_sample(&p->dlap, rng);
-        if (v < p->ylo) v = p->ylo;
-        if (v > p->yhi) v = p->yhi;
-        y[i] = v;
-    }
+    for (i = 0; i < p->k; i++) y[i] += edp_dlap_sample(&p->dlap, rng);
+}
+
+static int32_t clamp(const edp_mech_plan_t *p, int32_t v)
+{
+    return v < p->ylo ? p->ylo : v > p->yhi ? p->yhi : v;
+}
+
+static void clamp_all(const edp_mech_plan_t *p, int32_t *y)
+{
+    uint32_t i;
+    for (i = 0; i < p->k; i++) y[i] = clamp(p, y[i]);
 }
 
 int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k)
@@ -188,9 +194,11 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
     switch (mode) {
     case EDP_MODE_SIMPLEX:
         if (p->m < 0) return EDP_ERR_BAD_VALUE;
+        clamp_all(p, y);
         simplex(p, y);
         /* fall through */
     case EDP_MODE_FULL:
+        clamp_all(p, y);
         if (cap < 4u * k) return EDP_ERR_LEN;
         for (i = 0; i < k; i++) o = put32(o, (uint32_t)y[i]);
         break;
@@ -199,7 +207,7 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         if (cap < 4u * k) return EDP_ERR_LEN;
         for (i = 0; i < arg; i++) pow10 *= 10;
         for (i = 0; i < k; i++) {
-            int64_t num = (int64_t)y[i] * pow10, r;
+            int64_t num = (int64_t)clamp(p, y[i]) * pow10, r;
             if (p->m <= 0) r = num * ((int64_t)1 << -p->m);
             else r = (num + ((int64_t)1 << (p->m - 1))) >> p->m;  /* arithmetic shift: floor */
             o = put32(o, (uint32_t)(int32_t)r);
@@ -212,7 +220,7 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         break;
     case EDP_MODE_BUCKET: {
         uint32_t lab = edp_mech_argmax(y, k), level;
-        int64_t top = (int64_t)y[lab] - p->ylo, span = (int64_t)p->yhi - p->ylo;
+        int64_t top = (int64_t)clamp(p, y[lab]) - p->ylo, span = (int64_t)p->yhi - p->ylo;
         if (cap < 3) return EDP_ERR_LEN;
         level = 3 * top >= 2 * span ? 2u : 3 * top >= span ? 1u : 0u;
         o = put16(o, lab);
@@ -235,7 +243,7 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         }
         for (i = 0; i < n; i++) {
             o = put16(o, idx[i]);
-            o = put32(o, (uint32_t)y[idx[i]]);
+            o = put32(o, (uint32_t)clamp(p, y[idx[i]]));
         }
         break;
     }

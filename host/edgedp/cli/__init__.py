@@ -12,3 +12,9 @@ def main() -> None:
     """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis."""
 
 
+from .demo import demo  # noqa: E402
+from .device import COMMANDS as _DEVICE_COMMANDS  # noqa: E402
+from .verify import verify  # noqa: E402
+
+for _cmd in (*_DEVICE_COMMANDS, verify, demo):
+    main.add_command(_cmd)

@@ -17,8 +17,8 @@
 #define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity/256 */
 
 enum edp_mode {
-    EDP_MODE_FULL = 0,    /* k x i32 lattice values */
-    EDP_MODE_TOPK = 1,    /* arg = K: K x (u16 index, i32 value), value desc, index asc */
+    EDP_MODE_FULL = 0,    /* k x i32 lattice values clamped to [ylo, yhi] */
+    EDP_MODE_TOPK = 1,    /* arg = K: K x (u16 index, i32 clamped value), by noisy value desc, index asc */
     EDP_MODE_LABEL = 2,   /* u16 noisy argmax (lowest index on ties) */
     EDP_MODE_BUCKET = 3,  /* u16 label, u8 level: 2 top third of range, 1 middle, 0 low */
     EDP_MODE_ROUND = 4,   /* arg = D: k x i32 round(y g, D) in units of 10^-D */
@@ -54,14 +54,18 @@ int edp_mech_check_values(const float *x, uint32_t k);
 /* Clamp x to [lo, hi] and round half away from zero onto the lattice. */
 void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q);
 
-/* In place: y[i] = clamp(y[i] + z_i, ylo, yhi), z_i discrete Laplace(t). */
+/* In place: y[i] += z_i, z_i discrete Laplace(t). The result is not clamped:
+ * |y| < 2^31 because |q| < 2^24 and |z| < 97 * 2^24. */
 void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y);
 
 /* Validate a mode and its argument for k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
 int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k);
 
-/* Encode y (clamped lattice values, modified in place by SIMPLEX) in the
- * given mode into out. Returns bytes written or EDP_ERR_LEN if cap is short. */
+/* Encode the noisy vector y (modified in place) in the given mode into out.
+ * Values sent are clamped to [ylo, yhi]; rankings (LABEL, TOPK, BUCKET's
+ * label) use the unclamped noisy values, so that clamping creates no ties.
+ * Both are post-processing of the same noisy vector. Returns bytes written or
+ * EDP_ERR_LEN if cap is short. */
 int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
                     int32_t *y, uint8_t *out, size_t cap);
 

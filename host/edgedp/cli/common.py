@@ -1,0 +1,58 @@
+"""Shared pieces of the command line: target and --json options, output, one-line errors."""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+import numpy as np
+
+from ..errors import EdgeDPError
+
+target_option = click.option(
+    "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET",
+    help="qemu (default), qemu:stm32f4, host, renode, or a pyserial URL such as socket://127.0.0.1:4321.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    raise TypeError(f"not JSON serialisable: {type(v)}")
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, default=_plain)
+
+
+def emit_json(obj: Any) -> None:
+    click.echo(dumps(obj))
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """Turn EdgeDPError (and bad input) into a one-line message and a non-zero exit.
+
+    Under --json the error is also printed as {"error": "ERR_…", "message": "…"} on stdout."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = kwargs.get("as_json", False)
+        try:
+            return fn(*args, **kwargs)
+        except EdgeDPError as exc:
+            code, status, msg = exc.code, exc.exit_code, str(exc)
+        except (ValueError, OSError) as exc:
+            code, status, msg = "ERR_INPUT", 4, str(exc)
+        if as_json:
+            emit_json({"error": code, "message": msg})
+        click.echo(f"edgedp: error: {msg}", err=True)
+        sys.exit(status)
+    return wrapper

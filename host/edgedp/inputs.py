@@ -1,0 +1,48 @@
+"""Reading rows of logits/probabilities from .npy, .npz, .csv or stdin."""
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def read_rows(source: str) -> np.ndarray:
+    """A 2-D float array: one query per row. ``-`` reads CSV/whitespace text from stdin."""
+    if source == "-":
+        text = sys.stdin.read()
+        return _parse_text(text, "stdin")
+    path = Path(source)
+    if not path.exists():
+        raise ValueError(f"input file {source} does not exist")
+    if path.suffix == ".npy":
+        arr = np.load(path, allow_pickle=False)
+    elif path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            key = next((k for k in ("probs", "logits", "x") if k in z.files), None)
+            if key is None:
+                raise ValueError(f"{source}: expected an array named probs, logits or x")
+            arr = z[key]
+    else:
+        return _parse_text(path.read_text(), source)
+    return _check(np.asarray(arr, dtype=np.float64), source)
+
+
+def _parse_text(text: str, name: str) -> np.ndarray:
+    rows = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not rows:
+        raise ValueError(f"{name}: no rows")
+    try:
+        arr = np.loadtxt(io.StringIO("\n".join(r.replace(",", " ") for r in rows)), ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{name}: not numeric CSV ({exc})") from None
+    return _check(arr, name)
+
+
+def _check(arr: np.ndarray, name: str) -> np.ndarray:
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        raise ValueError(f"{name}: expected a 2-D array (rows of class scores), got shape {arr.shape}")
+    return arr
