@@ -16,7 +16,7 @@ CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = 0x20, 0x21, 0x22, 0x23
 ERROR, RESPONSE = 0x7F, 0x80
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
 M_AUTO = -128
-STORE_STATES = ("loaded", "fresh", "corrupt", "failed")
+STORE_STATES = ("loaded", "fresh", "corrupt", "failed", "recovered")
 TICK_KINDS = ("systick", "dwt", "host-ns")
 
 

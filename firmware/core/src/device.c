@@ -53,7 +53,12 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     d->port = port;
     d->store_state = (uint8_t)edp_store_load(port, &d->rec, &d->slot);
     d->store_ok = d->store_state == EDP_STORE_LOADED;
-    if (d->store_state != EDP_STORE_LOADED) {
+    if (d->store_state == EDP_STORE_TORN) {
+        /* The damaged slot may hold a newer commit whose answer was sent: count
+         * one more query against both budgets (over-count, never under-count). */
+        edp_budget_charge(&d->rec.budget, d->rec.mech.eps_micro);
+        d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
+    } else if (d->store_state != EDP_STORE_LOADED) {
         default_record(&d->rec);
         /* Test builds start a blank store with the documented defaults; production
          * builds stay closed until an authenticated CONFIG writes a record. */

@@ -93,7 +93,7 @@ int edp_store_load(const edp_port_t *port, edp_record_t *r, uint32_t *slot)
 {
     uint8_t buf[EDP_STORE_RECORD];
     edp_record_t cand[2];
-    int ok[2], written = 0;
+    int ok[2], written[2];
     uint32_t s;
     for (s = 0; s < 2; s++) {
         if (port->store_read(port->ctx, s * EDP_STORE_SLOT_SIZE, buf, EDP_STORE_RECORD) < 0) {
@@ -101,17 +101,17 @@ int edp_store_load(const edp_port_t *port, edp_record_t *r, uint32_t *slot)
             return EDP_STORE_FAILED;
         }
         ok[s] = edp_store_parse(&cand[s], buf) == EDP_OK;
-        if (!blank(buf, EDP_STORE_RECORD)) written = 1;
+        written[s] = !blank(buf, EDP_STORE_RECORD);
     }
     if (!ok[0] && !ok[1]) {
         *slot = 1;
-        return written ? EDP_STORE_CORRUPT : EDP_STORE_FRESH;
+        return written[0] || written[1] ? EDP_STORE_CORRUPT : EDP_STORE_FRESH;
     }
     if (ok[0] && ok[1]) s = (int32_t)(cand[1].sequence - cand[0].sequence) > 0 ? 1 : 0;
     else s = ok[1] ? 1 : 0;
     *r = cand[s];
     *slot = s;
-    return EDP_STORE_LOADED;
+    return !ok[s ^ 1u] && written[s ^ 1u] ? EDP_STORE_TORN : EDP_STORE_LOADED;
 }
 
 int edp_store_commit(const edp_port_t *port, edp_record_t *r, uint32_t *slot)

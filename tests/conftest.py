@@ -1,0 +1,90 @@
+"""Shared fixtures: builds, the test key, a native device, and one QEMU per session."""
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edgedp.client import Device, load_key
+from edgedp.targets.host import HostTarget
+from edgedp.targets.qemu import QemuTarget
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
+DAY = 86400
+
+
+def make(*targets: str) -> None:
+    r = subprocess.run(["make", "-C", str(ROOT), *targets], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def test_key() -> bytes:
+    return load_key(ROOT / "tests/keys/test-device.key")
+
+
+@pytest.fixture(scope="session")
+def native_builds() -> None:
+    make("build/host/edgedp", "build/host-san/edgedp", "build/native/test_core")
+
+
+class HostDevice:
+    """Start/stop the sanitized native build on one store file, like power cycles."""
+
+    def __init__(self, store: Path, env: dict[str, str] | None = None):
+        self.store = store
+        self.env = {"EDP_STORE_FILE": str(store), "EDP_HOST_TIME": str(TEST_EPOCH), **(env or {})}
+        self.target: HostTarget | None = None
+
+    def start(self, **env: str) -> Device:
+        self.stop()
+        self.target = HostTarget(sanitized=True, env={**self.env, **env})
+        dev = Device(self.target.link(), timeout=10)
+        dev.sync()
+        return dev
+
+    def stop(self) -> int | None:
+        if self.target is None:
+            return None
+        self.target.close()
+        code = self.target.link().proc.returncode  # type: ignore[attr-defined]
+        self.target = None
+        return code
+
+
+@pytest.fixture
+def host_device(native_builds: None, tmp_path: Path) -> Iterator[HostDevice]:
+    h = HostDevice(tmp_path / "store.bin")
+    yield h
+    code = h.stop()
+    assert code in (None, 0), f"native device exited with {code} (sanitizer report above?)"
+
+
+@pytest.fixture(scope="session")
+def qemu_target() -> Iterator[QemuTarget]:
+    make("build/qemu/edgedp.elf")
+    t = QemuTarget.from_spec("qemu")
+    yield t
+    t.close()
+
+
+_epochs = iter(range(TEST_EPOCH + 10 * DAY, 2**40, 10 * DAY))
+
+
+@pytest.fixture
+def qemu(qemu_target: QemuTarget, test_key: bytes) -> Device:
+    """The QEMU device after a warm reset with a known configuration.
+
+    The store survives resets, and days never go back, so each test starts ten days
+    after the previous one: ``dev.epoch`` is its clock at the start."""
+    qemu_target.reset()
+    dev = Device(qemu_target.link(), timeout=20, target=qemu_target)
+    dev.sync()
+    dev.epoch = next(_epochs)  # type: ignore[attr-defined]
+    dev.set_time(test_key, dev.epoch)  # type: ignore[attr-defined]
+    dev.configure(test_key, 1.0, daily_cap=1000.0, lifetime_cap=None)
+    dev.reset_budget(test_key)
+    return dev
