@@ -155,7 +155,7 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     t1 = d->port->ticks(d->port->ctx);
     if (len < 0) return len;
     *o = wr64(*o, edp_budget_remaining(&d->rec.budget));
-    *o = wr32(*o, t1 - t0);
+    *o = wr32(*o, EDP_REPORT_TICKS ? t1 - t0 : 0);
     *o = wr8(*o, (uint32_t)d->plan.m);
     *o = wr8(*o, mode);
     *o = wr16(*o, k);

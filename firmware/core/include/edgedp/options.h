@@ -28,6 +28,14 @@
 #define EDP_TEST_BUILD 0
 #endif
 
+/* Non-zero: QUERY answers carry the measured ticks of the DP step. The
+ * sampler's running time depends on the noise drawn (rejection loops), so the
+ * tick count is a side channel on the noise: production builds report 0
+ * unless built for benchmarking (docs/privacy.md, "Timing"). */
+#ifndef EDP_REPORT_TICKS
+#define EDP_REPORT_TICKS EDP_TEST_BUILD
+#endif
+
 /* ChaCha20 blocks drawn between reseeds from the board's entropy source
  * (production builds only; test builds replay one stream). */
 #ifndef EDP_RESEED_BLOCKS
