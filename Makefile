@@ -42,7 +42,7 @@ build/gen/test_keys.c: $(KEY)
 	sys.stdout.write("#include \"test_keys.h\"\n" + f("edp_test_device_key", k) + f("edp_test_seed", range(32)))' > $@
 
 QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
-STM32F4_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_STM32F4_SRCS)
+STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
 FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
 firmware: build/qemu/edgedp.elf build/stm32f4/edgedp.elf
@@ -55,7 +55,7 @@ build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) firmware/boards/qemu/qemu.ld f
 
 build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
 	@mkdir -p $(@D)
-	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(INC) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
+	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
 	arm-none-eabi-size $@
 

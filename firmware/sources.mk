@@ -28,6 +28,9 @@ EDP_STM32F4_SRCS := \
 	firmware/boards/stm32f4/bkpsram.c \
 	firmware/boards/stm32f4/cycles.c
 
+# Everything the production stm32f4 image is built from (PlatformIO builds this list).
+EDP_STM32F4_IMAGE_SRCS = $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_STM32F4_SRCS)
+
 EDP_QEMU_SRCS := firmware/boards/qemu/board.c
 EDP_HOST_SRCS := firmware/boards/host/board.c
 
@@ -38,6 +41,7 @@ EDP_ARM_CFLAGS := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 \
 	-Wall -Wextra -Werror
 EDP_ARM_LDFLAGS := -nostartfiles -Wl,--gc-sections --specs=nano.specs --specs=nosys.specs
 
-# Production stm32f4 image: console on USART2 (STM32F4DISCOVERY ST-LINK VCP, Renode usart2).
+# Production stm32f4 image: console on USART2 (PA2/PA3; Renode stm32f4_discovery usart2; on a real
+# STM32F4DISCOVERY wire a USB-serial adapter, see docs/hardware.md).
 EDP_STM32F4_DEFS := -DEDP_TEST_BUILD=0 -DEDP_CONSOLE_USART=2
 EDP_STM32F4_LDSCRIPT := firmware/boards/stm32f4/stm32f4.ld

@@ -1,0 +1,112 @@
+*** Comments ***
+Hardware-in-the-loop suite for Renode's `renode-test`: the stm32f4 firmware on
+the STM32F4 Discovery platform of renode/edgedp-stm32f4.repl.
+
+The boot banner is a text line, checked with Renode's UART terminal tester
+(Wait For Line On Uart). Everything after it is binary COBS frames, which the
+edgedp host package speaks: the Python keyword library edgedp.robot_keywords
+connects to the console's server socket (renode/edgedp.resc) and drives the
+device through edgedp.client, the code `edgedp --target ...` uses.
+
+Suite setup writes build/renode/edgedp-testkey.elf: the production image with
+the test key (tests/keys/test-device.key) in its .edp_key section, so the
+suite can set the clock and the budget as an operator would.
+
+Run from the repository root (see renode/README.md):
+    make build/stm32f4/edgedp.elf
+    PYTHONPATH=$PWD/host renode-test renode/edgedp.robot
+
+
+*** Settings ***
+Documentation       edgedp on Renode (STM32F4 Discovery): boot, INFO, a DP query,
+...                 budget exhaustion and recovery from a garbage frame.
+
+Resource            ${RENODEKEYWORDS}
+Library             edgedp.robot_keywords.EdgedpKeywords
+
+Suite Setup         Set Up Suite
+Suite Teardown      Teardown
+Test Setup          Start edgedp On Renode
+Test Teardown       Stop edgedp On Renode
+
+
+*** Variables ***
+${ELF}              ${CURDIR}/../build/stm32f4/edgedp.elf
+# The production image with the test key in .edp_key, as a provisioned device.
+${TEST_ELF}         ${CURDIR}/../build/renode/edgedp-testkey.elf
+${RESC}             ${CURDIR}/edgedp.resc
+${UART}             sysbus.usart2
+${CONSOLE_PORT}     3456
+${BOARD}            stm32f4
+${BOOT_TIMEOUT}     10
+
+
+*** Test Cases ***
+Boots And Prints The Banner
+    [Documentation]    One text line between 0x00 delimiters: version, board and build kind.
+    Wait For Line On Uart    edgedp \\S+ board=${BOARD} build=production
+    ...    timeout=${BOOT_TIMEOUT}    treatAsRegex=true
+
+Reports INFO Over The Console Socket
+    Connect After Boot
+    ${info}=    Device Info
+    Should Be Equal    ${info}[board]    ${BOARD}
+    Should Be Equal    ${info}[build]    production
+    Should Be Equal    ${info}[entropy]    ok
+    Should Be Equal    ${info}[tick_kind]    dwt
+
+Answers A DP Query With DWT Ticks
+    [Documentation]    The DWT of edgedp-stm32f4.repl makes the measured ticks non-zero.
+    Connect After Boot
+    Configure For Test
+    ${answer}=    Query    0.1    0.7    0.2
+    Length Should Be    ${answer}[values]    3
+    Should Be True    ${answer}[ticks] > 0
+
+Refuses Queries Once The Budget Is Spent And Still Answers PING And INFO
+    Connect After Boot
+    Configure For Test
+    ${answered}=    Exhaust Budget    0.2    0.8
+    Should Be Equal As Integers    ${answered}    3
+    Query Should Fail With    ERR_BUDGET    0.5    0.5
+    Device Should Respond
+    ${info}=    Device Info
+    Should Be Equal    ${info}[board]    ${BOARD}
+
+Recovers From A Garbage Frame
+    Connect After Boot
+    Send Garbage    length=300    seed=6
+    Device Should Respond
+    Configure For Test
+    ${answer}=    Query    0.25    0.75
+    Length Should Be    ${answer}[values]    2
+
+
+*** Keywords ***
+Set Up Suite
+    Setup
+    File Should Exist    ${ELF}    msg=Build the firmware first: make build/stm32f4/edgedp.elf
+    Provision Elf    ${ELF}    ${TEST_ELF}
+
+Start edgedp On Renode
+    Execute Command    $elf=@${TEST_ELF}
+    Execute Command    $port=${CONSOLE_PORT}
+    Execute Command    include @${RESC}
+    Create Terminal Tester    ${UART}
+    Start Emulation
+
+Connect After Boot
+    Wait For Line On Uart    edgedp    timeout=${BOOT_TIMEOUT}
+    Connect To Device    socket://127.0.0.1:${CONSOLE_PORT}
+
+Configure For Test
+    [Documentation]    A production device refuses queries until its clock is set and
+    ...    its budget configured, both authenticated with the device key.
+    ...    A fixed date (2026-01-15 12:00 UTC): Renode's RTC model applies the date
+    ...    fields one at a time, and some real dates pass through invalid ones (31 February).
+    Set Device Time    1768478400
+    Configure Budget    epsilon=1.0    daily_cap=3.0
+
+Stop edgedp On Renode
+    Disconnect From Device
+    Test Teardown
