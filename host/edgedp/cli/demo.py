@@ -40,29 +40,30 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> Non
         b = dev.budget()
         click.echo(f"config: epsilon {epsilon} per query, daily cap {daily_cap}, range [0, 1], "
                    f"L1 sensitivity 2 (authenticated CONFIG)\n")
-        click.echo(f"{'#':>3} {'true':>4} | {'raw top-1':>12} | {'private top-1 (full)':>22} | "
-                   f"{'private label':>13} | {'budget left':>11}")
-        click.echo("-" * 80)
+        click.echo("each row: one external query in TOPK:2 mode (noisy ranking, clamped values), "
+                   f"costing epsilon {epsilon}")
+        click.echo(f"{'#':>3} {'true':>4} | {'raw top-2 (probability)':>24} | {'private top-2 (noisy value)':>28} | "
+                   f"{'budget left':>11}")
+        click.echo("-" * 82)
         agree = answered = 0
         for i, (x, y) in enumerate(zip(probs, labels)):
-            raw = f"{int(np.argmax(x))} ({x.max():.2f})"
+            order = np.argsort(-x, kind="stable")[:2]
+            raw = "  ".join(f"{j} ({x[j]:.2f})" for j in order)
             try:
-                full = dev.query(x, "full")
-                lab = dev.query(x, "label")
+                r = dev.query(x, "topk:2")
             except DeviceError as exc:
-                click.echo(f"{i:>3} {y:>4} | {raw:>12} | {'refused: ' + exc.code:>22} | {'-':>13} | {'0':>11}")
+                click.echo(f"{i:>3} {y:>4} | {raw:>24} | {'refused: ' + exc.code:>28} | {'0':>11}")
                 local_label, _ = dev.local(x)
                 click.echo(f"\nexternal output refused ({exc.code}); the on-device local path still "
                            f"answers: label {local_label} (never leaves the device, costs nothing)")
                 break
             answered += 1
-            agree += int(lab.label == int(np.argmax(x)))
-            priv = f"{full.label} ({full.values.max():.2f})"
-            click.echo(f"{i:>3} {y:>4} | {raw:>12} | {priv:>22} | {lab.label:>13} | "
-                       f"{lab.remaining * 1e-6:>11.2f}")
+            agree += int(r.label == int(order[0]))
+            priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
+            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining * 1e-6:>11.2f}")
         b = budget_dict(dev.budget())
-    click.echo(f"\nprivate label agreed with the raw prediction on {agree}/{answered} answered queries.")
+    click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
     click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
                "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
     click.echo(f"budget: day {b['day']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
-               f"lifetime spent {b['lifetime_spent']:.2f}; store {b['store']}")
+               f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
