@@ -1,0 +1,54 @@
+"""Fail closed: with entropy, clock or store unusable, no external answer — but PING, INFO,
+BUDGET and the local path keep working (native port, faults injected through its environment)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgedp.errors import DeviceError
+
+pytestmark = pytest.mark.native
+X = np.array([0.2, 0.5, 0.3])
+
+
+def assert_closed(dev, code: str) -> None:
+    for mode in ("full", "label", "topk:2", "bucket", "round:1", "simplex"):
+        with pytest.raises(DeviceError) as e:
+            dev.query(X, mode)
+        assert e.value.code == code
+    assert dev.ping(b"up") == b"up"
+    assert dev.info().board == "host"
+    assert dev.budget().daily_spent == 0
+    assert dev.local(X)[0] == 1
+
+
+def test_entropy_failure_refuses_external_output(host_device) -> None:
+    dev = host_device.start(EDP_HOST_ENTROPY="fail")
+    assert dev.info().entropy == "failed"
+    assert_closed(dev, "ERR_ENTROPY")
+
+
+def test_untrusted_clock_refuses_external_output(host_device, test_key: bytes) -> None:
+    dev = host_device.start(EDP_HOST_TIME="unset")
+    assert dev.info().time_ok is False and dev.budget().day is None
+    assert_closed(dev, "ERR_TIME")
+    dev.set_time(test_key, 1_800_000_000)  # an authenticated clock makes it answer again
+    assert dev.query(X, "label").label in (0, 1, 2)
+
+
+def test_no_device_key_refuses_every_admin_command(host_device, test_key: bytes) -> None:
+    dev = host_device.start(EDP_HOST_KEY="none")
+    with pytest.raises(DeviceError, match="ERR_AUTH"):
+        dev.configure(test_key, 5.0, 1e6)
+    assert dev.budget().epsilon_micro == 1_000_000
+
+
+def test_test_seed_changes_the_stream_only_when_authenticated(host_device, test_key: bytes) -> None:
+    dev = host_device.start()
+    with pytest.raises(DeviceError, match="ERR_AUTH"):
+        dev.test_seed(bytes(32), bytes(32))
+    a = dev.sample(1.0, 2.0, 10, 8)[2]
+    dev.test_seed(test_key, bytes(range(1, 33)))
+    b = dev.sample(1.0, 2.0, 10, 8)[2]
+    dev.test_seed(test_key, bytes(range(1, 33)))
+    assert (dev.sample(1.0, 2.0, 10, 8)[2] == b).all() and not (a == b).all()
