@@ -12,12 +12,13 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test test-fast clean
+.PHONY: help setup firmware host demo test provision clean
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
 	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
 	@echo "make setup | firmware | host | clean"
+	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
 # ---- setup: Debian packages and the Python environment -----------------------
 setup: $(STAMP)
@@ -58,6 +59,20 @@ build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) $(EDP_STM32F4_LDSCRIPT) 
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
 	arm-none-eabi-size $@
+
+# make provision KEY=path/to/device.key  (64 hex digits: the key file the host tool reads)
+#   build/stm32f4/edgedp-provisioned.elf  image with the key in .edp_key (flash it whole)
+#   build/stm32f4/edp_key.bin             the 32 bytes alone, for sector 11 at 0x080E0000:
+#     openocd -f board/stm32f4discovery.cfg -c "program build/stm32f4/edp_key.bin 0x080E0000 verify reset exit"
+# Both hold the secret key. KEY must be given explicitly: its default is the public test key.
+provision: build/stm32f4/edgedp.elf
+	@if [ "$(origin KEY)" = file ]; then echo "usage: make provision KEY=path/to/device.key (64 hex digits)" >&2; exit 2; fi
+	@umask 077 && python3 -c 'import sys; k = bytes.fromhex(open(sys.argv[1]).read().strip()); \
+	assert len(k) == 32, "the key file must hold 64 hex digits"; \
+	assert k not in (bytes(32), bytes([255]) * 32), "an all-0x00 or all-0xFF key reads as unprovisioned"; \
+	open(sys.argv[2], "wb").write(k)' "$(KEY)" build/stm32f4/edp_key.bin
+	umask 077 && arm-none-eabi-objcopy --update-section .edp_key=build/stm32f4/edp_key.bin \
+	  build/stm32f4/edgedp.elf build/stm32f4/edgedp-provisioned.elf
 
 # ---- native builds: the host port (tests) and the sanitized variant -----------
 HOST_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_HOST_SRCS) build/gen/test_keys.c

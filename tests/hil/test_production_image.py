@@ -7,9 +7,12 @@ quickly, answer status requests, and refuse every external answer -- never
 fall back to a weaker entropy source, never hang."""
 from __future__ import annotations
 
+import shutil
 import struct
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +22,8 @@ from edgedp.client import Device
 from edgedp.errors import DeviceError, ErrorCode
 from edgedp.modes import Mode
 from edgedp.targets.qemu import QemuTarget
+
+from ..conftest import ROOT
 
 pytestmark = pytest.mark.hil
 
@@ -188,3 +193,40 @@ def test_warm_reset_boots_again_quickly(booted: Booted) -> None:
     assert boot_s < BOOT_LIMIT_S
     booted.dev.sync()
     assert booted.dev.info().entropy == "failed"
+
+
+@pytest.fixture(scope="module")
+def provisioned_elf(booted: Booted, test_key: bytes, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the production image with the test key in .edp_key (the provisioning recipe)."""
+    objcopy = shutil.which("arm-none-eabi-objcopy")
+    if objcopy is None:
+        pytest.skip("arm-none-eabi-objcopy not installed")
+    d = tmp_path_factory.mktemp("provisioned")
+    (d / "key.bin").write_bytes(test_key)
+    out = d / "edgedp.elf"
+    subprocess.run([objcopy, "--update-section", f".edp_key={d / 'key.bin'}",
+                    str(ROOT / "build/stm32f4/edgedp.elf"), str(out)], check=True)
+    return out
+
+
+def test_provisioned_key_is_read_from_flash(provisioned_elf: Path, test_key: bytes) -> None:
+    """With a key in sector 11, admin commands authenticate: a wrong key is ERR_AUTH, the right
+    one passes and then meets the store QEMU lacks (ERR_STORE). Production still has no TEST_SEED."""
+    target = QemuTarget(provisioned_elf, 2, "qemu:stm32f4-provisioned")
+    try:
+        dev = Device(target.link(), timeout=20, target=target)
+        dev.sync()
+        with pytest.raises(DeviceError) as e:
+            dev.set_time(bytes(range(32)), 1767225600)
+        assert e.value.error == ErrorCode.ERR_AUTH
+        with pytest.raises(DeviceError) as e:
+            dev.configure(test_key, 1.0, daily_cap=100.0)
+        assert e.value.error == ErrorCode.ERR_STORE
+        with pytest.raises(DeviceError) as e:
+            dev.test_seed(test_key, bytes(32))
+        assert e.value.error == ErrorCode.ERR_UNKNOWN
+        with pytest.raises(DeviceError) as e:
+            dev.query(np.array([0.3, 0.7], dtype=np.float32), "full")
+        assert e.value.error in REFUSALS
+    finally:
+        target.close()

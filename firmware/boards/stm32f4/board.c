@@ -1,0 +1,195 @@
+/* STM32F405/407 board port (production builds).
+ *
+ *  - clock: 168 MHz PLL from the 8 MHz HSE, or HSI 16 MHz if that fails
+ *    (tick_hz and the UART baud divisor follow what the RCC reports);
+ *  - console: USART2 (PA2/PA3) or USART3 (PD8/PD9) per EDP_CONSOLE_USART, 115200 8N1;
+ *  - entropy: the hardware RNG only (health-checked, fails closed); the core
+ *    reseeds from it every EDP_RESEED_BLOCKS ChaCha20 blocks;
+ *  - day index and SET_TIME: the LSE-clocked RTC calendar (UTC);
+ *  - store: backup SRAM on VBAT, sequence shadow in RTC_BKP0R/BKP1R;
+ *  - device key: 32 bytes at 0x080E0000 (flash sector 11, section .edp_key
+ *    of stm32f4.ld); all 0xFF (erased) or all 0x00 = not provisioned;
+ *  - ticks: DWT CYCCNT, or SysTick where there is no working DWT;
+ *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG).
+ *
+ * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
+ * SRAM) this boots in bounded time and reports entropy, clock and store as
+ * failed: every external query is refused. */
+#include "board.h"
+#include "edgedp/error.h"
+#include "stm32f4.h"
+#include "../cortexm/systick.h"
+
+#if EDP_TEST_BUILD
+#error "the stm32f4 port is the production port: build it with EDP_TEST_BUILD=0"
+#endif
+
+#if EDP_CONSOLE_USART == 2
+#define CONSOLE EDP_STM32_USART2
+#else
+#define CONSOLE EDP_STM32_USART3
+#endif
+
+/* Defined by stm32f4.ld: the 32-byte key in its own flash sector. Only the
+ * linker knows its contents, so the compiler cannot fold the erased value. */
+extern const uint8_t edp_stm32_device_key[32];
+
+static edp_stm32_bkd_t bkd;
+static edp_stm32_clocks_t clocks;
+static const edp_port_t *board_port;
+
+static int entropy(void *ctx, uint8_t key[32])
+{
+    (void)ctx;
+    return edp_stm32_rng_fill(EDP_STM32_RNG, key, 32, EDP_STM32_SPIN_RNG);
+}
+
+static uint32_t ticks_dwt(void *ctx)
+{
+    (void)ctx;
+    return EDP_STM32_DWT->CYCCNT;
+}
+
+static uint32_t ticks_systick(void *ctx)
+{
+    (void)ctx;
+    return (uint32_t)edp_systick_now();
+}
+
+static int day(void *ctx, uint32_t *d)
+{
+    (void)ctx;
+    return edp_stm32_rtc_day(&bkd, d, EDP_STM32_SPIN_RTC);
+}
+
+static int set_time(void *ctx, uint64_t secs)
+{
+    (void)ctx;
+    return edp_stm32_rtc_set(&bkd, secs, EDP_STM32_SPIN_RTC, EDP_STM32_SPIN_LSE);
+}
+
+static int store_read(void *ctx, uint32_t off, void *buf, uint32_t n)
+{
+    (void)ctx;
+    return edp_stm32_store_read(&bkd, off, buf, n);
+}
+
+static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    (void)ctx;
+    return edp_stm32_store_write(&bkd, off, buf, n);
+}
+
+static int device_key(void *ctx, const uint8_t **key)
+{
+    const volatile uint8_t *k = edp_stm32_device_key;
+    uint32_t i, all = 0xFFu, any = 0;
+    (void)ctx;
+    for (i = 0; i < 32; i++) {
+        all &= k[i];
+        any |= k[i];
+    }
+    if (all == 0xFFu || any == 0) return EDP_ERR_AUTH;
+    *key = edp_stm32_device_key;
+    return EDP_OK;
+}
+
+static void uart_write(void *ctx, const uint8_t *buf, size_t n)
+{
+    (void)ctx;
+    edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
+}
+
+static void console_init(edp_rcc_regs_t *rcc)
+{
+#if EDP_CONSOLE_USART == 2
+    rcc->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;
+    rcc->APB1ENR |= RCC_APB1ENR_USART2EN;
+    (void)rcc->APB1ENR;
+    edp_stm32_gpio_af(EDP_STM32_GPIOA, 2, 7);   /* TX */
+    edp_stm32_gpio_af(EDP_STM32_GPIOA, 3, 7);   /* RX */
+#else
+    rcc->AHB1ENR |= RCC_AHB1ENR_GPIODEN;
+    rcc->APB1ENR |= RCC_APB1ENR_USART3EN;
+    (void)rcc->APB1ENR;
+    edp_stm32_gpio_af(EDP_STM32_GPIOD, 8, 7);   /* TX */
+    edp_stm32_gpio_af(EDP_STM32_GPIOD, 9, 7);   /* RX */
+#endif
+    edp_stm32_uart_init(CONSOLE, clocks.pclk1_hz, EDP_CONSOLE_BAUD);
+}
+
+#if EDP_STM32_WATCHDOG
+/* LSI ~32 kHz / 64, reload 2000: about 4 s (2.7 s at the fastest LSI). */
+static void watchdog_start(void)
+{
+    edp_iwdg_regs_t *w = EDP_STM32_IWDG;
+    uint32_t spin = 100000u;
+    w->KR = 0xCCCCu;   /* start (and LSI) */
+    w->KR = 0x5555u;   /* unlock PR and RLR */
+    w->PR = 4u;
+    w->RLR = 2000u;
+    while ((EDP_RD(w->SR) & 3u) && --spin) {
+    }
+    w->KR = 0xAAAAu;
+}
+
+/* Refresh at most every 1/4 s of port ticks: the idle frame loop polls the
+ * UART continuously, and a refresh per poll would flood QEMU's -d unimp log. */
+static uint32_t kick_last;
+
+static void watchdog_poll(const edp_port_t *port)
+{
+    uint32_t now = port->ticks(port->ctx);
+    if (now - kick_last >= port->tick_hz / 4u) {
+        kick_last = now;
+        EDP_STM32_IWDG->KR = 0xAAAAu;
+    }
+}
+#else
+#define watchdog_start() ((void)0)
+#define watchdog_poll(port) ((void)(port))
+#endif
+
+void edp_board_init(edp_port_t *port)
+{
+    edp_rcc_regs_t *rcc = EDP_STM32_RCC;
+    int tick_kind;
+
+    edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
+    console_init(rcc);
+    watchdog_start();
+
+    tick_kind = edp_stm32_cycles_init(EDP_STM32_DEMCR, EDP_STM32_DWT);
+    if (tick_kind != EDP_TICK_DWT) edp_systick_start();
+
+    bkd.rcc = rcc;
+    bkd.pwr = EDP_STM32_PWR;
+    bkd.rtc = EDP_STM32_RTC;
+    bkd.sram = EDP_STM32_BKPSRAM;
+    if (edp_stm32_backup_access(&bkd) == EDP_OK) edp_stm32_rtc_init(&bkd);
+    edp_stm32_bkpsram_enable(&bkd, EDP_STM32_SPIN_BRR);
+
+    rcc->AHB2ENR |= RCC_AHB2ENR_RNGEN;
+    (void)rcc->AHB2ENR;
+    edp_stm32_rng_enable(EDP_STM32_RNG);
+
+    port->ctx = 0;
+    port->entropy = entropy;
+    port->ticks = tick_kind == EDP_TICK_DWT ? ticks_dwt : ticks_systick;
+    port->day = day;
+    port->set_time = set_time;
+    port->store_read = store_read;
+    port->store_write = store_write;
+    port->device_key = device_key;
+    port->uart_write = uart_write;
+    port->board = "stm32f4";
+    port->tick_hz = clocks.sysclk_hz;
+    port->tick_kind = (uint8_t)tick_kind;
+    board_port = port;
+}
+
+int edp_board_uart_read(uint8_t *buf, size_t max)
+{
+    watchdog_poll(board_port);
+    return (int)edp_stm32_uart_read(CONSOLE, buf, max);
+}

@@ -1,0 +1,193 @@
+/* The stm32f4 port's drivers (STM32F405/407, RM0090).
+ *
+ * Every driver takes its register block(s) by pointer (stm32f4_regs.h) and
+ * every wait on hardware is a bounded loop `while (!(EDP_RD(reg) & bit) && --spin)`:
+ * a peripheral that never answers (QEMU, which models none of RCC, PWR, RTC,
+ * RNG, DWT or backup SRAM, or a broken board) makes the call fail in bounded
+ * time instead of hanging. Functions return >= 0 on success or a negative
+ * EDP_ERR_* (edgedp/error.h). board.c binds the drivers to the real addresses;
+ * tests/native/test_stm32f4_drivers.c runs them against fake blocks. */
+#ifndef EDGEDP_STM32F4_H
+#define EDGEDP_STM32F4_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stm32f4_regs.h"
+
+/* ---- options (override with -D) ---- */
+
+/* Console: 2 = USART2 on PA2/PA3, 3 = USART3 on PD8/PD9 (both AF7). */
+#ifndef EDP_CONSOLE_USART
+#define EDP_CONSOLE_USART 2
+#endif
+#if EDP_CONSOLE_USART != 2 && EDP_CONSOLE_USART != 3
+#error "EDP_CONSOLE_USART must be 2 or 3"
+#endif
+
+/* 1: HSE is an external 8 MHz clock signal (HSEBYP, e.g. Nucleo ST-LINK MCO);
+ * 0: an 8 MHz crystal (STM32F4DISCOVERY). */
+#ifndef EDP_HSE_BYPASS
+#define EDP_HSE_BYPASS 0
+#endif
+
+#ifndef EDP_CONSOLE_BAUD
+#define EDP_CONSOLE_BAUD 115200u
+#endif
+
+/* 1: start the independent watchdog (LSI, about 4 s) at boot; the frame loop
+ * refreshes it. A fault handler that parks the core then resets the MCU. */
+#ifndef EDP_STM32_WATCHDOG
+#define EDP_STM32_WATCHDOG 1
+#endif
+
+/* Poll budgets (loop iterations; one iteration is >= 4 core cycles, a few
+ * more on a peripheral bus). Worst cases at the clock each wait runs on:
+ *   CLOCK  each HSE/PLL/switch wait, at 16 MHz HSI: ~50 ms at the 8 cycles a poll takes
+ *          (>= 25 ms; an 8 MHz crystal typically starts in ~2 ms, ST HAL allows 100 ms)
+ *   RNG    one DRDY wait at 168 MHz: >= 0.5 ms (a word takes 40 RNG clocks < 1 us)
+ *   RTC    INITF/RSF wait at 168 MHz: >= 5 ms (2 RTCCLK = 61 us)
+ *   LSE    LSERDY wait in set_time at 168 MHz: >= 50 ms (LSEON is set at boot)
+ *   BRR    backup regulator ready at 168 MHz: >= 25 ms
+ *   TX     one byte at 168 MHz: >= 2.4 ms (a byte at 115200 8N1 takes 87 us) */
+#ifndef EDP_STM32_SPIN_CLOCK
+#define EDP_STM32_SPIN_CLOCK 100000u
+#endif
+#ifndef EDP_STM32_SPIN_RNG
+#define EDP_STM32_SPIN_RNG 20000u
+#endif
+#ifndef EDP_STM32_SPIN_RTC
+#define EDP_STM32_SPIN_RTC 200000u
+#endif
+#ifndef EDP_STM32_SPIN_LSE
+#define EDP_STM32_SPIN_LSE 2000000u
+#endif
+#ifndef EDP_STM32_SPIN_BRR
+#define EDP_STM32_SPIN_BRR 1000000u
+#endif
+#ifndef EDP_STM32_SPIN_TX
+#define EDP_STM32_SPIN_TX 100000u
+#endif
+
+/* ---- clock.c ---- */
+
+#define EDP_STM32_HSI_HZ 16000000u
+#define EDP_STM32_PLL_HZ 168000000u
+
+typedef struct {
+    uint32_t sysclk_hz;  /* core clock = HCLK (SysTick, DWT) */
+    uint32_t pclk1_hz;   /* APB1: USART2/3 */
+    uint32_t pclk2_hz;   /* APB2 */
+    uint8_t pll;         /* 1: PLL from HSE, 0: HSI fallback */
+} edp_stm32_clocks_t;
+
+#define EDP_STM32_CLOCK_FALLBACK 1
+
+/* 168 MHz from an 8 MHz HSE: PLL M=8 N=336 P=2 Q=7 (48 MHz for the RNG),
+ * flash 5 wait states + prefetch + caches, AHB /1, APB1 /4 (42 MHz), APB2 /2
+ * (84 MHz), voltage scale 1. Each wait gets spin iterations. If HSE, the PLL,
+ * the flash latency or the switch fail, the clock tree is put back on HSI
+ * 16 MHz with all prescalers 1. *clk is what SWS reports afterwards.
+ * Returns EDP_OK (PLL) or EDP_STM32_CLOCK_FALLBACK (HSI). */
+int edp_stm32_clock_init(edp_rcc_regs_t *rcc, edp_flash_regs_t *flash, edp_pwr_regs_t *pwr,
+                         int hse_bypass, uint32_t spin, edp_stm32_clocks_t *clk);
+
+/* ---- uart.c ---- */
+
+/* Pin pin of g to alternate function af (push-pull, high speed, pull-up). */
+void edp_stm32_gpio_af(edp_gpio_regs_t *g, uint32_t pin, uint32_t af);
+
+/* 8N1 at baud from pclk_hz (oversampling 16), TX and RX enabled, no interrupts. */
+void edp_stm32_uart_init(edp_usart_regs_t *u, uint32_t pclk_hz, uint32_t baud);
+
+/* Send n bytes; waits at most spin polls of TXE per byte (then sends anyway). */
+void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uint32_t spin);
+
+/* Copy received bytes while RXNE is set (no waiting). Returns the count. */
+size_t edp_stm32_uart_read(edp_usart_regs_t *u, uint8_t *buf, size_t max);
+
+/* ---- rng.c ---- */
+
+/* Set RNGEN (the RCC clock must be on and PLL48CLK running). */
+void edp_stm32_rng_enable(edp_rng_regs_t *rng);
+
+/* One health-checked word: EDP_ERR_ENTROPY if SECS/CECS/SEIS/CEIS is set
+ * before or after the read, or DRDY does not come within spin polls. After an
+ * error the RNG is restarted (flags cleared, RNGEN toggled) for a later call. */
+int edp_stm32_rng_read(edp_rng_regs_t *rng, uint32_t *out, uint32_t spin);
+
+/* Fill n bytes: the first word is read and discarded (kept only for
+ * comparison), then each word must differ from the one before (FIPS 140-2
+ * continuous test). EDP_OK or EDP_ERR_ENTROPY; on error buf is wiped. There is
+ * no fallback source. */
+int edp_stm32_rng_fill(edp_rng_regs_t *rng, uint8_t *buf, size_t n, uint32_t spin);
+
+/* ---- backup domain: rtc.c and bkpsram.c ---- */
+
+typedef struct {
+    edp_rcc_regs_t *rcc;
+    edp_pwr_regs_t *pwr;
+    edp_rtc_regs_t *rtc;       /* calendar and the BKPxR store-sequence shadow */
+    volatile uint8_t *sram;    /* 4 KiB backup SRAM; the store uses bytes [0, 256) */
+    uint8_t sram_ready;        /* set by edp_stm32_bkpsram_enable */
+} edp_stm32_bkd_t;
+
+/* Backup-domain write access: PWREN, then PWR_CR.DBP, read back.
+ * EDP_OK, or EDP_ERR_STORE when DBP does not stick. */
+int edp_stm32_backup_access(edp_stm32_bkd_t *b);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date / the date of a day. */
+int32_t edp_stm32_days_from_civil(int32_t y, uint32_t m, uint32_t d);
+void edp_stm32_civil_from_days(int32_t z, int32_t *y, uint32_t *m, uint32_t *d);
+
+/* Boot: if no RTC clock is selected yet, start the LSE oscillator (no wait:
+ * it needs up to 2 s; set_time waits for it). Requires backup access. */
+void edp_stm32_rtc_init(edp_stm32_bkd_t *b);
+
+/* UTC day index from the calendar. EDP_ERR_TIME unless LSE is ready, the RTC
+ * runs on it (RTCEN, RTCSEL = LSE, 1 Hz prescalers, 24 h format, not in init
+ * mode), the calendar was initialised (INITS), the shadow registers
+ * synchronised (RSF within spin polls) and TR/DR hold a valid BCD time/date. */
+int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin);
+
+/* Set the calendar (UTC, 24 h) to unix_seconds, which must lie in
+ * [2001-01-01, 2100-01-01) (the RTC has a two-digit year; year 00 reads as
+ * uninitialised). Starts LSE if needed and waits for it (spin_lse polls),
+ * selects it as the RTC clock if none is selected (a different clock already
+ * selected -> EDP_ERR_TIME: changing it needs a backup-domain reset, which
+ * would also erase the store shadow), then unlocks (0xCA, 0x53), enters init
+ * mode (INITF within spin polls), writes prescalers, TR and DR, exits and
+ * relocks. Afterwards the calendar must read back the day set (or the next).
+ * EDP_OK or EDP_ERR_TIME. */
+int edp_stm32_rtc_set(edp_stm32_bkd_t *b, uint64_t unix_seconds, uint32_t spin, uint32_t spin_lse);
+
+/* Backup SRAM: backup access, BKPSRAMEN, backup regulator on (BRE) and ready
+ * (BRR within spin polls), so the store survives on VBAT. Sets b->sram_ready.
+ * EDP_OK or EDP_ERR_STORE. */
+int edp_stm32_bkpsram_enable(edp_stm32_bkd_t *b, uint32_t spin);
+
+/* The store's sequence shadow: BKP[EDP_STM32_SHADOW_BKP] = sequence,
+ * BKP[EDP_STM32_SHADOW_BKP + 1] = ~sequence (a blank or mismatched pair means
+ * "no shadow"). */
+#ifndef EDP_STM32_SHADOW_BKP
+#define EDP_STM32_SHADOW_BKP 0
+#endif
+
+/* Port store callbacks on backup SRAM bytes [0, 2 * EDP_STORE_SLOT_SIZE).
+ * Rollback check: while a valid shadow exists, store_read fails with
+ * EDP_ERR_STORE unless the newest valid slot's sequence is at least the shadow
+ * (serial-number order): a backup SRAM that was rolled back, restored from an
+ * older copy or lost while the backup registers survived reads as an error,
+ * never as an older budget. store_write updates the shadow after the write
+ * that completes a valid slot newer than it; the shadow never moves back. */
+int edp_stm32_store_read(edp_stm32_bkd_t *b, uint32_t off, void *buf, uint32_t n);
+int edp_stm32_store_write(edp_stm32_bkd_t *b, uint32_t off, const void *buf, uint32_t n);
+
+/* ---- cycles.c ---- */
+
+/* Enable DWT CYCCNT (DEMCR.TRCENA, CYCCNTENA) and check that it advances over
+ * a short busy loop. Returns EDP_TICK_DWT, or EDP_TICK_SYSTICK when there is no
+ * cycle counter or it stands still (QEMU; Renode without a DWT peripheral):
+ * the caller then starts SysTick. */
+int edp_stm32_cycles_init(volatile uint32_t *demcr, edp_dwt_regs_t *dwt);
+
+#endif

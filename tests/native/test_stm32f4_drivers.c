@@ -1,0 +1,723 @@
+/* Host unit tests of the stm32f4 drivers against fake register blocks.
+ *
+ * Built natively with -DEDP_STM32_REG_HOOK (and ASan/UBSan) from
+ * tests/native/test_stm32f4_drivers.py. The drivers write plain RAM structs;
+ * their status and data reads go through edp_stm32_reg_read() below, a small
+ * hardware model: ready bits follow their enables (or never come), the RNG data
+ * register plays a script, the RTC's INITF/RSF/INITS follow INIT and the date.
+ *
+ * Output (TAP-like, parsed by the pytest wrapper):
+ *   ok N name | not ok N name: detail     one line per check
+ *   rtcday YYYY-MM-DD INDEX               day index the driver read from a BCD date
+ *   settime SECONDS TR DR                 BCD registers set_time wrote (hex)
+ *   1..N                                  plan, then "# passed P failed F"
+ * Exit status 0 iff every check passed. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgedp/error.h"
+#include "edgedp/port.h"
+#include "edgedp/store.h"
+#include "stm32f4.h"
+
+/* ---- tiny harness ---- */
+
+static int n_checks, n_failed;
+
+#define CHECK(cond, ...) check_((cond), #cond, __VA_ARGS__)
+
+static void check_(int ok, const char *expr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void check_(int ok, const char *expr, const char *fmt, ...)
+{
+    va_list ap;
+    n_checks++;
+    printf("%s %d ", ok ? "ok" : "not ok", n_checks);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    if (!ok) {
+        printf(": failed %s", expr);
+        n_failed++;
+    }
+    printf("\n");
+}
+
+/* ---- fake register blocks and the hardware model ---- */
+
+static edp_rcc_regs_t rcc;
+static edp_flash_regs_t flash;
+static edp_pwr_regs_t pwr;
+static edp_rng_regs_t rng;
+static edp_rtc_regs_t rtc;
+static edp_usart_regs_t usart;
+static edp_gpio_regs_t gpio;
+static edp_dwt_regs_t dwt;
+static volatile uint32_t demcr;
+static uint8_t sram[4096];
+
+static struct {
+    /* RCC: 1 = the ready bit follows its enable; 0 = never ready (QEMU reads 0) */
+    int rcc_live, hse_ok, pll_ok, sws_follows;
+    int flash_latency_sticks;
+    int lse_ok;            /* BDCR.LSERDY follows LSEON */
+    int dbp_sticks;        /* PWR_CR.DBP reads back */
+    int brr_ok;            /* PWR_CSR.BRR follows BRE */
+    /* RNG */
+    uint32_t rng_sr;       /* SR while no script entry says otherwise */
+    uint32_t rng_sr_after_dr;  /* SR after the n-th DR read, if rng_sr_after_n */
+    uint32_t rng_sr_after_n;
+    const uint32_t *rng_words;
+    uint32_t rng_n, rng_i;
+    /* RTC */
+    int rtc_live, initf_ok, rsf_ok;
+    /* DWT */
+    int cyccnt_runs;
+    uint32_t cyccnt;
+    /* USART */
+    uint32_t usart_rx_left;
+    uint8_t usart_rx_next;
+    int usart_txe;
+    /* read counters */
+    unsigned long reads;
+} hw;
+
+uint32_t edp_stm32_reg_read(const volatile uint32_t *reg)
+{
+    uint32_t v = *reg;
+    hw.reads++;
+    if (reg == &rcc.CR && hw.rcc_live) {
+        v &= ~(RCC_CR_HSIRDY | RCC_CR_HSERDY | RCC_CR_PLLRDY);
+        if (v & RCC_CR_HSION) v |= RCC_CR_HSIRDY;
+        if ((v & RCC_CR_HSEON) && hw.hse_ok) v |= RCC_CR_HSERDY;
+        if ((v & RCC_CR_PLLON) && hw.pll_ok) v |= RCC_CR_PLLRDY;
+    } else if (reg == &rcc.CFGR && hw.sws_follows) {
+        v = (v & ~RCC_CFGR_SWS_MASK) | ((v & RCC_CFGR_SW_MASK) << 2);
+    } else if (reg == &flash.ACR && !hw.flash_latency_sticks) {
+        v &= ~FLASH_ACR_LATENCY_MASK;
+    } else if (reg == &rcc.BDCR) {
+        v &= ~RCC_BDCR_LSERDY;
+        if ((v & RCC_BDCR_LSEON) && hw.lse_ok) v |= RCC_BDCR_LSERDY;
+    } else if (reg == &pwr.CR && !hw.dbp_sticks) {
+        v &= ~PWR_CR_DBP;
+    } else if (reg == &pwr.CSR) {
+        v &= ~PWR_CSR_BRR;
+        if ((v & PWR_CSR_BRE) && hw.brr_ok) v |= PWR_CSR_BRR;
+    } else if (reg == &rng.SR) {
+        v = hw.rng_sr_after_n && hw.rng_i >= hw.rng_sr_after_n ? hw.rng_sr_after_dr : hw.rng_sr;
+    } else if (reg == &rng.DR) {
+        v = hw.rng_n ? hw.rng_words[hw.rng_i % hw.rng_n] : 0;
+        hw.rng_i++;
+    } else if (reg == &rtc.ISR && hw.rtc_live) {
+        uint32_t init = v & RTC_ISR_INIT;
+        v = init;
+        if (init && hw.initf_ok) v |= RTC_ISR_INITF;
+        if (!init && hw.rsf_ok) v |= RTC_ISR_RSF;
+        if ((rtc.DR >> 16) & 0xFFu) v |= RTC_ISR_INITS;   /* year != 00 */
+    } else if (reg == &dwt.CYCCNT && hw.cyccnt_runs) {
+        hw.cyccnt += 7;
+        v = hw.cyccnt;
+    } else if (reg == &usart.SR) {
+        v = (hw.usart_txe ? USART_SR_TXE : 0) | (hw.usart_rx_left ? USART_SR_RXNE : 0);
+    } else if (reg == &usart.DR) {
+        if (hw.usart_rx_left) hw.usart_rx_left--;
+        v = hw.usart_rx_next++;
+    }
+    return v;
+}
+
+static void reset_all(void)
+{
+    memset(&rcc, 0, sizeof rcc);
+    memset(&flash, 0, sizeof flash);
+    memset(&pwr, 0, sizeof pwr);
+    memset(&rng, 0, sizeof rng);
+    memset(&rtc, 0, sizeof rtc);
+    memset(&usart, 0, sizeof usart);
+    memset(&gpio, 0, sizeof gpio);
+    memset(&dwt, 0, sizeof dwt);
+    demcr = 0;
+    memset(sram, 0, sizeof sram);
+    memset(&hw, 0, sizeof hw);
+    hw.flash_latency_sticks = 1;
+}
+
+/* ---- clock.c ---- */
+
+static void test_clock(void)
+{
+    edp_stm32_clocks_t c;
+    int r;
+
+    reset_all();   /* QEMU: every RCC register reads 0 and HSE never comes */
+    r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
+    CHECK(r == EDP_STM32_CLOCK_FALLBACK && c.sysclk_hz == 16000000u && c.pclk1_hz == 16000000u && !c.pll,
+          "clock: HSE never ready -> HSI 16 MHz fallback (r=%d, %u Hz)", r, (unsigned)c.sysclk_hz);
+    CHECK(hw.reads < 3000, "clock: fallback is bounded (%lu register reads for spin 1000)", hw.reads);
+    CHECK(rcc.CFGR == 0 && !(rcc.CR & (RCC_CR_HSEON | RCC_CR_PLLON)),
+          "clock: fallback leaves HSI, prescalers 1, HSE and PLL off (CFGR=%#x CR=%#x)",
+          (unsigned)rcc.CFGR, (unsigned)rcc.CR);
+
+    reset_all();
+    hw.rcc_live = hw.hse_ok = hw.pll_ok = hw.sws_follows = 1;
+    r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
+    CHECK(r == EDP_OK && c.pll && c.sysclk_hz == 168000000u && c.pclk1_hz == 42000000u && c.pclk2_hz == 84000000u,
+          "clock: HSE + PLL -> 168 MHz, APB1 42 MHz, APB2 84 MHz");
+    CHECK(rcc.PLLCFGR == (8u | 336u << 6 | 0u << 16 | 1u << 22 | 7u << 24),
+          "clock: PLLCFGR M=8 N=336 P=2 Q=7 src=HSE (%#x)", (unsigned)rcc.PLLCFGR);
+    CHECK(flash.ACR == (5u | FLASH_ACR_PRFTEN | FLASH_ACR_ICEN | FLASH_ACR_DCEN),
+          "clock: flash 5 wait states, prefetch and caches on (%#x)", (unsigned)flash.ACR);
+    CHECK(rcc.CFGR == (RCC_CFGR_PPRE1_DIV4 | RCC_CFGR_PPRE2_DIV2 | RCC_CFGR_SW_PLL),
+          "clock: CFGR AHB/1 APB1/4 APB2/2 SW=PLL (%#x)", (unsigned)rcc.CFGR);
+    CHECK((rcc.APB1ENR & RCC_APB1ENR_PWREN) && (pwr.CR & PWR_CR_VOS) && !(rcc.CR & RCC_CR_HSEBYP),
+          "clock: PWR clock on, voltage scale 1, crystal (no bypass)");
+
+    reset_all();
+    hw.rcc_live = hw.hse_ok = hw.pll_ok = hw.sws_follows = 1;
+    edp_stm32_clock_init(&rcc, &flash, &pwr, 1, 1000, &c);
+    CHECK((rcc.CR & RCC_CR_HSEBYP) && c.pll, "clock: EDP_HSE_BYPASS sets HSEBYP");
+
+    reset_all();
+    hw.rcc_live = hw.hse_ok = hw.sws_follows = 1;   /* PLL never locks */
+    r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
+    CHECK(r == EDP_STM32_CLOCK_FALLBACK && c.sysclk_hz == 16000000u && rcc.CFGR == 0 &&
+              !(rcc.CR & (RCC_CR_HSEON | RCC_CR_PLLON)),
+          "clock: PLL never locks -> HSI fallback, HSE and PLL off");
+
+    reset_all();
+    hw.rcc_live = hw.hse_ok = hw.pll_ok = hw.sws_follows = 1;
+    hw.flash_latency_sticks = 0;
+    r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
+    CHECK(r == EDP_STM32_CLOCK_FALLBACK && c.sysclk_hz == 16000000u,
+          "clock: flash latency not taken -> never switch to 168 MHz");
+
+    reset_all();
+    hw.rcc_live = hw.hse_ok = hw.pll_ok = 1;   /* SWS never reports the PLL */
+    r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
+    CHECK(r == EDP_STM32_CLOCK_FALLBACK && c.sysclk_hz == 16000000u, "clock: switch never confirmed -> HSI figures");
+
+    reset_all();   /* a bootloader left the PLL running as system clock */
+    hw.rcc_live = hw.hse_ok = hw.pll_ok = hw.sws_follows = 1;
+    rcc.CR = RCC_CR_HSION | RCC_CR_HSEON | RCC_CR_PLLON;
+    rcc.CFGR = RCC_CFGR_SW_PLL;
+    rcc.PLLCFGR = 0x24003010u;
+    r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
+    CHECK(r == EDP_OK && rcc.PLLCFGR == 0x07405408u && c.sysclk_hz == 168000000u,
+          "clock: PLL left on by a bootloader is stopped, reconfigured and restarted");
+}
+
+/* ---- uart.c ---- */
+
+static void test_uart(void)
+{
+    uint8_t buf[16];
+    size_t n;
+    reset_all();
+    edp_stm32_uart_init(&usart, 42000000u, 115200u);
+    CHECK(usart.BRR == 365u && usart.CR1 == (USART_CR1_UE | USART_CR1_TE | USART_CR1_RE) && usart.CR2 == 0,
+          "uart: 115200 8N1 from 42 MHz: BRR=%u CR1=%#x", (unsigned)usart.BRR, (unsigned)usart.CR1);
+    edp_stm32_uart_init(&usart, 16000000u, 115200u);
+    CHECK(usart.BRR == 139u, "uart: BRR from HSI 16 MHz = %u", (unsigned)usart.BRR);
+
+    hw.usart_txe = 0;   /* TXE never set: bounded per byte, bytes still written */
+    hw.reads = 0;
+    edp_stm32_uart_write(&usart, (const uint8_t *)"abc", 3, 50);
+    CHECK(usart.DR == 'c' && hw.reads <= 3 * 50, "uart: TX without TXE is bounded (%lu polls)", hw.reads);
+
+    hw.usart_txe = 1;
+    hw.usart_rx_left = 5;
+    hw.usart_rx_next = 0x40;
+    n = edp_stm32_uart_read(&usart, buf, 3);
+    CHECK(n == 3 && buf[0] == 0x40 && buf[2] == 0x42, "uart: read stops at max");
+    n = edp_stm32_uart_read(&usart, buf, sizeof buf);
+    CHECK(n == 2 && buf[1] == 0x44, "uart: read returns what is there without waiting");
+    n = edp_stm32_uart_read(&usart, buf, sizeof buf);
+    CHECK(n == 0, "uart: nothing received -> 0");
+
+    edp_stm32_gpio_af(&gpio, 2, 7);
+    edp_stm32_gpio_af(&gpio, 3, 7);
+    CHECK(gpio.AFR[0] == 0x7700u && gpio.MODER == 0xA0u && gpio.PUPDR == 0x50u,
+          "uart: PA2/PA3 AF7 alternate function (AFRL=%#x MODER=%#x)", (unsigned)gpio.AFR[0], (unsigned)gpio.MODER);
+    memset(&gpio, 0, sizeof gpio);
+    edp_stm32_gpio_af(&gpio, 8, 7);
+    edp_stm32_gpio_af(&gpio, 9, 7);
+    CHECK(gpio.AFR[1] == 0x77u && gpio.AFR[0] == 0 && gpio.MODER == 0xA0000u,
+          "uart: PD8/PD9 AF7 in AFRH (AFRH=%#x MODER=%#x)", (unsigned)gpio.AFR[1], (unsigned)gpio.MODER);
+}
+
+/* ---- rng.c ---- */
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+static void test_rng(void)
+{
+    static const uint32_t good[] = {0x11111111u, 0x03020100u, 0x07060504u, 0x0B0A0908u, 0x0F0E0D0Cu,
+                                    0x13121110u, 0x17161514u, 0x1B1A1918u, 0x1F1E1D1Cu};
+    static const uint32_t repeat_mid[] = {0xA5A5A5A5u, 0x01234567u, 0x89ABCDEFu, 0x89ABCDEFu, 0x1u, 0x2u, 0x3u, 0x4u, 0x5u};
+    static const uint32_t repeat_first[] = {0xDEADBEEFu, 0xDEADBEEFu, 0x1u, 0x2u, 0x3u, 0x4u, 0x5u, 0x6u, 0x7u};
+    uint8_t key[32], expect[32];
+    uint32_t w, i;
+    int r;
+
+    reset_all();   /* QEMU: no RNG, DRDY never set */
+    edp_stm32_rng_enable(&rng);
+    CHECK(rng.CR == RNG_CR_RNGEN, "rng: enable sets RNGEN");
+    memset(key, 0xAA, sizeof key);
+    r = edp_stm32_rng_fill(&rng, key, 32, 500);
+    CHECK(r == EDP_ERR_ENTROPY && hw.reads <= 501 && all_zero(key, 32),
+          "rng: DRDY never set -> ERR_ENTROPY after %lu polls, key wiped", hw.reads);
+    CHECK(edp_stm32_rng_read(&rng, &w, 0) == EDP_ERR_ENTROPY, "rng: spin 0 still bounded");
+
+    {
+        static const struct { uint32_t sr; const char *name; } errs[] = {
+            {RNG_SR_SECS | RNG_SR_DRDY, "SECS"}, {RNG_SR_CECS | RNG_SR_DRDY, "CECS"},
+            {RNG_SR_SEIS | RNG_SR_DRDY, "SEIS"}, {RNG_SR_CEIS | RNG_SR_DRDY, "CEIS"}};
+        for (i = 0; i < 4; i++) {
+            reset_all();
+            rng.CR = RNG_CR_RNGEN;
+            rng.SR = errs[i].sr;
+            hw.rng_sr = errs[i].sr;
+            hw.rng_words = good;
+            hw.rng_n = 9;
+            memset(key, 0xAA, sizeof key);
+            r = edp_stm32_rng_fill(&rng, key, 32, 500);
+            CHECK(r == EDP_ERR_ENTROPY && hw.rng_i == 0 && all_zero(key, 32) && rng.SR == 0 &&
+                      (rng.CR & RNG_CR_RNGEN),
+                  "rng: %s set -> ERR_ENTROPY, no DR read, flags cleared, RNG restarted", errs[i].name);
+        }
+    }
+
+    reset_all();   /* seed error raised while the 4th word is read */
+    hw.rng_sr = RNG_SR_DRDY;
+    hw.rng_sr_after_dr = RNG_SR_DRDY | RNG_SR_SECS;
+    hw.rng_sr_after_n = 4;
+    hw.rng_words = good;
+    hw.rng_n = 9;
+    memset(key, 0xAA, sizeof key);
+    r = edp_stm32_rng_fill(&rng, key, 32, 500);
+    CHECK(r == EDP_ERR_ENTROPY && all_zero(key, 32), "rng: SECS after a DR read -> ERR_ENTROPY, key wiped");
+
+    reset_all();
+    hw.rng_sr = RNG_SR_DRDY;
+    hw.rng_words = repeat_mid;
+    hw.rng_n = 9;
+    memset(key, 0xAA, sizeof key);
+    r = edp_stm32_rng_fill(&rng, key, 32, 500);
+    CHECK(r == EDP_ERR_ENTROPY && all_zero(key, 32), "rng: two identical consecutive words -> ERR_ENTROPY");
+
+    reset_all();
+    hw.rng_sr = RNG_SR_DRDY;
+    hw.rng_words = repeat_first;
+    hw.rng_n = 9;
+    r = edp_stm32_rng_fill(&rng, key, 32, 500);
+    CHECK(r == EDP_ERR_ENTROPY, "rng: first output word equal to the discarded one -> ERR_ENTROPY");
+
+    reset_all();
+    hw.rng_sr = RNG_SR_DRDY;
+    hw.rng_words = good;
+    hw.rng_n = 9;
+    for (i = 0; i < 32; i++) expect[i] = (uint8_t)i;
+    r = edp_stm32_rng_fill(&rng, key, 32, 500);
+    CHECK(r == EDP_OK && hw.rng_i == 9 && memcmp(key, expect, 32) == 0,
+          "rng: good words -> OK, first word discarded, 8 words used (%u DR reads)", (unsigned)hw.rng_i);
+
+    reset_all();
+    hw.rng_sr = RNG_SR_DRDY;
+    hw.rng_words = good;
+    hw.rng_n = 9;
+    memset(key, 0xAA, sizeof key);
+    r = edp_stm32_rng_fill(&rng, key, 5, 500);
+    CHECK(r == EDP_OK && hw.rng_i == 3 && key[4] == 0x04 && key[5] == 0xAA, "rng: 5 bytes use 2 words after the discard");
+}
+
+/* ---- rtc.c ---- */
+
+static uint32_t bcd2(uint32_t v) { return ((v / 10u) << 4) | (v % 10u); }
+
+static uint32_t weekday_wdu(int y, int m, int d)
+{
+    int32_t days = edp_stm32_days_from_civil(y, (uint32_t)m, (uint32_t)d);
+    return (uint32_t)((days % 7 + 7 + 3) % 7) + 1u;
+}
+
+static uint32_t date_reg(int y, int m, int d)
+{
+    return bcd2((uint32_t)(y - 2000)) << 16 | weekday_wdu(y, m, d) << 13 | bcd2((uint32_t)m) << 8 | bcd2((uint32_t)d);
+}
+
+/* A running, initialised calendar on LSE. */
+static edp_stm32_bkd_t rtc_ready(void)
+{
+    edp_stm32_bkd_t b = {&rcc, &pwr, &rtc, sram, 0};
+    reset_all();
+    hw.rtc_live = hw.initf_ok = hw.rsf_ok = hw.lse_ok = 1;
+    hw.dbp_sticks = 1;
+    rcc.BDCR = RCC_BDCR_LSEON | RCC_BDCR_RTCSEL_LSE | RCC_BDCR_RTCEN;
+    rtc.PRER = RTC_PRER_LSE;
+    rtc.TR = 0x123456u;
+    return b;
+}
+
+static int is_leap(int y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
+
+static void test_rtc(void)
+{
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    static const uint64_t set_times[] = {978307200u, 1709164800u, 1709251199u, 1767225600u, 1735689599u,
+                                         951782400u + 366u * 86400u, 4102444799ull, 2000000000u, 1234567890u};
+    edp_stm32_bkd_t b;
+    uint32_t day, i;
+    int y, r, bad_rt = 0;
+
+    /* QEMU: nothing modelled */
+    reset_all();
+    b = (edp_stm32_bkd_t){&rcc, &pwr, &rtc, sram, 0};
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME && hw.reads < 10,
+          "rtc: no RCC/RTC (QEMU) -> ERR_TIME at once");
+    CHECK(edp_stm32_rtc_set(&b, 1767225600u, 1000, 1000) == EDP_ERR_TIME, "rtc: set_time without DBP -> ERR_TIME");
+
+    /* Known dates -> day index (checked against Python's datetime by the wrapper). */
+    for (y = 2001; y <= 2099; y++) {
+        static const int md[][2] = {{1, 1}, {2, 28}, {2, 29}, {3, 1}, {12, 31}};
+        for (i = 0; i < 5; i++) {
+            if (md[i][0] == 2 && md[i][1] == 29 && !is_leap(y)) continue;
+            b = rtc_ready();
+            rtc.DR = date_reg(y, md[i][0], md[i][1]);
+            r = edp_stm32_rtc_day(&b, &day, 1000);
+            if (r == EDP_OK) printf("rtcday %04d-%02d-%02d %u\n", y, md[i][0], md[i][1], (unsigned)day);
+            else printf("rtcday %04d-%02d-%02d error %d\n", y, md[i][0], md[i][1], r);
+        }
+    }
+    b = rtc_ready();
+    rtc.DR = date_reg(2024, 2, 29);
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_OK && day == 19782u, "rtc: 2024-02-29 -> day 19782");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_OK && day == 20454u, "rtc: 2026-01-01 -> day 20454");
+
+    for (i = 0; i < 36524u; i++) {   /* every day 2001-01-01 .. 2100-12-31: civil <-> days round trip */
+        int32_t z = 11323 + (int32_t)i, yy;
+        uint32_t m, d;
+        edp_stm32_civil_from_days(z, &yy, &m, &d);
+        if (edp_stm32_days_from_civil(yy, m, d) != z || m < 1 || m > 12 || d < 1 ||
+            (int)d > mdays[m - 1] + (m == 2 && is_leap(yy)))
+            bad_rt++;
+    }
+    CHECK(bad_rt == 0, "rtc: civil <-> days round trip over 36524 days (%d bad)", bad_rt);
+
+    /* Untrusted calendars */
+    {
+        static const struct { uint32_t dr; const char *name; } bad[] = {
+            {0x00000101u | (6u << 13), "year 00 (INITS = 0)"}, {0x00250229u, "2025-02-29"}, {0x00251301u, "month 13"},
+            {0x00250001u, "month 0"}, {0x00250100u, "day 0"}, {0x00250132u, "day 32"},
+            {0x0025010Au, "BCD digit A"}, {0x00250431u, "April 31"}, {0x01250101u | (3u << 13), "reserved bit set"}};
+        for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            b = rtc_ready();
+            rtc.DR = bad[i].dr;
+            CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: invalid date %s -> ERR_TIME", bad[i].name);
+        }
+    }
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1) ^ (1u << 13);   /* wrong weekday */
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: weekday inconsistent with date -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rtc.TR = 0x245900u;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: hour 24 -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rtc.TR = 0x400000u | 0x115959u;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: PM bit (12 h format) -> ERR_TIME");
+
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    hw.lse_ok = 0;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: LSE not ready -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rcc.BDCR = RCC_BDCR_LSEON | (2u << 8) | RCC_BDCR_RTCEN;   /* LSI */
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: RTC on LSI -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rcc.BDCR &= ~RCC_BDCR_RTCEN;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: RTC clock disabled -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rtc.PRER = 0x007F0100u;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: prescalers not 1 Hz from LSE -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    hw.rsf_ok = 0;
+    hw.reads = 0;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME && hw.reads <= 1010,
+          "rtc: RSF never set -> ERR_TIME after bounded polls (%lu)", hw.reads);
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rtc.ISR = RTC_ISR_INIT;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: calendar in init mode -> ERR_TIME");
+    b = rtc_ready();
+    rtc.DR = date_reg(2026, 1, 1);
+    rtc.CR = RTC_CR_BYPSHAD;
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME, "rtc: shadow bypass -> ERR_TIME");
+
+    /* set_time: BCD written (checked against datetime by the wrapper) and read back */
+    for (i = 0; i < sizeof set_times / sizeof set_times[0]; i++) {
+        b = rtc_ready();
+        rtc.TR = rtc.DR = 0;
+        r = edp_stm32_rtc_set(&b, set_times[i], 1000, 1000);
+        if (r == EDP_OK)
+            printf("settime %llu %06X %06X\n", (unsigned long long)set_times[i], (unsigned)rtc.TR, (unsigned)rtc.DR);
+        CHECK(r == EDP_OK && rtc.WPR == 0xFFu && !(rtc.ISR & RTC_ISR_INIT) && rtc.PRER == RTC_PRER_LSE &&
+                  !(rtc.CR & RTC_CR_FMT),
+              "rtc: set_time %llu -> OK, init mode left, relocked, 1 Hz, 24 h", (unsigned long long)set_times[i]);
+        CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_OK && day == (uint32_t)(set_times[i] / 86400u),
+              "rtc: day after set_time %llu = %u", (unsigned long long)set_times[i], (unsigned)day);
+    }
+
+    b = rtc_ready();   /* a fresh backup domain: no RTC clock yet, LSE off */
+    rcc.BDCR = 0;
+    r = edp_stm32_rtc_set(&b, 1767225600u, 1000, 1000);
+    CHECK(r == EDP_OK && rcc.BDCR == (RCC_BDCR_LSEON | RCC_BDCR_RTCSEL_LSE | RCC_BDCR_RTCEN) &&
+              (pwr.CR & PWR_CR_DBP) && (rcc.APB1ENR & RCC_APB1ENR_PWREN),
+          "rtc: set_time on a fresh backup domain starts LSE, selects it, enables the RTC (BDCR=%#x)",
+          (unsigned)rcc.BDCR);
+    b = rtc_ready();
+    rcc.BDCR = 0;
+    hw.lse_ok = 0;
+    hw.reads = 0;
+    r = edp_stm32_rtc_set(&b, 1767225600u, 1000, 700);
+    CHECK(r == EDP_ERR_TIME && hw.reads < 720 && !(rcc.BDCR & RCC_BDCR_RTCSEL_MASK),
+          "rtc: LSE never ready -> ERR_TIME, bounded (%lu reads), RTC clock not selected", hw.reads);
+    b = rtc_ready();
+    rcc.BDCR = RCC_BDCR_LSEON | (2u << 8) | RCC_BDCR_RTCEN;
+    CHECK(edp_stm32_rtc_set(&b, 1767225600u, 1000, 1000) == EDP_ERR_TIME,
+          "rtc: another RTC clock already selected -> ERR_TIME (no backup-domain reset)");
+    b = rtc_ready();
+    hw.initf_ok = 0;
+    hw.reads = 0;
+    rtc.DR = date_reg(2025, 6, 1);
+    r = edp_stm32_rtc_set(&b, 1767225600u, 800, 1000);
+    CHECK(r == EDP_ERR_TIME && hw.reads < 820 && !(rtc.ISR & RTC_ISR_INIT) && rtc.WPR == 0xFFu &&
+              rtc.DR == date_reg(2025, 6, 1),
+          "rtc: INITF never set -> ERR_TIME, bounded, init left, relocked, calendar untouched");
+    b = rtc_ready();
+    CHECK(edp_stm32_rtc_set(&b, 978307199u, 1000, 1000) == EDP_ERR_TIME &&
+              edp_stm32_rtc_set(&b, 4102444800ull, 1000, 1000) == EDP_ERR_TIME,
+          "rtc: set_time outside [2001, 2100) -> ERR_TIME");
+    b = rtc_ready();
+    hw.rsf_ok = 0;
+    CHECK(edp_stm32_rtc_set(&b, 1767225600u, 1000, 1000) == EDP_ERR_TIME,
+          "rtc: calendar does not resynchronise after set -> ERR_TIME");
+
+    b = rtc_ready();   /* rtc_init: LSE started on a fresh domain only */
+    rcc.BDCR = 0;
+    edp_stm32_rtc_init(&b);
+    CHECK(rcc.BDCR == RCC_BDCR_LSEON, "rtc: init starts LSE on a fresh backup domain");
+    rcc.BDCR = (2u << 8) | RCC_BDCR_RTCEN;
+    edp_stm32_rtc_init(&b);
+    CHECK(rcc.BDCR == ((2u << 8) | RCC_BDCR_RTCEN), "rtc: init leaves a configured RTC clock alone");
+}
+
+/* ---- bkpsram.c ---- */
+
+static edp_stm32_bkd_t *port_bkd;
+
+static int p_read(void *ctx, uint32_t off, void *buf, uint32_t n)
+{
+    (void)ctx;
+    return edp_stm32_store_read(port_bkd, off, buf, n);
+}
+
+static int p_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    (void)ctx;
+    return edp_stm32_store_write(port_bkd, off, buf, n);
+}
+
+static edp_record_t record(uint32_t seq, uint64_t spent)
+{
+    edp_record_t r;
+    memset(&r, 0, sizeof r);
+    r.sequence = seq;
+    r.budget.day = 20454;
+    r.budget.daily_cap = 5000000;
+    r.budget.daily_spent = spent;
+    r.budget.lifetime_spent = spent;
+    r.mech.eps_micro = 1000000;
+    r.mech.hi = 1.0f;
+    r.mech.sensitivity = 2.0f;
+    r.mech.m = EDP_M_AUTO;
+    r.auth_counter = 7;
+    return r;
+}
+
+static void test_bkpsram(void)
+{
+    edp_stm32_bkd_t b;
+    edp_port_t port;
+    edp_record_t r, got;
+    uint8_t buf[EDP_STORE_RECORD], old_image[256];
+    uint32_t slot, i, shadow;
+    int st, e;
+
+    memset(&port, 0, sizeof port);
+    port.store_read = p_read;
+    port.store_write = p_write;
+    port_bkd = &b;
+
+    reset_all();   /* QEMU: PWR not modelled, DBP reads 0 */
+    b = (edp_stm32_bkd_t){&rcc, &pwr, &rtc, sram, 0};
+    CHECK(edp_stm32_bkpsram_enable(&b, 1000) == EDP_ERR_STORE && !b.sram_ready && hw.reads < 10,
+          "bkpsram: DBP does not stick -> ERR_STORE at once");
+    CHECK(edp_stm32_store_read(&b, 0, buf, 4) == EDP_ERR_STORE && edp_stm32_store_write(&b, 0, buf, 4) == EDP_ERR_STORE,
+          "bkpsram: store refuses reads and writes when not enabled");
+    CHECK(edp_store_load(&port, &got, &slot) == EDP_STORE_FAILED, "bkpsram: core sees a failed store");
+
+    reset_all();
+    hw.dbp_sticks = 1;   /* BRR never ready */
+    b = (edp_stm32_bkd_t){&rcc, &pwr, &rtc, sram, 0};
+    CHECK(edp_stm32_bkpsram_enable(&b, 1000) == EDP_ERR_STORE && !b.sram_ready && hw.reads <= 1002,
+          "bkpsram: backup regulator never ready -> ERR_STORE, bounded (%lu reads)", hw.reads);
+
+    reset_all();
+    hw.dbp_sticks = hw.brr_ok = 1;
+    b = (edp_stm32_bkd_t){&rcc, &pwr, &rtc, sram, 0};
+    CHECK(edp_stm32_bkpsram_enable(&b, 1000) == EDP_OK && b.sram_ready && (rcc.APB1ENR & RCC_APB1ENR_PWREN) &&
+              (rcc.AHB1ENR & RCC_AHB1ENR_BKPSRAMEN) && (pwr.CR & PWR_CR_DBP) && (pwr.CSR & PWR_CSR_BRE),
+          "bkpsram: enable sequence PWREN, DBP, BKPSRAMEN, BRE -> ready");
+    CHECK(edp_stm32_store_write(&b, 250, buf, 7) == EDP_ERR_STORE && edp_stm32_store_read(&b, 0xFFFFFFF0u, buf, 32) == EDP_ERR_STORE &&
+              edp_stm32_store_read(&b, 0, buf, 257) == EDP_ERR_STORE && edp_stm32_store_read(&b, 256, buf, 0) == EDP_OK,
+          "bkpsram: accesses outside [0, 256) refused");
+
+    st = edp_store_load(&port, &got, &slot);
+    CHECK(st == EDP_STORE_FRESH && slot == 1, "bkpsram: blank backup SRAM loads as fresh");
+    r = record(0, 0);
+    e = edp_store_commit(&port, &r, &slot);
+    CHECK(e == EDP_OK && r.sequence == 1 && rtc.BKP[0] == 1 && rtc.BKP[1] == ~1u,
+          "bkpsram: first commit writes slot 0 and shadow 1 (BKP0R=%u)", (unsigned)rtc.BKP[0]);
+    for (i = 0; i < 3; i++) {
+        r.budget.daily_spent += 1000000;
+        r.budget.lifetime_spent += 1000000;
+        e |= edp_store_commit(&port, &r, &slot);
+    }
+    st = edp_store_load(&port, &got, &slot);
+    CHECK(e == EDP_OK && st == EDP_STORE_LOADED && got.sequence == 4 && got.budget.lifetime_spent == 3000000 &&
+              got.auth_counter == 7 && rtc.BKP[0] == 4 && memcmp(&sram[0], "EDDP", 4) == 0,
+          "bkpsram: commit/load round trip through the core store (seq %u, shadow %u)", (unsigned)got.sequence,
+          (unsigned)rtc.BKP[0]);
+    CHECK(sram[256] == 0 && sram[4095] == 0, "bkpsram: nothing written past the two slots");
+
+    /* Power cut after the body of the next record, before its CRC. */
+    r = got;
+    r.sequence = 5;
+    edp_store_pack(&r, buf);
+    CHECK(edp_stm32_store_write(&b, (slot ^ 1u) * EDP_STORE_SLOT_SIZE, buf, EDP_STORE_RECORD - 4) == EDP_OK &&
+              rtc.BKP[0] == 4,
+          "bkpsram: shadow unchanged by a half-written slot");
+    st = edp_store_load(&port, &got, &slot);
+    CHECK((st == EDP_STORE_LOADED || st == EDP_STORE_TORN) && got.sequence == 4,
+          "bkpsram: power cut mid-commit loads the previous record (state %d, seq %u)", st, (unsigned)got.sequence);
+    r = got;
+    CHECK(edp_store_commit(&port, &r, &slot) == EDP_OK && rtc.BKP[0] == 5 &&
+              edp_store_load(&port, &got, &slot) == EDP_STORE_LOADED && got.sequence == 5,
+          "bkpsram: the next commit overwrites the torn slot and moves the shadow");
+
+    /* Rollback: restore an older image of the backup SRAM. */
+    reset_all();
+    hw.dbp_sticks = hw.brr_ok = 1;
+    b = (edp_stm32_bkd_t){&rcc, &pwr, &rtc, sram, 0};
+    edp_stm32_bkpsram_enable(&b, 1000);
+    r = record(0, 0);
+    slot = 1;
+    edp_store_commit(&port, &r, &slot);
+    edp_store_commit(&port, &r, &slot);
+    memcpy(old_image, sram, 256);   /* sequences 1 and 2, no spend */
+    for (i = 0; i < 3; i++) {
+        r.budget.lifetime_spent += 2000000;
+        edp_store_commit(&port, &r, &slot);
+    }
+    shadow = rtc.BKP[0];
+    memcpy(sram, old_image, 256);
+    st = edp_store_load(&port, &got, &slot);
+    CHECK(shadow == 5 && st == EDP_STORE_FAILED, "bkpsram: rolled-back backup SRAM (seq 2 < shadow 5) -> store failed");
+    got = record(0, 0);
+    slot = 1;
+    CHECK(edp_store_commit(&port, &got, &slot) == EDP_ERR_STORE && rtc.BKP[0] == 5,
+          "bkpsram: no commit can move the store back under the shadow");
+
+    memset(sram, 0, 256);   /* backup SRAM lost, backup registers kept */
+    CHECK(edp_store_load(&port, &got, &slot) == EDP_STORE_FAILED, "bkpsram: lost backup SRAM with a shadow -> store failed");
+
+    memcpy(sram, old_image, 256);   /* backup domain reset: registers blank, SRAM kept */
+    rtc.BKP[0] = rtc.BKP[1] = 0;
+    st = edp_store_load(&port, &got, &slot);
+    CHECK(st == EDP_STORE_LOADED && got.sequence == 2, "bkpsram: no valid shadow -> no check (loads seq 2)");
+    r = got;
+    CHECK(edp_store_commit(&port, &r, &slot) == EDP_OK && rtc.BKP[0] == 3 && rtc.BKP[1] == ~3u,
+          "bkpsram: the next commit re-establishes the shadow");
+
+    rtc.BKP[0] = 9;   /* half-written shadow pair: treated as none */
+    CHECK(edp_store_load(&port, &got, &slot) == EDP_STORE_LOADED, "bkpsram: mismatched shadow pair ignored");
+
+    /* Shadow never moves back: an older valid record written directly. */
+    rtc.BKP[0] = 3;
+    rtc.BKP[1] = ~3u;
+    r = record(1, 0);
+    edp_store_pack(&r, buf);
+    edp_stm32_store_write(&b, 0, buf, EDP_STORE_RECORD);
+    CHECK(rtc.BKP[0] == 3, "bkpsram: writing an older valid slot leaves the shadow");
+
+    /* Sequence wrap-around uses serial-number order. */
+    memset(sram, 0, 256);
+    rtc.BKP[0] = 0xFFFFFFFEu;
+    rtc.BKP[1] = ~0xFFFFFFFEu;
+    r = record(0xFFFFFFFEu, 0);
+    edp_store_pack(&r, buf);
+    edp_stm32_store_write(&b, 0, buf, EDP_STORE_RECORD);
+    slot = 0;
+    r = record(0xFFFFFFFEu, 0);
+    e = edp_store_commit(&port, &r, &slot);
+    e |= edp_store_commit(&port, &r, &slot);
+    CHECK(e == EDP_OK && r.sequence == 0 && rtc.BKP[0] == 0 && edp_store_load(&port, &got, &slot) == EDP_STORE_LOADED,
+          "bkpsram: shadow follows the sequence across the 2^32 wrap");
+}
+
+/* ---- cycles.c ---- */
+
+static void test_cycles(void)
+{
+    reset_all();   /* QEMU: no DWT, CYCCNT reads 0 */
+    CHECK(edp_stm32_cycles_init(&demcr, &dwt) == EDP_TICK_SYSTICK && (demcr & DEMCR_TRCENA) &&
+              !(dwt.CTRL & DWT_CTRL_CYCCNTENA),
+          "cycles: CYCCNT standing still -> SysTick fallback");
+    reset_all();
+    dwt.CTRL = DWT_CTRL_NOCYCCNT;
+    CHECK(edp_stm32_cycles_init(&demcr, &dwt) == EDP_TICK_SYSTICK, "cycles: NOCYCCNT -> SysTick");
+    reset_all();
+    hw.cyccnt_runs = 1;
+    CHECK(edp_stm32_cycles_init(&demcr, &dwt) == EDP_TICK_DWT && (dwt.CTRL & DWT_CTRL_CYCCNTENA) &&
+              (demcr & DEMCR_TRCENA),
+          "cycles: CYCCNT advancing -> DWT");
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    test_clock();
+    test_uart();
+    test_rng();
+    test_rtc();
+    test_bkpsram();
+    test_cycles();
+    printf("1..%d\n# passed %d failed %d\n", n_checks, n_checks - n_failed, n_failed);
+    return n_failed ? 1 : 0;
+}
