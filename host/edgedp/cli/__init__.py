@@ -18,3 +18,9 @@ from .verify import verify  # noqa: E402
 
 for _cmd in (*_DEVICE_COMMANDS, verify, demo):
     main.add_command(_cmd)
+
+from .analysis import COMMANDS as _ANALYSIS_COMMANDS  # noqa: E402
+
+for _cmd in _ANALYSIS_COMMANDS:
+    main.add_command(_cmd)
+

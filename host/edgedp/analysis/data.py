@@ -1,0 +1,101 @@
+"""Data for the analysis: scikit-learn's bundled digits, or a user's .npz of model outputs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits
+
+TEST_FRACTION = 1 / 3
+
+
+@dataclass(frozen=True)
+class Split:
+    """Digits split once: a pool (the population models are trained from and the attacker
+    queries) and a held-out test set (accuracy, agreement). Pixels scaled to [0, 1]."""
+
+    X_pool: np.ndarray
+    y_pool: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    classes: int
+
+    @property
+    def name(self) -> str:
+        return "digits"
+
+
+def digits_split(seed: int, test_fraction: float = TEST_FRACTION) -> Split:
+    """scikit-learn's digits (1,797 8x8 images, 10 classes), shuffled by ``seed``."""
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float64) / 16.0
+    perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED])).permutation(len(y))
+    n_test = int(round(len(y) * test_fraction))
+    test, pool = perm[:n_test], perm[n_test:]
+    return Split(X_pool=X[pool], y_pool=y[pool], X_test=X[test], y_test=y[test], classes=10)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """A user's model outputs on labelled held-out inputs.
+
+    ``probs`` (n, k) in [0, 1]; ``votes`` (n, k) teacher vote counts and ``teachers`` T when the
+    file carries an ensemble's histogram."""
+
+    probs: np.ndarray
+    labels: np.ndarray
+    votes: np.ndarray | None = None
+    teachers: int | None = None
+    source: str = ""
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def load_npz(path: str | Path) -> Outputs:
+    """Read ``probs`` (or ``probabilities``) or ``logits``, and ``labels`` (or ``y``), shape (n, k)
+    and (n,); optionally ``votes`` (n, k) non-negative teacher counts (T = largest row sum).
+
+    Logits are turned into probabilities with a softmax, as the device's softmax range [0, 1]
+    and Delta = 2 assume."""
+    with np.load(path, allow_pickle=False) as f:
+        keys = set(f.files)
+        if "probs" in keys or "probabilities" in keys:
+            probs = np.asarray(f["probs" if "probs" in keys else "probabilities"], dtype=np.float64)
+            if probs.ndim != 2 or probs.min() < -1e-6 or probs.max() > 1 + 1e-6:
+                raise ValueError(f"{path}: probabilities must be an (n, k) array in [0, 1]")
+        elif "logits" in keys:
+            logits = np.asarray(f["logits"], dtype=np.float64)
+            if logits.ndim != 2:
+                raise ValueError(f"{path}: logits must be an (n, k) array")
+            probs = softmax(logits)
+        else:
+            raise ValueError(f"{path}: needs an array named probs, probabilities or logits (has {sorted(keys)})")
+        if "labels" not in keys and "y" not in keys:
+            raise ValueError(f"{path}: needs an array named labels (or y)")
+        labels = np.asarray(f["labels" if "labels" in keys else "y"]).astype(np.int64).ravel()
+        votes = np.asarray(f["votes"], dtype=np.float64) if "votes" in keys else None
+    n, k = probs.shape
+    if len(labels) != n:
+        raise ValueError(f"{path}: {len(labels)} labels for {n} rows")
+    if labels.min() < 0 or labels.max() >= k:
+        raise ValueError(f"{path}: labels must be class indices 0..{k - 1}")
+    if not np.all(np.isfinite(probs)):
+        raise ValueError(f"{path}: outputs contain NaN or Inf")
+    teachers = None
+    if votes is not None:
+        if votes.shape != probs.shape or votes.min() < 0:
+            raise ValueError(f"{path}: votes must be non-negative counts of shape {probs.shape}")
+        teachers = int(round(votes.sum(axis=1).max()))
+    return Outputs(probs=np.clip(probs, 0.0, 1.0), labels=labels, votes=votes, teachers=teachers,
+                   source=str(path))
+
+
+def duplicate_count(X: np.ndarray) -> int:
+    """Rows of X that repeat an earlier row exactly (seed 002's checklist asks about duplicates)."""
+    _, counts = np.unique(np.ascontiguousarray(X), axis=0, return_counts=True)
+    return int((counts - 1).sum())

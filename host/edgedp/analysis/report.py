@@ -1,0 +1,350 @@
+"""The pre-release privacy audit of one configuration: ``DIR/report.md``, ``DIR/report.json``
+and PNG plots, following seed 002's checklist with measured numbers (digits, models trained
+here) and the accounting of the configured caps."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
+from . import accounting, data, extraction, mia, models, plots, tradeoff
+from .jsonable import finite_json
+from .mechanism import SOFTMAX, ensemble, parse_modes
+from .settings import Settings
+
+SENSITIVITY_LEVELS = ("high", "medium", "low")
+MICRO = 1_000_000
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """The device configuration under audit (what ``edgedp admin config`` sets) and context."""
+
+    mode: str = "full"
+    epsilon: float = 1.0
+    daily_cap: float = 10.0
+    lifetime_cap: float | None = None
+    days: int = 365
+    delta: float = accounting.DEFAULT_DELTA
+    data_sensitivity: str = "high"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", str(Mode.parse(self.mode)))
+        if not (math.isfinite(self.epsilon) and self.epsilon > 0):
+            raise ValueError("per-query epsilon must be finite and > 0")
+        if not self.daily_cap >= self.epsilon:
+            raise ValueError("the daily cap must allow at least one query (daily cap >= epsilon)")
+        if self.lifetime_cap is not None and not self.lifetime_cap >= self.epsilon:
+            raise ValueError("the lifetime cap must allow at least one query (or be omitted)")
+        if self.days < 1:
+            raise ValueError("days must be >= 1")
+        if self.data_sensitivity not in SENSITIVITY_LEVELS:
+            raise ValueError(f"data sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}")
+
+    @property
+    def eps_micro(self) -> int:
+        return round(self.epsilon * MICRO)
+
+    @property
+    def daily_queries(self) -> int:
+        """Answers per day the device allows (it charges micro-epsilon integers)."""
+        return round(self.daily_cap * MICRO) // self.eps_micro
+
+    @property
+    def lifetime_queries(self) -> int | None:
+        return None if self.lifetime_cap is None else round(self.lifetime_cap * MICRO) // self.eps_micro
+
+    @property
+    def horizon_queries(self) -> int:
+        """Answers over ``days`` days, limited by the lifetime cap when there is one."""
+        n = self.daily_queries * self.days
+        return n if self.lifetime_queries is None else min(n, self.lifetime_queries)
+
+
+def granularity(mode: Mode) -> tuple[str, str]:
+    """Seed 002's output-granularity class, and what the mode releases."""
+    return {
+        MODE_LABEL: ("label-only", "the noisy top-1 label only"),
+        MODE_BUCKET: ("label-only + confidence bucket", "the noisy label and a high/medium/low confidence level"),
+        MODE_TOPK: ("top-k", f"indices and noisy values of the {mode.arg} largest classes"),
+        MODE_FULL: ("full vector", "all k noisy values"),
+        MODE_ROUND: ("full vector (rounded)", f"all k noisy values rounded to {mode.arg} decimals"),
+        MODE_SIMPLEX: ("full vector (probabilities)", "all k noisy values projected to sum to 1"),
+    }[mode.kind]
+
+
+def _pick(rows: list[dict], **kw) -> list[dict]:
+    return [r for r in rows if all((r.get(k) == v) or (isinstance(v, float) and isinstance(r.get(k), float)
+                                                       and math.isclose(r[k], v)) for k, v in kw.items())]
+
+
+def _fmt_eps(e: float) -> str:
+    return "∞" if math.isinf(e) else f"{e:g}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def best_attack(rows: list[dict], mechanism: str, mode: str, epsilon: float) -> dict:
+    """The strongest attack (highest TPR at 1% FPR, then AUC) in one cell."""
+    sel = _pick(rows, mechanism=mechanism, mode=mode, epsilon=epsilon)
+    return max(sel, key=lambda r: (r["tpr_at_1pct_fpr"], r["auc"]))
+
+
+def meaning(cfg: AuditConfig, day: accounting.Composition, life: accounting.Composition | None,
+            measured: dict, extract: dict | None) -> str:
+    """Seed 002's advice: say what epsilon covers for this configuration, in words and numbers."""
+    e = cfg.epsilon
+    s = (f"ε = {e:g} per answer means: whatever else an attacker knows — even every other training record — "
+         f"one answer can raise their odds that a given record was in the training set by at most a factor "
+         f"e^{e:g} ≈ {math.exp(e):.3g}; a membership test run at 1% false positives catches at most "
+         f"{_pct(accounting.tpr_bound(e, 0.01))} of members (measured with the best attack here: "
+         f"{_pct(measured['tpr_at_1pct_fpr'])}, AUC {measured['auc']:.3f}). ")
+    day_tpr = accounting.tpr_bound(day.best, 0.01, cfg.delta)
+    s += (f"The daily cap of {cfg.daily_cap:g} allows {cfg.daily_queries} answers a day, which together are "
+          f"(ε = {day.best:.4g}, δ = {cfg.delta:g})-DP: " +
+          (f"a test on a whole day of answers catches at most {_pct(day_tpr)} of members at 1% false positives. "
+           if day_tpr < 0.995 else "over a whole day of answers that no longer limits a membership test at all. "))
+    if life is not None:
+        s += (f"Over {cfg.days} days ({life.queries} answers"
+              f"{', the lifetime cap' if cfg.lifetime_cap is not None else ''}) the total is ε = {life.best:.4g} "
+              f"(δ = {cfg.delta:g})" + (", which bounds nothing in practice" if life.best > 10 else "") + ". ")
+    if cfg.lifetime_cap is None:
+        s += "There is no lifetime cap: the guarantee weakens every day the device keeps answering. "
+    s += ("This ε is about training records (with the single-model softmax and Δ = 2 it covers the whole "
+          "training set at once); it does not stop the model from being copied")
+    if extract:
+        s += (f": a surrogate trained on {extract['queries']} answers at this setting agrees with the model on "
+              f"{_pct(extract['agreement'])} of held-out inputs.")
+    else:
+        s += "."
+    return s
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progress: bool = True,
+          command: str = "") -> dict:
+    """Run the whole pipeline on digits and write the report; returns the JSON document."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = settings.with_mode(cfg.mode)
+    if not any(math.isclose(e, cfg.epsilon) for e in settings.epsilons):
+        settings = replace(settings, epsilons=tuple(sorted((*settings.epsilons, cfg.epsilon))))
+    modes = parse_modes(list(settings.modes))
+    eps_list = list(settings.epsilons)
+    seed = settings.seed
+    timing: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    split = data.digits_split(seed)
+    pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
+                                  jobs=jobs, progress=progress)
+    timing["train"] = time.perf_counter() - t0
+
+    t = time.perf_counter()
+    trade = tradeoff.run(pop.test_probs[0], split.y_test, modes, eps_list, settings.repeats, seed,
+                         pop.test_votes[0], pop.teachers, progress=progress)
+    timing["tradeoff"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    mres = mia.run(pop, split.y_pool, modes, eps_list, seed, jobs=jobs, progress=progress)
+    avg_x = pop.test_probs[0][: settings.averaging_inputs]
+    avg_v = pop.test_votes[0][: settings.averaging_inputs]
+    averaging = (mia.averaging(avg_x, SOFTMAX, eps_list, cfg.daily_cap, seed, delta=cfg.delta)
+                 + mia.averaging(avg_v, ensemble(pop.teachers), eps_list, cfg.daily_cap, seed, delta=cfg.delta))
+    timing["mia"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    budgets = extraction.budgets_for(len(split.y_pool), settings.quick)
+    ext = extraction.run(split, pop, modes, eps_list, budgets, seed, jobs=jobs, progress=progress)
+    timing["extraction"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    per_query = accounting.compose(cfg.epsilon, 1, cfg.delta)
+    day = accounting.compose(cfg.epsilon, cfg.daily_queries, cfg.delta)
+    horizon = accounting.compose(cfg.epsilon, cfg.horizon_queries, cfg.delta)
+    lifetime = (accounting.compose(cfg.epsilon, cfg.lifetime_queries, cfg.delta)
+                if cfg.lifetime_queries is not None else None)
+    timing["accounting"] = time.perf_counter() - t
+
+    cmode = cfg.mode
+    chance = tradeoff.chance(split.y_test, split.classes)
+    t = time.perf_counter()
+    figs = {
+        "tradeoff": plots.tradeoff(trade, cmode, chance, out / "tradeoff.png"),
+        "mia_auc": plots.auc(mres.rows, cmode, out / "mia_auc.png"),
+        "mia_roc_softmax": plots.roc(mres.rocs, "softmax", "lira_online", cmode, out / "mia_roc_softmax.png"),
+        "mia_roc_ensemble": plots.roc(mres.rocs, "ensemble", "lira_online", cmode, out / "mia_roc_ensemble.png"),
+        "extraction_softmax": plots.extraction(ext, "softmax", cmode, out / "extraction_softmax.png"),
+        "extraction_ensemble": plots.extraction(ext, "ensemble", cmode, out / "extraction_ensemble.png"),
+    }
+    timing["plots"] = time.perf_counter() - t
+
+    measured = best_attack(mres.rows, "softmax", cmode, cfg.epsilon)
+    ext_cfg = max(_pick(ext, mechanism="softmax", mode=cmode, epsilon=cfg.epsilon), key=lambda r: r["queries"])
+    mode = Mode.parse(cmode)
+    gran, releases = granularity(mode)
+    members = split.X_pool[pop.masks[0]]
+    sentence = meaning(cfg, day, horizon, measured, ext_cfg)
+    timing["total"] = time.perf_counter() - t0
+
+    doc = {
+        "config": {**asdict(cfg), "daily_queries": cfg.daily_queries, "lifetime_queries": cfg.lifetime_queries,
+                   "horizon_queries": cfg.horizon_queries, "mechanism": "single-model softmax, range [0, 1], Δ = 2",
+                   "admin_command": (f"edgedp admin config --epsilon {cfg.epsilon:g} --daily-cap {cfg.daily_cap:g}"
+                                     + (f" --lifetime-cap {cfg.lifetime_cap:g}" if cfg.lifetime_cap else ""))},
+        "meaning": sentence,
+        "training_data": {
+            "declared_sensitivity": cfg.data_sensitivity, "dataset": "scikit-learn digits",
+            "records": int(len(members)), "duplicates": data.duplicate_count(members),
+            "smallest_class": int(np.bincount(split.y_pool[pop.masks[0]], minlength=split.classes).min()),
+            "classes": split.classes, "pool": int(len(split.y_pool)), "test": int(len(split.y_test)),
+            "model": "MLPClassifier" + str(settings.model.hidden), "train_accuracy": pop.train_accuracy,
+            "test_accuracy": pop.test_accuracy, "teachers": pop.teachers,
+            "ensemble_test_accuracy": pop.ensemble_test_accuracy, "chance": chance},
+        "output_granularity": {"mode": cmode, "class": gran, "releases": releases},
+        "accounting": {"per_query": per_query.as_dict(), "daily": day.as_dict(), "horizon": horizon.as_dict(),
+                       "lifetime": lifetime.as_dict() if lifetime else None},
+        "membership_inference": {"configured": measured, "rows": mres.rows},
+        "averaging": averaging,
+        "extraction": {"configured": ext_cfg, "budgets": budgets, "rows": ext},
+        "tradeoff": trade,
+        "logged_and_kept": {
+            "device": ["UTC day index of the last spend", "daily spend and lifetime spend (micro-ε)",
+                       "per-query ε, daily and lifetime caps, range, Δ, lattice exponent",
+                       "admin counter", "record sequence number and CRC"],
+            "not_kept": ["query inputs", "answers", "timestamps of queries", "requester identity"],
+            "host": "nothing unless asked: this report (--out) only",
+        },
+        "plots": {k: p.name for k, p in figs.items()},
+        "settings": settings.as_dict(),
+        "timing_seconds": timing,
+        "command": command,
+    }
+    (out / "report.json").write_text(json.dumps(finite_json(doc), indent=1))
+    (out / "report.md").write_text(render(doc))
+    return doc
+
+
+def render(doc: dict) -> str:
+    """report.md from the JSON document (every number in it comes from the document)."""
+    cfg, td, acc = doc["config"], doc["training_data"], doc["accounting"]
+    cmode, ceps = cfg["mode"], cfg["epsilon"]
+    mi, ex = doc["membership_inference"], doc["extraction"]
+    m = mi["configured"]
+    e = ex["configured"]
+    day, hor, life = acc["daily"], acc["horizon"], acc["lifetime"]
+    L: list[str] = []
+    L.append("# edgedp pre-release privacy audit\n")
+    L.append(f"Configuration: output mode **{cmode}**, per-query **ε = {ceps:g}**, daily cap **{cfg['daily_cap']:g}** "
+             f"({cfg['daily_queries']} answers/day), lifetime cap **"
+             + (f"{cfg['lifetime_cap']:g}** ({cfg['lifetime_queries']} answers)" if cfg["lifetime_cap"] else "none**")
+             + f", horizon {cfg['days']} days, δ = {cfg['delta']:g}; {cfg['mechanism']}. "
+             f"Device command: `{cfg['admin_command']}`.\n")
+    L.append("## What this ε means\n")
+    L.append(doc["meaning"] + "\n")
+    L.append("## Checklist (seed 002)\n")
+    dup = td["duplicates"]
+    L.append(_table(["item", "answer"], [
+        ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
+         f"({td['dataset']}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
+        ["Output granularity", f"**{doc['output_granularity']['class']}**: {doc['output_granularity']['releases']}"],
+        ["Per-query ε", f"{ceps:g} (implementation: ε + k·2⁻³⁰, δ ≤ 2⁻⁵⁸ per answer, docs/privacy.md)"],
+        ["Daily cap", f"{cfg['daily_cap']:g} = {day['queries']} answers → basic {day['basic']:.4g}, advanced "
+         f"{day['advanced']:.4g}, PLD {day['pld']:.4g} (δ = {day['delta']:g})"],
+        ["Lifetime cap", (f"{cfg['lifetime_cap']:g} = {life['queries']} answers → basic {life['basic']:.4g}, PLD "
+                          f"{life['pld']:.4g}" if life else "**none** — over the horizon: "
+                          f"{hor['queries']} answers → basic {hor['basic']:.4g}, PLD {hor['pld']:.4g}")],
+        ["MIA (best attack, this mode and ε)", f"{m['attack']}: AUC {m['auc']:.3f}, TPR {_pct(m['tpr_at_1pct_fpr'])} "
+         f"at 1% FPR, {_pct(m['tpr_at_0_1pct_fpr'])} at 0.1% FPR (ε-DP bound at 1% FPR: "
+         f"{_pct(m['tpr_bound_at_1pct_fpr'])})"],
+        ["Extraction", f"surrogate agreement {_pct(e['agreement'])} (accuracy {_pct(e['accuracy'])}) after "
+         f"{e['queries']} answers"],
+        ["Logged and kept", "device: " + "; ".join(doc["logged_and_kept"]["device"]) + ". Not kept: "
+         + ", ".join(doc["logged_and_kept"]["not_kept"]) + ". Per-requester rate limits and request logs "
+         "belong to the gateway in front of the device."],
+    ]) + "\n")
+
+    L.append("## Cost: accuracy against ε\n")
+    L.append(f"Target: {td['model']} trained on {td['records']} digits records; non-private test accuracy "
+             f"{_pct(td['test_accuracy'])} (train {_pct(td['train_accuracy'])}); teacher ensemble of {td['teachers']} "
+             f"logistic regressions on disjoint parts of the same records: {_pct(td['ensemble_test_accuracy'])}. "
+             f"Chance (majority class) {_pct(td['chance'])}. Mode {cmode}: the label a client reads from it "
+             f"(label, topk, bucket: the device's noisy argmax; full, round, simplex: the argmax of the clamped "
+             f"values). All modes are in report.json.\n")
+    trows = []
+    for r in sorted(_pick(doc["tradeoff"], mode=cmode), key=lambda r: (r["mechanism"] != "softmax", _epskey(r))):
+        trows.append([r["mechanism"], _fmt_eps(r["epsilon"]), _pct(r["accuracy"]), _pct(r["agreement"])])
+    L.append(_table(["mechanism", "ε", "accuracy", "agreement with non-private"], trows) + "\n")
+    L.append(f"![accuracy against epsilon]({doc['plots']['tradeoff']})\n")
+
+    L.append("## Membership inference\n")
+    L.append(f"One answer per record, leave-one-out over {mi['rows'][0]['targets']} models (each in turn the "
+             f"target, the other {mi['rows'][0]['shadows']} its shadows), {mi['rows'][0]['members']} member and "
+             f"{mi['rows'][0]['nonmembers']} non-member answers per cell. Mode {cmode}.\n")
+    mrows = []
+    for r in sorted(_pick(mi["rows"], mode=cmode), key=lambda r: (r["mechanism"] != "softmax", _epskey(r), r["attack"])):
+        mrows.append([r["mechanism"], _fmt_eps(r["epsilon"]), r["attack"], f"{r['auc']:.3f}",
+                      _pct(r["tpr_at_1pct_fpr"]), _pct(r["tpr_at_0_1pct_fpr"]), f"{r['auc_bound']:.3f}"])
+    L.append(_table(["mechanism", "ε", "attack", "AUC", "TPR @1% FPR", "TPR @0.1% FPR", "ε-DP AUC bound"], mrows) + "\n")
+    L.append(f"![MIA AUC]({doc['plots']['mia_auc']}) ![ROC softmax]({doc['plots']['mia_roc_softmax']}) "
+             f"![ROC ensemble]({doc['plots']['mia_roc_ensemble']})\n")
+
+    L.append("### Averaging: many answers about one input\n")
+    L.append(f"Within one day's cap of {cfg['daily_cap']:g}, an attacker can ask about the same input "
+             f"⌊cap/ε⌋ times and average (naive mean, and the mean corrected for the clamping). Error is the mean "
+             f"absolute error per class as a fraction of the range; agreement is argmax agreement with the raw output.\n")
+    arows = [[r["mechanism"], _fmt_eps(r["epsilon"]), str(r["queries"]), f"{r['mae_naive']:.3f}",
+              f"{r['mae_debiased']:.3f}", _pct(r["agreement_debiased"]), f"{r['epsilon_pld']:.3g}"]
+             for r in doc["averaging"]]
+    L.append(_table(["mechanism", "ε", "answers", "error (mean)", "error (debiased)", "agreement", "day's ε (PLD)"],
+                    arows) + "\n")
+
+    L.append("## Model extraction\n")
+    L.append(f"A logistic-regression surrogate trained on the API's answers (mode {cmode}); agreement with the "
+             f"victim's non-private prediction on held-out inputs.\n")
+    budgets = ex["budgets"]
+    erows = []
+    for mech in ("softmax", "ensemble"):
+        for eps in sorted({r["epsilon"] for r in ex["rows"]}, key=lambda x: (math.isinf(x), x)):
+            sel = {r["queries"]: r for r in _pick(ex["rows"], mechanism=mech, mode=cmode, epsilon=eps)}
+            if sel:
+                erows.append([mech, _fmt_eps(eps)] + [_pct(sel[q]["agreement"]) for q in budgets])
+    L.append(_table(["mechanism", "ε"] + [f"{q} queries" for q in budgets], erows) + "\n")
+    L.append(f"![extraction softmax]({doc['plots']['extraction_softmax']}) "
+             f"![extraction ensemble]({doc['plots']['extraction_ensemble']})\n")
+
+    L.append("## Accounting\n")
+    arows = []
+    for name, c in (("one answer", acc["per_query"]), ("one day", day), (f"horizon ({cfg['days']} days)", hor),
+                    ("lifetime cap", life)):
+        if c:
+            arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
+                          f"{c['seed_formula']:.4g}"])
+    L.append(_table(["span", "answers", "basic", "advanced (DRV)", "PLD", "seed 000's formula (invalid)"], arows) + "\n")
+    L.append("Basic composition is what the device charges; advanced and PLD hold at the stated δ. Seed 000's "
+             "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n")
+
+    L.append("## Method\n")
+    s = doc["settings"]
+    L.append(f"Seed {s['seed']}{' (quick settings)' if s['quick'] else ''}; {s['shadows']} shadow models; "
+             f"ε ∈ {{{', '.join(_fmt_eps(x) for x in s['epsilons'])}}}; modes {', '.join(s['modes'])}; "
+             f"noise from `edgedp.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
+             f"Wall time {doc['timing_seconds']['total']:.0f} s. Command: `{doc['command']}`. "
+             "All rows for every mode are in report.json.\n")
+    return "\n".join(L)
+
+
+def _epskey(r: dict) -> tuple:
+    return (math.isinf(r["epsilon"]), r["epsilon"])

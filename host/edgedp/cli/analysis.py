@@ -1,0 +1,305 @@
+"""Analysis commands: account, tradeoff, attack mia / attack extract, report."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..analysis import accounting, data, extraction, mia, models, tradeoff
+from ..analysis.jsonable import finite_json
+from ..analysis.mechanism import SOFTMAX, ensemble, parse_epsilon, parse_modes
+from ..analysis.parallel import default_jobs
+from ..analysis.settings import Settings
+from .common import emit_json, handle_errors, json_option, target_option
+
+
+def _csv(text: str | None) -> list[str] | None:
+    return [t for t in (s.strip() for s in text.split(",")) if t] if text else None
+
+
+def common_options(fn):
+    """--seed, --quick, --jobs, --json, --no-progress (in that order on the function)."""
+    fn = click.option("--no-progress", is_flag=True, help="No progress bars on stderr.")(fn)
+    fn = json_option(fn)
+    fn = click.option("--jobs", "-j", type=click.IntRange(1, 64), default=default_jobs(), show_default=True,
+                      help="Worker processes.")(fn)
+    fn = click.option("--quick", is_flag=True, help="Same pipeline on small settings (tests, smoke runs).")(fn)
+    fn = click.option("--seed", type=int, default=0, show_default=True, help="Seeds data split, models and noise.")(fn)
+    return fn
+
+
+grid_options = [
+    click.option("--epsilons", default=None, metavar="E1,E2,…",
+                 help="Per-query epsilons (inf = no noise). Default 0.1,0.5,1,2,5,10,inf (quick: 0.1,1,10,inf)."),
+    click.option("--modes", default=None, metavar="M1,M2,…",
+                 help="Output modes. Default full,topk:3,label,bucket,round:2,simplex (quick: full,label)."),
+    click.option("--teachers", type=click.IntRange(1, 500), default=None, help="Ensemble size T (default 30)."),
+]
+
+
+def with_grid(fn):
+    for opt in reversed(grid_options):
+        fn = opt(fn)
+    return fn
+
+
+def make_settings(quick: bool, seed: int, epsilons: str | None, modes: str | None, teachers: int | None,
+                  shadows: int | None = None) -> Settings:
+    eps = tuple(parse_epsilon(e) for e in _csv(epsilons)) if epsilons else None
+    mds = tuple(str(m) for m in parse_modes(_csv(modes))) if modes else None
+    return Settings.make(quick=quick, seed=seed, epsilons=eps, modes=mds, shadows=shadows, teachers=teachers)
+
+
+def _eps(e: float) -> str:
+    return "inf" if math.isinf(e) else f"{e:g}"
+
+
+def _command_line() -> str:
+    return "edgedp " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+# ---- account ----------------------------------------------------------------------------
+
+@click.command()
+@click.option("--epsilon", "-e", type=float, required=True, help="Per-query epsilon.")
+@click.option("--queries", "-n", type=click.IntRange(0), default=None, help="Number of answers to compose.")
+@click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
+@click.option("--target-epsilon", type=float, default=None,
+              help="Inverse: lifetime epsilon to stay within (with --days).")
+@click.option("--days", type=click.IntRange(1), default=365, show_default=True, help="Horizon for --target-epsilon.")
+@click.option("--method", type=click.Choice(accounting.METHODS), default="pld", show_default=True,
+              help="Accounting used by the inverse.")
+@json_option
+@handle_errors
+def account(epsilon: float, queries: int | None, delta: float, target_epsilon: float | None, days: int,
+            method: str, as_json: bool) -> None:
+    """Total epsilon of N answers (basic, advanced, PLD), or the largest daily query count for a
+    lifetime target (--target-epsilon, --days), ready for `edgedp admin config`."""
+    if (queries is None) == (target_epsilon is None):
+        raise ValueError("give either --queries N or --target-epsilon E (with --days)")
+    if queries is not None:
+        c = accounting.compose(epsilon, queries, delta)
+        if as_json:
+            emit_json(finite_json(c.as_dict()))
+            return
+        click.echo(f"{queries} answers at ε = {epsilon:g} (δ = {delta:g}):")
+        click.echo(f"  basic composition      {c.basic:.6g}")
+        click.echo(f"  advanced (DRV)         {c.advanced:.6g}")
+        click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}")
+        click.echo(f"  seed 000's formula     {c.seed_formula:.6g}   (omits Nε(e^ε−1): not a bound)")
+        return
+    p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method)
+    if as_json:
+        emit_json(finite_json(p.as_dict()))
+        return
+    if p.daily_queries == 0:
+        click.echo(f"even one answer a day for {days} days at ε = {epsilon:g} exceeds ε = {target_epsilon:g} "
+                   f"({method}); lower the per-query ε or the horizon")
+        return
+    click.echo(f"at most {p.daily_queries} answers/day for {days} days ({p.total_queries} in total) "
+               f"stay within ε = {target_epsilon:g} (δ = {delta:g}, {method}: {p.achieved_epsilon:.6g})")
+    click.echo(f"  {p.admin_command()}")
+    click.echo(f"  (the device charges basic composition, so its caps read {p.daily_cap:g} a day and "
+               f"{p.lifetime_cap:g} in total; the guarantee is the {method} total above)")
+
+
+# ---- tradeoff ---------------------------------------------------------------------------
+
+@click.command("tradeoff")
+@click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              help="digits (model trained here) or an .npz with probs|logits, labels [, votes].")
+@with_grid
+@click.option("--repeats", type=click.IntRange(1), default=None, help="Noise draws over the test set (default 5).")
+@target_option
+@click.option("--target-queries", type=click.IntRange(1), default=200, show_default=True,
+              help="With --target: test rows sent through the device (full mode) and checked against the "
+                   "fast sampler at the device's configuration.")
+@common_options
+@handle_errors
+def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None,
+                 repeats: int | None, target: str | None, target_queries: int, seed: int, quick: bool, jobs: int,
+                 as_json: bool, no_progress: bool) -> None:
+    """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode,
+    single model (softmax) beside a teacher ensemble (votes)."""
+    s = make_settings(quick, seed, epsilons, modes, teachers)
+    if repeats:
+        s = dataclasses.replace(s, repeats=repeats)
+    progress = not no_progress
+    t0 = time.perf_counter()
+    if data_spec == "digits":
+        split = data.digits_split(seed)
+        pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
+        probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.test_votes[0], pop.teachers
+        info = {"data": "digits", "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
+                "ensemble_test_accuracy": pop.ensemble_test_accuracy, "teachers": T}
+    else:
+        out = data.load_npz(data_spec)
+        probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
+        info = {"data": out.source, "test": int(len(labels)),
+                "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
+    rows = tradeoff.run(probs, labels, parse_modes(list(s.modes)), list(s.epsilons), s.repeats, seed,
+                        votes, T, progress=progress)
+    k = probs.shape[1]
+    doc = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict(),
+           "seconds": time.perf_counter() - t0}
+    if target is not None:
+        from ..analysis import device_check  # imports the device client only when asked
+        doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress)
+    if as_json:
+        emit_json(finite_json(doc))
+    else:
+        click.echo(f"data {info['data']}: {info['test']} test inputs, non-private accuracy "
+                   f"{info['test_accuracy']:.3f}, chance {doc['chance']:.3f}")
+        click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'accuracy':>9s} {'agreement':>10s}")
+        for r in rows:
+            click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['accuracy']:9.3f} "
+                       f"{r['agreement']:10.3f}")
+        if "device_check" in doc:
+            d = doc["device_check"]
+            if "pvalue_values" not in d:
+                click.echo(f"device: {d['reason']}: MISMATCH")
+            else:
+                click.echo(f"device: {d['queries']} queries at ε = {d['epsilon']:g} (full mode): values fit the "
+                           f"mechanism's law p = {d['pvalue_values']:.3g}; label agreement {d['device_agreement']:.3f} "
+                           f"vs reference {d['reference_agreement']:.3f} (p = {d['pvalue_labels']:.3g}): "
+                           f"{'OK' if d['ok'] else 'MISMATCH'}")
+    if "device_check" in doc and not doc["device_check"]["ok"]:
+        sys.exit(1)
+
+
+# ---- attack -----------------------------------------------------------------------------
+
+@click.group()
+def attack() -> None:
+    """Attacks on the protected API: membership inference, model extraction."""
+
+
+@attack.command("mia")
+@with_grid
+@click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
+@click.option("--daily-cap", type=float, default=10.0, show_default=True,
+              help="Daily epsilon cap for the averaging attack.")
+@click.option("--plots", "plot_dir", type=click.Path(file_okay=False), default=None,
+              help="Write ROC (log-log) and AUC plots here.")
+@common_options
+@handle_errors
+def attack_mia(epsilons: str | None, modes: str | None, teachers: int | None, shadows: int | None,
+               daily_cap: float, plot_dir: str | None, seed: int, quick: bool, jobs: int, as_json: bool,
+               no_progress: bool) -> None:
+    """Confidence-threshold and LiRA (online, offline) membership inference for each mode and ε,
+    single model and ensemble; plus the averaging attack within one daily budget."""
+    s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
+    progress = not no_progress
+    t0 = time.perf_counter()
+    split = data.digits_split(seed)
+    pop = models.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
+    md = parse_modes(list(s.modes))
+    res = mia.run(pop, split.y_pool, md, list(s.epsilons), seed, jobs=jobs, progress=progress)
+    n = s.averaging_inputs
+    avg = (mia.averaging(pop.test_probs[0][:n], SOFTMAX, list(s.epsilons), daily_cap, seed)
+           + mia.averaging(pop.test_votes[0][:n], ensemble(pop.teachers), list(s.epsilons), daily_cap, seed))
+    plots_written = []
+    if plot_dir:
+        from ..analysis import plots
+        d = Path(plot_dir)
+        for m in s.modes:
+            tag = m.replace(":", "")
+            plots_written.append(str(plots.auc(res.rows, m, d / f"mia_auc_{tag}.png")))
+            for mech in ("softmax", "ensemble"):
+                for a in mia.ATTACKS:
+                    plots_written.append(str(plots.roc(res.rocs, mech, a, m, d / f"roc_{mech}_{a}_{tag}.png")))
+    doc = {"rows": res.rows, "averaging": avg, "train_accuracy": pop.train_accuracy,
+           "test_accuracy": pop.test_accuracy, "plots": plots_written, "settings": s.as_dict(),
+           "seconds": time.perf_counter() - t0}
+    if as_json:
+        emit_json(finite_json(doc))
+        return
+    click.echo(f"target: train accuracy {pop.train_accuracy:.3f}, test accuracy {pop.test_accuracy:.3f}; "
+               f"{s.shadows} shadows, leave-one-out over {pop.size} models")
+    click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'attack':13s} {'AUC':>6s} {'TPR@1%':>7s} "
+               f"{'TPR@0.1%':>8s} {'AUC bound':>9s}")
+    for r in res.rows:
+        click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['attack']:13s} {r['auc']:6.3f} "
+                   f"{r['tpr_at_1pct_fpr']:7.4f} {r['tpr_at_0_1pct_fpr']:8.4f} {r['auc_bound']:9.3f}")
+    click.echo(f"averaging within a daily cap of {daily_cap:g}:")
+    for r in avg:
+        click.echo(f"  {r['mechanism']:9s} eps {_eps(r['epsilon']):>5s}: {r['queries']:6d} answers, error "
+                   f"{r['mae_debiased']:.3f} of the range, argmax agreement {r['agreement_debiased']:.3f}")
+
+
+@attack.command("extract")
+@with_grid
+@click.option("--budgets", default=None, metavar="Q1,Q2,…",
+              help="Query budgets (default 100,200,400,800 and the pool size).")
+@common_options
+@handle_errors
+def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None, budgets: str | None, seed: int,
+                   quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
+    """Train a surrogate on the API's answers for each query budget, mode and ε."""
+    s = make_settings(quick, seed, epsilons, modes, teachers)
+    progress = not no_progress
+    t0 = time.perf_counter()
+    split = data.digits_split(seed)
+    pool = len(split.y_pool)
+    if budgets:
+        bl = sorted({int(b) for b in _csv(budgets)})
+        if bl[0] < 1 or bl[-1] > pool:
+            raise ValueError(f"budgets must be between 1 and the pool size {pool}")
+    else:
+        bl = extraction.budgets_for(pool, quick)
+    pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
+    rows = extraction.run(split, pop, parse_modes(list(s.modes)), list(s.epsilons), bl, seed, jobs=jobs,
+                          progress=progress)
+    doc = {"rows": rows, "budgets": bl, "pool": pool, "victim_test_accuracy": pop.test_accuracy,
+           "settings": s.as_dict(), "seconds": time.perf_counter() - t0}
+    if as_json:
+        emit_json(finite_json(doc))
+        return
+    click.echo(f"victim test accuracy {pop.test_accuracy:.3f}; pool of {pool} attacker inputs")
+    click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'queries':>7s} {'agreement':>10s} {'accuracy':>9s}")
+    for r in rows:
+        click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['queries']:7d} "
+                   f"{r['agreement']:10.3f} {r['accuracy']:9.3f}")
+
+
+# ---- report -----------------------------------------------------------------------------
+
+@click.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--mode", "-m", default="full", show_default=True, help="The configured output mode.")
+@click.option("--epsilon", "-e", type=float, default=1.0, show_default=True, help="Configured per-query ε.")
+@click.option("--daily-cap", type=float, default=10.0, show_default=True, help="Configured daily ε cap.")
+@click.option("--lifetime-cap", type=float, default=None, help="Configured lifetime ε cap (default: none).")
+@click.option("--days", type=click.IntRange(1), default=365, show_default=True, help="Horizon for the totals.")
+@click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
+@click.option("--data-sensitivity", type=click.Choice(["high", "medium", "low"]), default="high",
+              show_default=True, help="How sensitive the training data is (your declaration).")
+@with_grid
+@click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
+@common_options
+@handle_errors
+def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
+           delta: float, data_sensitivity: str, epsilons: str | None, modes: str | None, teachers: int | None,
+           shadows: int | None, seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
+    """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots."""
+    from ..analysis import report as rep  # matplotlib only when needed
+    cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
+                          delta=delta, data_sensitivity=data_sensitivity)
+    s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
+    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line())
+    if as_json:
+        emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
+                               "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],
+                               "plots": doc["plots"]}))
+    else:
+        click.echo(doc["meaning"])
+        click.echo(f"wrote {Path(out_dir) / 'report.md'}, report.json and {len(doc['plots'])} plots "
+                   f"in {doc['timing_seconds']['total']:.0f} s")
+
+
+COMMANDS = [account, tradeoff_cmd, attack, report]

@@ -1,0 +1,26 @@
+"""One small, seeded world (digits, quick settings) shared by the analysis tests."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from edgedp.analysis import data, models
+from edgedp.analysis.settings import Settings
+
+JOBS = 2
+
+
+@dataclass(frozen=True)
+class World:
+    settings: Settings
+    split: data.Split
+    pop: models.Population
+
+
+@pytest.fixture(scope="session")
+def world() -> World:
+    s = Settings.make(quick=True, seed=0)
+    split = data.digits_split(s.seed)
+    pop = models.build_population(split, s.shadows + 1, s.seed, s.model, ensemble=True, jobs=JOBS, progress=False)
+    return World(s, split, pop)

@@ -1,0 +1,142 @@
+"""Accounting: agrees with a direct dp_accounting computation and with the closed forms."""
+from __future__ import annotations
+
+import json
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from dp_accounting.pld import PLDAccountant
+from scipy.special import comb
+
+from edgedp.analysis import accounting as acc
+from edgedp.cli import main
+
+
+def direct_pld(eps: float, n: int, delta: float) -> float:
+    a = PLDAccountant()  # dp_accounting's defaults
+    a.compose(dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / eps), n)
+    return a.get_epsilon(delta)
+
+
+def kov_delta(eps: float, k: int, eps_total: float) -> float:
+    """Exact delta of the optimal k-fold composition of eps-DP mechanisms at eps_total
+    (Kairouz, Oh, Viswanath 2015, Thm 3.3): an upper bound for any eps-DP mechanism."""
+    e = math.exp(eps)
+    total = 0.0
+    for i in range(k + 1):
+        # number of "bad" coordinates i: privacy loss eps*(k - 2i)
+        term = math.exp(eps * (k - i)) - math.exp(eps_total + eps * i)
+        if term > 0:
+            total += comb(k, i, exact=True) * term
+    return total / (1 + e) ** k
+
+
+def kov_epsilon(eps: float, k: int, delta: float) -> float:
+    lo, hi = 0.0, eps * k
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if kov_delta(eps, k, mid) <= delta else (mid, hi)
+    return hi
+
+
+@pytest.mark.parametrize("eps,n", [(0.1, 50), (0.5, 20), (1.0, 10), (2.0, 3)])
+def test_pld_equals_direct_dp_accounting(eps: float, n: int) -> None:
+    assert acc.pld(eps, n, 1e-6) == pytest.approx(direct_pld(eps, n, 1e-6), rel=1e-9)
+
+
+def test_closed_forms() -> None:
+    for eps, n, d in [(0.1, 1000, 1e-5), (1.0, 10, 1e-6), (0.01, 12345, 1e-9)]:
+        c = acc.compose(eps, n, d)
+        assert c.basic == pytest.approx(n * eps)
+        first = eps * math.sqrt(2 * n * math.log(1 / d))
+        assert c.seed_formula == pytest.approx(first)
+        assert c.advanced == pytest.approx(first + n * eps * (math.exp(eps) - 1))
+        assert c.advanced - c.seed_formula == pytest.approx(n * eps * math.expm1(eps))
+
+
+@pytest.mark.parametrize("eps,n", [(0.5, 10), (1.0, 8), (0.1, 60)])
+def test_pld_below_optimal_composition_of_any_eps_dp_mechanism(eps: float, n: int) -> None:
+    """Laplace is one eps-DP mechanism, so its tight PLD total cannot exceed the optimal
+    composition bound for all eps-DP mechanisms, which itself beats advanced composition."""
+    d = 1e-6
+    kov = kov_epsilon(eps, n, d)
+    p = acc.pld(eps, n, d)
+    assert p <= kov + 1e-3
+    assert kov <= min(acc.basic(eps, n), acc.advanced(eps, n, d)) + 1e-9
+
+
+def test_single_answer_costs_epsilon() -> None:
+    for eps in (0.1, 1.0, 3.0):
+        assert acc.pld(eps, 1, 1e-6) == pytest.approx(eps, abs=1e-3)
+
+
+def test_seed_claim_is_not_a_bound() -> None:
+    """Seed 000: 1000 answers at eps 0.1 'cost about 4.5'. Every valid accounting says far more."""
+    c = acc.compose(0.1, 1000, 1e-5)
+    assert c.pld > 3 * 4.5
+    assert c.seed_formula < c.advanced
+    assert c.pld < c.advanced < c.basic
+
+
+def test_long_composition_interval_is_bounded_and_close() -> None:
+    eps, n, d = 1.0, 5000, 1e-6
+    coarse = acc.pld(eps, n, d)
+    fine = acc.pld(eps, n, d, interval=acc.pld_interval(eps, n) / 4)
+    assert coarse >= fine - 1e-9  # pessimistic: a coarser grid never reports less
+    assert coarse == pytest.approx(fine, rel=0.01)
+
+
+def test_plan_is_largest_feasible() -> None:
+    plans = {}
+    for method in acc.METHODS:
+        p = acc.plan_daily_queries(0.2, 8.0, 10, 1e-6, method)
+        assert p.daily_queries > 0
+        assert acc.total(0.2, p.daily_queries * 10, 1e-6, method) <= 8.0
+        assert acc.total(0.2, (p.daily_queries + 1) * 10, 1e-6, method) > 8.0
+        assert p.daily_cap == pytest.approx(p.daily_queries * 0.2)
+        assert p.lifetime_cap == pytest.approx(p.daily_queries * 10 * 0.2)
+        plans[method] = p.daily_queries
+    assert plans["pld"] > plans["basic"]
+
+
+def test_plan_zero_when_impossible() -> None:
+    assert acc.plan_daily_queries(1.0, 0.5, 10).daily_queries == 0
+
+
+def test_hypothesis_testing_bounds() -> None:
+    assert acc.auc_bound(1e-9) == pytest.approx(0.5, abs=1e-6)
+    grid = np.linspace(0, 1, 200001)
+    for eps in (0.1, 1.0, 3.0):
+        curve = np.array([acc.tpr_bound(eps, a) for a in grid])
+        assert acc.auc_bound(eps) == pytest.approx(np.trapezoid(curve, grid), abs=1e-6)
+        assert acc.tpr_bound(eps, 0.01) == pytest.approx(min(1.0, math.exp(eps) * 0.01))
+    assert acc.auc_bound(0.5) < acc.auc_bound(1.0) < acc.auc_bound(2.0) < 1
+
+
+def test_cli_account_json_matches_library() -> None:
+    r = CliRunner().invoke(main, ["account", "--epsilon", "0.2", "--queries", "100", "--delta", "1e-5", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["basic"] == pytest.approx(20.0)
+    assert d["advanced"] == pytest.approx(acc.advanced(0.2, 100, 1e-5))
+    assert d["pld"] == pytest.approx(direct_pld(0.2, 100, 1e-5), rel=1e-9)
+
+
+def test_cli_account_inverse_gives_admin_config() -> None:
+    r = CliRunner().invoke(main, ["account", "-e", "0.1", "--target-epsilon", "10", "--days", "30", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    q = d["daily_queries"]
+    assert acc.pld(0.1, q * 30, d["delta"]) <= 10 < acc.pld(0.1, (q + 1) * 30, d["delta"])
+    assert d["admin_config"]["daily_cap"] == pytest.approx(q * 0.1)
+    assert d["command"].startswith("edgedp admin config --epsilon 0.1 --daily-cap")
+
+
+def test_cli_account_error_is_one_json_line() -> None:
+    r = CliRunner().invoke(main, ["account", "-e", "0.1", "--json"])
+    assert r.exit_code != 0
+    d = json.loads(r.stdout)
+    assert set(d) == {"error", "message"}
