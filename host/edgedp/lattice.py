@@ -15,15 +15,27 @@ import numpy as np
 EXP_TERMS = 24
 """Horner terms of exp(-x) on [0, 1]; 1/25! < 2^-83, far below one ulp."""
 CHUNK_BITS = 4
-"""Low magnitude digits are accepted in groups of this many bits (table of 15 thresholds)."""
+"""The acceptance threshold of the low bits is a product of one 64-bit factor per 4-bit chunk."""
 MAX_J = 24
-"""Largest number of uniformly drawn low bits (t < 2^25), keeps |noise| < 2^31."""
-HMAX = 96
-"""Cap of the unary high part: q^96 <= e^-48 < 2^-69 since q <= e^-1/2."""
+"""Largest floor(log2 t) (t < 2^25), keeps |noise| < 2^31 - 2^24."""
+LOW_SHIFT = 3
+"""L = J - 3 uniform low bits: 2^L / t in (1/16, 1/8], so their acceptance is at least e^-1/8."""
+ALIAS_BITS = 6
+ALIAS_N = 1 << ALIAS_BITS
+"""The high part W = G >> L comes from a 64-column alias table (63 values and a tail outcome)."""
+MAX_ACCEPT_BITS = 4
+MAX_KEEP_BITS = 4
+FIXED_BITS = 32
+"""The fixed draw of one sample is at most 32 bits (one word of the 64-bit bit buffer)."""
+TAIL_ROUNDS = 13
+"""Tail outcomes (W += R, draw again) stop after this many rounds: P < 2^-69 (docs/benchmarks.md)."""
+MIN_TAIL = 2.0 ** -20
+"""The alias table stops adding values once q^w < 2^-20, so every mass is >= 2^-24 of the total."""
 MAX_CLASSES = 1024
 MAX_LATTICE = 1 << 24
 """|lo|/g and |hi|/g must stay below 2^24 so that y*g is exact in float32."""
 TWO64 = 18446744073709551616.0
+MASK64 = (1 << 64) - 1
 
 
 class ConfigError(ValueError):
@@ -54,7 +66,12 @@ def auto_exponent(k: int, sensitivity: float) -> int:
 
 @dataclass(frozen=True)
 class Lattice:
-    """Everything the sampler needs for one (configuration, k)."""
+    """Everything the sampler needs for one (configuration, k): mirrors edp_dlap_t.
+
+    A sample is sign s, low part V (L bits, accepted with probability a_V = prod_c
+    chunks[c][u_c] / 2^(64 nc)) and high part W from the alias table (columns
+    ``alias``, keep thresholds ``keep`` / 2^64, outcome ``tail`` = "W >= tail, draw
+    again"); G = W 2^L + V and (s = 1, G = 0) is rejected. See ``reference.dlap_sample``."""
 
     k: int
     m: int
@@ -62,8 +79,13 @@ class Lattice:
     hi: int
     inv_t: float
     J: int
-    chunks: tuple[tuple[int, ...], ...]
-    q: int
+    L: int
+    K: int                                  # fixed acceptance bits (all-ones means: compare further)
+    KP: int                                 # fixed keep bits of the alias test
+    chunks: tuple[tuple[int, ...], ...]     # nc rows of 16 64-bit factors, factor(0) = 2^64 - 1
+    keep: tuple[int, ...]                   # ALIAS_N 64-bit keep thresholds
+    alias: tuple[int, ...]                  # ALIAS_N column aliases (== column: full, no test)
+    tail: int                               # index of the tail outcome = number of plain values R
 
     @property
     def granularity(self) -> float:
@@ -72,6 +94,18 @@ class Lattice:
     @property
     def t(self) -> float:
         return 1.0 / self.inv_t
+
+    @property
+    def take_bits(self) -> int:
+        """Bits of the fixed draw: V | accept prefix | sign | alias column | keep prefix."""
+        return 1 + self.L + self.K + ALIAS_BITS + self.KP
+
+    def accept_threshold(self, v: int) -> int:
+        """a_V * 2^(64 nc) as an integer (the exact acceptance probability of the low part V)."""
+        a = 1
+        for c, row in enumerate(self.chunks):
+            a *= row[(v >> (CHUNK_BITS * c)) & 15]
+        return a
 
 
 def _ceil_f32(v: np.float32) -> int:
@@ -117,16 +151,67 @@ def make_lattice(k: int, epsilon_micro: int, sensitivity: float, lo: float, hi: 
         J += 1
     if J > MAX_J:
         raise ConfigError("noise scale t >= 2^25 lattice steps: epsilon too small for this lattice")
+    return Lattice(k=k, m=m, lo=ylo, hi=yhi, inv_t=inv_t, J=J, **dlap_tables(inv_t, J))
+
+
+def _pow2(e: int) -> float:
+    v = 1.0
+    for _ in range(e):
+        v *= 2.0
+    return v
+
+
+def leading_ones(v: int, nbits: int) -> int:
+    """Number of leading one bits of v written with nbits bits."""
+    n = 0
+    while n < nbits and (v >> (nbits - 1 - n)) & 1:
+        n += 1
+    return n
+
+
+def dlap_tables(inv_t: float, J: int) -> dict:
+    """Sampler tables for 1/t = inv_t (mirrors edp_dlap_setup, same double operations)."""
+    L = J - LOW_SHIFT if J >= LOW_SHIFT else 0
+    nc = (L + CHUNK_BITS - 1) // CHUNK_BITS
     chunks = []
-    for c in range((J + CHUNK_BITS - 1) // CHUNK_BITS):
-        width = min(CHUNK_BITS, J - CHUNK_BITS * c)
-        row = []
-        for u in range(1, 1 << width):
-            x = float(u << (CHUNK_BITS * c)) * inv_t
-            row.append(threshold64(exp_neg(x)))
+    for c in range(nc):
+        width = min(CHUNK_BITS, L - CHUNK_BITS * c)
+        row = [MASK64]
+        for u in range(1, 16):
+            row.append(threshold64(exp_neg(float(u << (CHUNK_BITS * c)) * inv_t)) if u < (1 << width) else 0)
         chunks.append(tuple(row))
-    q = threshold64(exp_neg((2.0 ** J) * inv_t))
-    return Lattice(k=k, m=m, lo=ylo, hi=yhi, inv_t=inv_t, J=J, chunks=tuple(chunks), q=q)
+    K = 0
+    if nc:
+        a_min = 1
+        for c, row in enumerate(chunks):
+            a_min *= row[(1 << min(CHUNK_BITS, L - CHUNK_BITS * c)) - 1]
+        K = min(MAX_ACCEPT_BITS, leading_ones(a_min, 64 * nc), FIXED_BITS - 1 - ALIAS_BITS - L)
+    # Alias table of W: masses (1-q) q^w for 1 <= w < R, tail q^R, value 0 the rest (units of 2^-64).
+    q = exp_neg(_pow2(L) * inv_t)
+    one_minus_q = 1.0 - q
+    masses = [0]
+    qp = q
+    while len(masses) < ALIAS_N - 1 and qp >= MIN_TAIL:
+        masses.append(threshold64(one_minus_q * qp))
+        qp *= q
+    tail = len(masses)
+    masses.append(threshold64(qp))
+    masses[0] = (1 << 64) - sum(masses)  # value 0, the largest mass, takes the rounding residue
+    masses += [0] * (ALIAS_N - len(masses))
+    cap = 1 << (64 - ALIAS_BITS)
+    keep, alias = [0] * ALIAS_N, list(range(ALIAS_N))
+    small = [w for w in range(ALIAS_N) if masses[w] < cap]
+    large = [w for w in range(ALIAS_N) if masses[w] >= cap]
+    while small and large:
+        s_, l_ = small.pop(), large.pop()
+        keep[s_] = masses[s_] << ALIAS_BITS
+        alias[s_] = l_
+        masses[l_] -= cap - masses[s_]
+        (small if masses[l_] < cap else large).append(l_)
+    for w in large:
+        keep[w] = MASK64
+    KP = max(0, min(MAX_KEEP_BITS, FIXED_BITS - 1 - ALIAS_BITS - L - K))
+    return dict(L=L, K=K, KP=KP, chunks=tuple(chunks), keep=tuple(keep), alias=tuple(alias), tail=tail)
 
 
 def quantize(x: np.ndarray, lat: Lattice, lo: float, hi: float) -> np.ndarray:

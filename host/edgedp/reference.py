@@ -13,7 +13,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from . import modes
-from .lattice import CHUNK_BITS, HMAX, Lattice, make_lattice, quantize
+from .lattice import ALIAS_BITS, ALIAS_N, TAIL_ROUNDS, Lattice, make_lattice, quantize
 from .modes import Mode
 
 TEST_SEED = bytes(range(32))
@@ -30,68 +30,116 @@ class BitStream:
             raise ValueError("ChaCha20 key must be 32 bytes")
         self._key = key
         self._block = 0
-        self._bits = np.zeros(0, dtype=np.uint8)
-        self._pos = 0
+        self._words: list[int] = []
+        self._pos = 0  # bit position into the concatenated words
 
     def _extend(self, need: int) -> None:
-        while len(self._bits) - self._pos < need:
+        while len(self._words) * 32 - self._pos < need:
             nonce = struct.pack("<Q", self._block) + bytes(8)
             enc = Cipher(algorithms.ChaCha20(self._key, nonce), mode=None).encryptor()
             raw = enc.update(bytes(64 * _BLOCKS_PER_REFILL))
             self._block += _BLOCKS_PER_REFILL
-            words = np.frombuffer(raw, dtype="<u4").astype(">u4")
-            fresh = np.unpackbits(words.view(np.uint8))
-            self._bits = np.concatenate([self._bits[self._pos:], fresh])
-            self._pos = 0
+            drop = self._pos // 32
+            self._words = self._words[drop:] + np.frombuffer(raw, dtype="<u4").tolist()
+            self._pos -= drop * 32
+
+    def _window(self, n: int) -> int:
+        """The next n <= 64 bits as an integer without consuming them."""
+        self._extend(n)
+        w, off = divmod(self._pos, 32)
+        words = self._words
+        v = (words[w] << 64) | (words[w + 1] << 32 if w + 1 < len(words) else 0) | \
+            (words[w + 2] if w + 2 < len(words) else 0)
+        return (v >> (96 - off - n)) & ((1 << n) - 1)
 
     def take(self, n: int) -> int:
         """Next n bits as an integer, first bit most significant."""
         if n == 0:
             return 0
-        self._extend(n)
-        v = 0
-        for b in self._bits[self._pos:self._pos + n]:
-            v = (v << 1) | int(b)
+        v = self._window(n)
         self._pos += n
         return v
 
     def bernoulli(self, threshold: int) -> int:
         """1 iff the random bits, read as a binary fraction, are below threshold / 2^64."""
-        self._extend(64)
-        seg = self._bits[self._pos:self._pos + 64]
-        th = np.unpackbits(np.frombuffer(threshold.to_bytes(8, "big"), dtype=np.uint8))
-        diff = np.flatnonzero(seg != th)
-        if len(diff) == 0:
+        diff = self._window(64) ^ threshold
+        if diff == 0:
             self._pos += 64
             return 0
-        i = int(diff[0])
+        i = 64 - diff.bit_length()  # index of the first differing bit, MSB first
         self._pos += i + 1
-        return int(th[i])
+        return (threshold >> (63 - i)) & 1
+
+    def less_than(self, value: int, nbits: int) -> bool:
+        """Compare the stream, read as a binary fraction, with value / 2^nbits.
+
+        Consumes the bits up to and including the first one that differs from value's
+        nbits-bit expansion and returns True iff the stream is below; if all nbits bits
+        agree they are consumed and the answer is False (the stream is not below)."""
+        while nbits > 0:
+            n = min(64, nbits)
+            part = (value >> (nbits - n)) & ((1 << n) - 1)
+            diff = self._window(n) ^ part
+            if diff:
+                i = n - diff.bit_length()
+                self._pos += i + 1
+                return bool((part >> (n - 1 - i)) & 1)
+            self._pos += n
+            nbits -= n
+        return False
 
     @property
     def bits_consumed(self) -> int:
-        return self._block * 512 - (len(self._bits) - self._pos)
+        return self._block * 512 - (len(self._words) * 32 - self._pos)
 
 
 def dlap_sample(lat: Lattice, bits: BitStream) -> int:
-    """One discrete Laplace sample, consuming bits exactly as edp_dlap_sample."""
+    """One discrete Laplace sample, consuming bits exactly as edp_dlap_sample.
+
+    One fixed draw of ``lat.take_bits`` bits gives, from the most significant end:
+    V (L bits), the K-bit prefix of the acceptance comparison, the sign, the alias
+    column i (6 bits) and the KP-bit prefix of the keep comparison. V is accepted iff
+    the acceptance bits, continued lazily when they are all ones, are below a_V; column
+    i keeps its value iff the keep bits (continued lazily on a tie) are below
+    keep[i] / 2^64. The tail outcome adds ``lat.tail`` to W and draws a new column and
+    keep prefix (at most TAIL_ROUNDS times). A rejected V, or (negative, 0), restarts
+    the whole draw."""
+    L, K, KP = lat.L, lat.K, lat.KP
+    n1 = lat.take_bits
+    nb = 64 * len(lat.chunks)
     while True:
-        sign = bits.take(1)
+        x = bits.take(n1)
+        p = x & ((1 << KP) - 1)
+        x >>= KP
+        i = x & (ALIAS_N - 1)
+        x >>= ALIAS_BITS
+        sign = x & 1
+        x >>= 1
+        acc = x & ((1 << K) - 1)
+        v = x >> K
+        if nb and acc == (1 << K) - 1:
+            a = lat.accept_threshold(v)
+            if not bits.less_than(a & ((1 << (nb - K)) - 1), nb - K):
+                continue
+        w = 0
+        rounds = 0
         while True:
-            v = bits.take(lat.J)
-            for c, row in enumerate(lat.chunks):
-                u = (v >> (CHUNK_BITS * c)) & 15
-                if u and not bits.bernoulli(row[u - 1]):
-                    break
-            else:
+            if lat.alias[i] != i:
+                th = lat.keep[i]
+                tp = th >> (64 - KP)
+                if p > tp or (p == tp and not bits.less_than(th & ((1 << (64 - KP)) - 1), 64 - KP)):
+                    i = lat.alias[i]
+            if i != lat.tail or rounds == TAIL_ROUNDS:
                 break
-        h = 0
-        while h < HMAX and bits.bernoulli(lat.q):
-            h += 1
-        mag = v + (h << lat.J)
-        if sign and mag == 0:
+            w += lat.tail
+            rounds += 1
+            y = bits.take(ALIAS_BITS + KP)
+            p = y & ((1 << KP) - 1)
+            i = y >> KP
+        g = ((w + i) << L) | v
+        if sign and g == 0:
             continue
-        return -mag if sign else mag
+        return -g if sign else g
 
 
 class ReferenceDevice:

@@ -81,25 +81,24 @@ int edp_mech_check_values(const float *x, uint32_t k)
 
 void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q)
 {
-    uint32_t i;
-    for (i = 0; i < p->k; i++) {
-        float v = x[i], s, f;
-        int32_t n;
-        if (v < p->cfg.lo) v = p->cfg.lo;
-        if (v > p->cfg.hi) v = p->cfg.hi;
-        s = v * p->scale;
-        n = (int32_t)s;
-        f = s - (float)n;
-        if (f >= 0.5f) n++;
-        else if (f <= -0.5f) n--;
-        q[i] = n;
+    /* Round half away from zero of s = v 2^m as trunc(2s) - trunc(s): with
+     * n = trunc(s) and f = s - n (same sign), trunc(2s) = 2n + trunc(2f) and
+     * trunc(2f) is 1 iff f >= 1/2, -1 iff f <= -1/2. Both products are exact
+     * (powers of two, |s| < 2^24), so no comparison on f is needed. */
+    const float lo = p->cfg.lo, hi = p->cfg.hi, sc = p->scale, sc2 = 2.0f * p->scale;
+    const float *end = x + p->k;
+#pragma GCC unroll 2
+    while (x != end) {
+        float v = *x++;
+        if (v < lo) v = lo;
+        if (v > hi) v = hi;
+        *q++ = (int32_t)(v * sc2) - (int32_t)(v * sc);
     }
 }
 
 void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y)
 {
-    uint32_t i;
-    for (i = 0; i < p->k; i++) y[i] += edp_dlap_sample(&p->dlap, rng);
+    edp_dlap_add(&p->dlap, rng, y, p->k);
 }
 
 static int32_t clamp(const edp_mech_plan_t *p, int32_t v)
@@ -191,6 +190,7 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
 {
     uint8_t *o = out;
     uint32_t i, j, k = p->k;
+    const int32_t ylo = p->ylo, yhi = p->yhi;  /* locals: the byte stores below may alias *p */
     switch (mode) {
     case EDP_MODE_SIMPLEX:
         if (p->m < 0) return EDP_ERR_BAD_VALUE;
@@ -198,9 +198,16 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         simplex(p, y);
         /* fall through */
     case EDP_MODE_FULL:
-        clamp_all(p, y);
         if (cap < 4u * k) return EDP_ERR_LEN;
-        for (i = 0; i < k; i++) o = put32(o, (uint32_t)y[i]);
+        for (i = 0; i < k; i++) {
+            int32_t v = y[i] < ylo ? ylo : y[i] > yhi ? yhi : y[i];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            memcpy(o, &v, 4);  /* the wire is little-endian: one (unaligned) word store */
+            o += 4;
+#else
+            o = put32(o, (uint32_t)v);
+#endif
+        }
         break;
     case EDP_MODE_ROUND: {
         int64_t pow10 = 1;

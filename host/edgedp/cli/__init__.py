@@ -24,3 +24,6 @@ from .analysis import COMMANDS as _ANALYSIS_COMMANDS  # noqa: E402
 for _cmd in _ANALYSIS_COMMANDS:
     main.add_command(_cmd)
 
+from .bench import bench  # noqa: E402
+
+main.add_command(bench)

@@ -1,37 +1,70 @@
 /* Exact discrete Laplace sampler on the integers.
  *
  * Samples z with P(z) = (1-r)/(1+r) r^|z|, r = exp(-1/t), up to the stated
- * table precision (docs/privacy.md):
- *   sign s: 1 bit; magnitude G = H * 2^J + V with J = floor(log2 t);
- *   V: J uniform bits, accepted with probability exp(-V/t) as a product of
- *      Bernoulli(exp(-u * 2^(4c) / t)) over the 4-bit chunks u of V, redrawn
- *      on rejection (exact rejection sampling);
- *   H: unary count of successes of Bernoulli(q), q = exp(-2^J/t), capped at
- *      EDP_DLAP_HMAX;
- *   (s = 1, G = 0) is rejected and the whole sample redrawn.
- * A Bernoulli(p) reads random bits MSB first and compares them with the 64-bit
- * threshold floor(p * 2^64); the first differing bit decides (about 2 bits).
- * Set-up uses double arithmetic (no libm); sampling uses integers only. */
+ * table precision (docs/benchmarks.md section 7, docs/privacy.md). With
+ * J = floor(log2 t) and L = max(J - 3, 0), the magnitude is G = W 2^L + V where
+ *   V (L bits) is uniform, accepted with probability a_V ~ exp(-V/t) (>= e^-1/8),
+ *     a_V = prod_c chunk[c][u_c] / 2^(64 nc) over the 4-bit chunks u_c of V,
+ *     redrawn (together with everything else) on rejection: exact rejection sampling;
+ *   W is geometric with q = exp(-2^L/t), drawn from a 64-column alias table whose
+ *     integer masses (1-q) q^w (0 < w < tail), q^tail and the rest for w = 0 sum
+ *     to exactly 2^64; the tail outcome adds `tail` to W and draws again (at most
+ *     EDP_DLAP_TAIL_ROUNDS times; then it counts as the value `tail`).
+ * One fixed draw of n1 = L + K + 1 + 6 + KP <= 32 bits gives, MSB first: V,
+ * the K-bit prefix of the acceptance comparison (all ones: compare further),
+ * the sign, the alias column and the KP-bit prefix of its keep comparison
+ * (equal: compare further). Comparisons read random bits MSB first as a binary
+ * fraction and stop at the first bit that differs from the threshold.
+ * (sign = 1, G = 0) is rejected and the whole sample redrawn.
+ * host/edgedp/reference.py (dlap_sample) is the bit-exact executable
+ * specification. Set-up uses double arithmetic (no libm); sampling uses
+ * integers only. On ARMv7-M the ChaCha20 block and the sampling loop are in
+ * Thumb-2 assembly (drbg.c, dlap.c), elsewhere portable C; both give the same
+ * bits. */
 #ifndef EDGEDP_DLAP_H
 #define EDGEDP_DLAP_H
 #include <stdint.h>
 
 #include "edgedp/drbg.h"
 
-#define EDP_DLAP_CHUNK_BITS 4
-#define EDP_DLAP_MAX_J      24   /* t < 2^25 keeps |z| < 2^31 */
-#define EDP_DLAP_MAX_CHUNKS ((EDP_DLAP_MAX_J + EDP_DLAP_CHUNK_BITS - 1) / EDP_DLAP_CHUNK_BITS)
-#define EDP_DLAP_HMAX       96   /* q <= e^-1/2, so P(H >= 96) < 2^-69 */
+#define EDP_DLAP_CHUNK_BITS       4
+#define EDP_DLAP_MAX_J            24   /* t < 2^25 keeps |z| < 2^31 - 2^24 */
+#define EDP_DLAP_LOW_SHIFT        3    /* L = J - 3: 2^L / t in (1/16, 1/8] */
+#define EDP_DLAP_MAX_L            (EDP_DLAP_MAX_J - EDP_DLAP_LOW_SHIFT)
+#define EDP_DLAP_MAX_CHUNKS       ((EDP_DLAP_MAX_L + EDP_DLAP_CHUNK_BITS - 1) / EDP_DLAP_CHUNK_BITS)
+#define EDP_DLAP_ALIAS_BITS       6
+#define EDP_DLAP_ALIAS_N          (1 << EDP_DLAP_ALIAS_BITS)
+#define EDP_DLAP_MAX_ACCEPT_BITS  4
+#define EDP_DLAP_MAX_KEEP_BITS    4
+#define EDP_DLAP_FIXED_BITS       32
+#define EDP_DLAP_TAIL_ROUNDS      13   /* P(13 tails) < 2^-73 */
 
 typedef struct {
     uint32_t hi, lo;  /* floor(p * 2^64) as two words */
 } edp_threshold_t;
 
 typedef struct {
-    uint32_t J;                                          /* uniform low bits, 0..24 */
-    uint32_t nchunks;                                    /* ceil(J / 4) */
-    edp_threshold_t chunk[EDP_DLAP_MAX_CHUNKS][15];      /* exp(-u 2^(4c) / t), u = 1..15 */
-    edp_threshold_t q;                                   /* exp(-2^J / t) */
+    /* used per sample (the ARMv7-M loop in dlap.c relies on these offsets) */
+    uint32_t n1;       /*  0: fixed draw, L + K + 1 + 6 + KP <= 32 bits */
+    uint32_t s1;       /*  4: 32 - n1 */
+    uint32_t mk;       /*  8: acceptance bits of the draw; 2^31 (never all ones) if L = 0 */
+    uint32_t imask;    /* 12: (64 << KP) - 1: alias column and keep prefix */
+    uint32_t sbit;     /* 16: sign bit of the draw, 64 << KP */
+    uint32_t vsh;      /* 20: n1 - L: shift to V */
+    uint32_t L;        /* 24: uniform low bits, 0..21 */
+    uint32_t tail;     /* 28: tail outcome = number of plain values, 1..63 */
+    uint32_t vthr;     /* 32: a_V has K + 1 leading ones iff V < vthr (L > 0) */
+    uint32_t pad[7];   /* 36: the fast table starts at offset 64 */
+    uint8_t fast[EDP_DLAP_ALIAS_N << EDP_DLAP_MAX_KEEP_BITS];  /* 64: W by (column, keep prefix); 0xFF: tie, 0x80|tail: tail */
+    /* set-up and slow paths */
+    uint32_t J;        /* floor(log2 t), 0..24 (reported by SAMPLE) */
+    uint32_t K;        /* fixed acceptance bits, 1..4 (0 iff L = 0) */
+    uint32_t KP;       /* fixed keep bits, 0..4 */
+    uint32_t nchunks;  /* ceil(L / 4) */
+    uint32_t c1;       /* floor(2^32 / t) if L > 0: bounds of a_V for the slow path */
+    uint8_t alias[EDP_DLAP_ALIAS_N];  /* == i: full column, no test */
+    edp_threshold_t keep[EDP_DLAP_ALIAS_N];
+    edp_threshold_t chunk[EDP_DLAP_MAX_CHUNKS][16];  /* exp(-u 2^(4c) / t); u = 0: 2^64 - 1 */
 } edp_dlap_t;
 
 /* exp(-x) for 0 <= x <= 1 by 24 Horner terms in double (bit-reproducible). */
@@ -44,31 +77,8 @@ int edp_dlap_setup(edp_dlap_t *d, double inv_t);
 /* One sample. Constant memory, bounded by the rejection loops' randomness. */
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng);
 
-/* Bernoulli(th / 2^64) from the lazy bit buffer: returns 1 with that probability. */
-static inline int edp_bernoulli(edp_drbg_t *r, edp_threshold_t th)
-{
-    uint32_t w, c;
-    if (r->nbits < 32) edp_drbg_refill(r);
-    w = (uint32_t)(r->acc >> 32) ^ th.hi;
-    if (w) {
-        c = (uint32_t)__builtin_clz(w) + 1;
-        r->acc <<= c;
-        r->nbits -= c;
-        return (int)((th.hi >> (32 - c)) & 1u);
-    }
-    r->acc <<= 32;
-    r->nbits -= 32;
-    edp_drbg_refill(r);
-    w = (uint32_t)(r->acc >> 32) ^ th.lo;
-    if (w) {
-        c = (uint32_t)__builtin_clz(w) + 1;
-        r->acc <<= c;
-        r->nbits -= c;
-        return (int)((th.lo >> (32 - c)) & 1u);
-    }
-    r->acc <<= 32;
-    r->nbits -= 32;
-    return 0;
-}
+/* y[i] += one sample each, for i = 0..k-1, in order: the same stream use as k
+ * calls of edp_dlap_sample. */
+void edp_dlap_add(const edp_dlap_t *d, edp_drbg_t *rng, int32_t *y, uint32_t k);
 
 #endif

@@ -10,8 +10,7 @@
 #include <stdint.h>
 
 typedef struct {
-    uint32_t key[8];
-    uint64_t counter;     /* next block to generate */
+    uint32_t state[16];   /* ChaCha20 input: constants, key[8], counter lo/hi (next block), 0, 0 */
     uint32_t block[16];
     uint32_t word;        /* next unread word of block (16 = empty) */
     uint64_t acc;         /* left-aligned unread bits */
@@ -26,8 +25,19 @@ void edp_chacha20_block(const uint32_t in[16], uint32_t out[16]);
  * reset the counter and drop any buffered bits. Wipes nothing in key32. */
 void edp_drbg_seed(edp_drbg_t *d, const uint8_t key32[32]);
 
+/* Generate the next block into d->block and reset d->word to 0. */
+void edp_drbg_next_block(edp_drbg_t *d);
+
 /* Refill so that at least 32 bits are buffered. */
 void edp_drbg_refill(edp_drbg_t *d);
+
+/* The next unread 32-bit word of the keystream, bypassing the bit buffer (the
+ * caller keeps its own buffer and must not mix this with buffered bits). */
+static inline uint32_t edp_drbg_word(edp_drbg_t *d)
+{
+    if (d->word >= 16) edp_drbg_next_block(d);
+    return d->block[d->word++];
+}
 
 /* Next n random bits (0 <= n <= 32) as the low bits of the result. */
 static inline uint32_t edp_drbg_bits(edp_drbg_t *d, uint32_t n)

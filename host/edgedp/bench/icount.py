@@ -1,0 +1,78 @@
+"""What a tick is: SysTick under QEMU -icount, DWT cycles on a real board, host nanoseconds.
+
+QEMU run with ``-icount shift=N,sleep=off`` advances its virtual clock by exactly 2^N ns
+per executed guest instruction and never by host time. The netduinoplus2 SysTick counts
+the 168 MHz core clock of that virtual time, so with shift = 3 (the ``qemu`` target)
+
+    ticks = instructions x 168e6 Hz x 2^3 ns = 1.344 x instructions,
+    instructions = ticks / 1.344.
+
+The conversion is checked against a loop of known length: the DP step of the same ELF,
+fed the same frames from the same boot state, executed instruction by instruction in
+Unicorn (:mod:`edgedp.bench.trace`), whose count is exact (``tests/bench``; DESIGN.md §8
+measured 268,804 ticks for 200,000 instructions). Counts are instructions, not cycles:
+QEMU charges every instruction the same time (cycle estimates come from the trace).
+
+On a real STM32F4 the ticks are DWT CYCCNT core cycles (tick_kind ``dwt``), on the native
+host port nanoseconds of the host clock (``host-ns``): neither converts to instructions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ICOUNT_SHIFT = 3
+"""The qemu target's ``-icount shift=3,sleep=off`` (edgedp.targets.qemu)."""
+
+
+def ns_per_instruction(shift: int = ICOUNT_SHIFT) -> float:
+    return float(2 ** shift)
+
+
+def ticks_per_instruction(tick_hz: int, shift: int = ICOUNT_SHIFT) -> float:
+    """SysTick ticks per executed instruction under -icount shift (1.344 at 168 MHz, shift 3)."""
+    return tick_hz * ns_per_instruction(shift) * 1e-9
+
+
+@dataclass(frozen=True)
+class TickUnit:
+    """How to read a device's ``ticks`` (from INFO's tick_kind and tick_hz)."""
+
+    kind: str          # "systick", "dwt" or "host-ns"
+    hz: int
+    emulated: bool     # QEMU with -icount: ticks count instructions
+
+    @property
+    def counts_instructions(self) -> bool:
+        return self.kind == "systick" and self.emulated
+
+    def instructions(self, ticks: float) -> float | None:
+        """Executed instructions for a tick count (QEMU -icount SysTick only)."""
+        if not self.counts_instructions:
+            return None
+        return ticks / ticks_per_instruction(self.hz)
+
+    def cycles(self, ticks: float) -> float | None:
+        """Core cycles (real board: DWT, or SysTick on the core clock)."""
+        if self.kind == "dwt" or (self.kind == "systick" and not self.emulated):
+            return float(ticks)
+        return None
+
+    def seconds(self, ticks: float) -> float | None:
+        """Wall (or virtual) time of the ticks; QEMU's is virtual time, 8 ns per instruction."""
+        return ticks / self.hz if self.hz else None
+
+    def describe(self) -> str:
+        if self.counts_instructions:
+            return (f"SysTick at {self.hz / 1e6:g} MHz under QEMU -icount shift={ICOUNT_SHIFT}: "
+                    f"{ticks_per_instruction(self.hz):g} ticks per executed instruction")
+        if self.kind == "dwt":
+            return f"DWT CYCCNT: core cycles at {self.hz / 1e6:g} MHz"
+        if self.kind == "systick":
+            return f"SysTick on the {self.hz / 1e6:g} MHz core clock (real time)"
+        return "host clock nanoseconds (native build)"
+
+
+def tick_unit(info, target_name: str) -> TickUnit:
+    """The tick unit of a started target (``info`` from Device.info())."""
+    emulated = target_name == "qemu" or target_name.startswith("qemu:")
+    return TickUnit(info.tick_kind, int(info.tick_hz), emulated)

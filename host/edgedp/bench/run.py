@@ -1,0 +1,394 @@
+"""``edgedp bench``: cost of the exact DP step against the naive baseline, as k grows.
+
+For every epsilon the device is reconfigured (authenticated CONFIG, large daily cap); for
+every k one warm-up query builds the per-(configuration, k) table (the plan cache in
+device.c; set-up is not part of the measured step), then ``n`` queries and ``n`` NAIVE
+runs of the same vector are measured:
+
+- ``dp_instructions`` / ``naive_instructions``: the QUERY/NAIVE ``ticks`` of the target
+  converted by :mod:`edgedp.bench.icount` (QEMU -icount: SysTick ticks / 1.344);
+- ``est_cycles`` / ``est_us_168mhz``: the same frames replayed on the same ELF in Unicorn
+  (:mod:`edgedp.bench.trace`), every executed instruction weighted with the Cortex-M4
+  timing of ARM DDI 0439B Table 3-1 (zero flash wait states: see ``timing``); when the
+  target is the QEMU test image both run in lockstep from the same boot state, so every
+  query's trace count must equal its ticks / 1.344 (``conversion_max_error``);
+- the share of each part of the step (ChaCha20 block, DRBG buffer, sampler, mechanism)
+  and of the whole frame (framing: COBS, CRC, budget commit, response) from the trace;
+- ``queries_per_second``: end-to-end QUERY round trips through the UART link;
+- the host reference's bit-exact and vectorised samples per second, and the footprint.
+"""
+from __future__ import annotations
+
+import datetime
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..client import Device, load_key
+from ..errors import EdgeDPError, TransportError
+from ..paths import build_dir, project_root
+from ..targets import start_target
+from . import icount, timing
+
+KS = (1, 10, 100, 1000)
+EPSILONS = (0.1, 1.0, 10.0)
+DEFAULT_QUERIES = {1: 60, 10: 60, 100: 12, 1000: 4}
+QUICK_QUERIES = {1: 8, 10: 8, 100: 3, 1000: 1}
+TEST_KEY = "tests/keys/test-device.key"
+SENSITIVITY = 2.0
+TARGET_K10_US = 100.0
+TARGET_K1000_PER_CLASS = 150.0
+TARGET_FLASH = 8 * 1024
+TARGET_RAM = 1024
+STEP_PARTS = ("chacha20", "drbg", "sampler", "mechanism", "timer")
+
+
+@dataclass
+class BenchConfig:
+    ks: tuple[int, ...] = KS
+    epsilons: tuple[float, ...] = EPSILONS
+    queries: dict[int, int] = field(default_factory=lambda: dict(DEFAULT_QUERIES))
+    trace: bool = True
+    footprint: bool = True
+    reference_samples: int = 20000
+    key_file: str | None = None
+    seed: int = 1
+
+
+def bench_input(k: int, seed: int) -> np.ndarray:
+    """A softmax-like probability vector (the typical query)."""
+    rng = np.random.default_rng(seed + k)
+    z = rng.normal(0.0, 2.0, k)
+    p = np.exp(z - z.max())
+    return (p / p.sum()).astype(np.float32)
+
+
+def git_commit() -> str:
+    root = project_root()
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def open_target(spec: str | None, attempts: int = 20) -> tuple[object, Device]:
+    """Start a target and synchronise, retrying the first PING while the firmware boots."""
+    t = start_target(spec)
+    try:
+        dev = Device(t.link(), timeout=1.0, target=t)
+        for i in range(attempts):
+            try:
+                dev.sync()
+                break
+            except TransportError:
+                if i == attempts - 1:
+                    raise
+        dev.timeout = 60.0
+        return t, dev
+    except BaseException:
+        t.close()
+        raise
+
+
+class _Tracer:
+    """The same firmware in Unicorn, driven with the same frames as the target."""
+
+    def __init__(self) -> None:
+        from ..targets.qemu import ensure_image
+        from .trace import Emulator, TraceLink
+        self.elf = ensure_image("qemu")
+        self.emu = Emulator(self.elf)
+        self.dev = Device(TraceLink(self.emu), timeout=60.0)
+
+    def run(self, fn):
+        """Call fn(device); return (its result, the measured steps, instructions of the whole frame)."""
+        self.emu.steps()
+        c0 = self.emu.count
+        out = fn(self.dev)
+        return out, self.emu.steps(), self.emu.count - c0
+
+
+def _mean(v: list[float]) -> float | None:
+    v = [x for x in v if x is not None]
+    return float(np.mean(v)) if v else None
+
+
+def reference_rates(n: int, epsilon: float = 1.0, k: int = 1000) -> dict:
+    """Samples per second of the bit-exact Python reference and of the vectorised sampler."""
+    from ..fast import noisy_lattice
+    from ..reference import ReferenceDevice
+    ref = ReferenceDevice(epsilon_micro=round(epsilon * 1e6))
+    t0 = time.perf_counter()
+    ref.sample(round(epsilon * 1e6), SENSITIVITY, k, n)
+    t_ref = time.perf_counter() - t0
+    rows = max(1, 1_000_000 // k)
+    x = np.tile(bench_input(k, 0), (rows, 1))
+    t0 = time.perf_counter()
+    noisy_lattice(x, epsilon, SENSITIVITY, rng=np.random.default_rng(0))
+    t_fast = time.perf_counter() - t0
+    return {"reference_samples_per_second": n / t_ref, "reference_samples": n,
+            "fast_samples_per_second": rows * k / t_fast, "fast_samples": rows * k,
+            "epsilon": epsilon, "k": k}
+
+
+def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None) -> dict:
+    """Run the benchmark; returns the JSON-ready result (see docs/benchmarks.md)."""
+    cfg = cfg or BenchConfig()
+    say = progress or (lambda msg: None)
+    t_handle, dev = open_target(target)
+    try:
+        info = dev.info()
+        unit = icount.tick_unit(info, t_handle.name)
+        key = load_key(cfg.key_file or project_root() / TEST_KEY)
+        tracer = _Tracer() if cfg.trace else None
+        lockstep = tracer is not None and t_handle.name == "qemu"
+        has_naive = info.build == "test"
+        rows = []
+        for eps in cfg.epsilons:
+            say(f"epsilon {eps:g}: configure")
+            dev.configure(key, eps, daily_cap=1e6)
+            if tracer:
+                tracer.run(lambda d, eps=eps: d.configure(key, eps, daily_cap=1e6))
+            for k in cfg.ks:
+                say(f"epsilon {eps:g}, k {k}")
+                rows.append(_measure(dev, tracer, unit, lockstep, has_naive, k, eps,
+                                     cfg.queries.get(k, 3), cfg.seed))
+        result = {
+            "tool": f"edgedp {__version__} bench",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": git_commit(),
+            "target": t_handle.name,
+            "board": info.board,
+            "firmware": info.firmware_version,
+            "build": info.build,
+            "tick": {"kind": unit.kind, "hz": unit.hz, "emulated": unit.emulated,
+                     "ticks_per_instruction": icount.ticks_per_instruction(unit.hz) if unit.counts_instructions
+                     else None, "meaning": unit.describe()},
+            "trace": {"elf": str(tracer.elf.relative_to(project_root())) if tracer else None,
+                      "lockstep": lockstep, "timing": "ARM DDI 0439B Table 3-1 (Cortex-M4 TRM r0p1)",
+                      "pipeline_refill": timing.P_NOMINAL,
+                      "flash_wait_states_168mhz": timing.FLASH_WAIT_STATES_168MHZ,
+                      "assumption": "zero flash wait states (ART accelerator hits); est_cycles_hi charges "
+                                    "5 wait states per taken branch and flash load, P = 3"},
+            "warm_up": "one query per (epsilon, k) builds the table before measuring",
+            "rows": rows,
+        }
+    finally:
+        t_handle.close()
+    say("host reference rates")
+    result["host"] = reference_rates(cfg.reference_samples)
+    if cfg.footprint:
+        say("footprint")
+        from .footprint import FootprintError, measure
+        try:
+            result["footprint"] = measure().as_dict()
+        except (FootprintError, EdgeDPError) as exc:
+            result["footprint"] = {"error": str(exc)}
+    result["targets"] = check_targets(result)
+    return result
+
+
+def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool, has_naive: bool,
+             k: int, eps: float, n: int, seed: int) -> dict:
+    x = bench_input(k, seed)
+    dev.query(x)  # warm-up: table set-up for this k
+    setup_frame = None
+    if tracer:
+        _, _, setup_frame = tracer.run(lambda d: d.query(x))
+    ticks, walls, trace_steps, frames, errors = [], [], [], [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = dev.query(x)
+        walls.append(time.perf_counter() - t0)
+        ticks.append(r.ticks)
+        if tracer:
+            r2, steps, frame = tracer.run(lambda d: d.query(x))
+            trace_steps.append(steps[-1])
+            frames.append(frame)
+            if lockstep:
+                if not np.array_equal(r.lattice, r2.lattice):
+                    raise EdgeDPError("QEMU and the Unicorn trace disagree on a query's output: "
+                                      "the lockstep replay is out of sync", "ERR_BENCH")
+                errors.append(unit.instructions(r.ticks) - steps[-1].instructions)
+    naive_ticks, naive_steps = [], []
+    if has_naive:
+        scale = SENSITIVITY / eps
+        for _ in range(n):
+            t, _y = dev.naive(x, scale)
+            naive_ticks.append(t)
+            if tracer:
+                _, steps, _ = tracer.run(lambda d: d.naive(x, scale))
+                naive_steps.append(steps[-1])
+                if lockstep:
+                    errors.append(unit.instructions(t) - steps[-1].instructions)
+    row: dict = {"k": k, "epsilon": eps, "queries": n, "dp_ticks": _mean(ticks)}
+    row["dp_instructions"] = _mean([unit.instructions(t) for t in ticks])
+    row["dp_cycles_measured"] = _mean([unit.cycles(t) for t in ticks])
+    row["dp_us_measured"] = _mean([unit.seconds(t) * 1e6 for t in ticks]) if not unit.emulated else None
+    row["naive_ticks"] = _mean(naive_ticks)
+    row["naive_instructions"] = _mean([unit.instructions(t) for t in naive_ticks])
+    row["naive_cycles_measured"] = _mean([unit.cycles(t) for t in naive_ticks])
+    row["queries_per_second"] = 1.0 / float(np.mean(walls))
+    if tracer:
+        cyc = _mean([s.cycles for s in trace_steps])
+        row.update({
+            "trace_instructions": _mean([s.instructions for s in trace_steps]),
+            "est_cycles": cyc,
+            "est_cycles_lo": _mean([s.cycles_lo for s in trace_steps]),
+            "est_cycles_hi": _mean([s.cycles_hi for s in trace_steps]),
+            "est_us_168mhz": cyc / (timing.CORE_HZ / 1e6),
+            "est_us_168mhz_hi": _mean([s.cycles_hi for s in trace_steps]) / (timing.CORE_HZ / 1e6),
+            "naive_trace_instructions": _mean([s.instructions for s in naive_steps]),
+            "naive_est_cycles": _mean([s.cycles for s in naive_steps]),
+            "frame_instructions": _mean(frames),
+            "setup_frame_instructions": setup_frame,
+            "chacha_blocks": _mean([s.chacha_blocks for s in trace_steps]),
+        })
+        parts = Counter()
+        for s in trace_steps:
+            parts.update(s.categories)
+        total = sum(parts.values()) or 1
+        row["breakdown"] = {p: parts.get(p, 0) / len(trace_steps) / k for p in STEP_PARTS}
+        row["breakdown"]["other"] = (total - sum(parts.get(p, 0) for p in STEP_PARTS)) / len(trace_steps) / k
+        row["framing_instructions"] = row["frame_instructions"] - row["trace_instructions"]
+        if lockstep:
+            row["conversion_max_error"] = float(max(abs(e) for e in errors)) if errors else None
+    dp = row["dp_instructions"] if row["dp_instructions"] is not None else row.get("trace_instructions")
+    naive = row["naive_instructions"] if row["naive_instructions"] is not None else row.get(
+        "naive_trace_instructions")
+    row["dp_per_class"] = dp / k if dp is not None else None
+    row["naive_per_class"] = naive / k if naive is not None else None
+    row["dp_over_naive"] = dp / naive if dp and naive else None
+    return row
+
+
+def check_targets(result: dict) -> dict:
+    """The issue's targets, evaluated on this run (benchmark, not a test)."""
+    rows = result["rows"]
+    out: dict = {}
+    k10 = [r for r in rows if r["k"] == 10]
+    k1000 = [r for r in rows if r["k"] == 1000]
+    if k10 and all(r.get("est_us_168mhz") is not None for r in k10):
+        worst = max(r["est_us_168mhz"] for r in k10)
+        out["k10_under_100us"] = {"worst_us": worst, "ok": worst < TARGET_K10_US}
+    if k10 and all(r.get("dp_over_naive") for r in k10):
+        worst = max(r["dp_over_naive"] for r in k10)
+        out["k10_at_most_naive"] = {"worst_ratio": worst, "ok": worst <= 1.0}
+    if k1000 and all(r.get("dp_per_class") for r in k1000):
+        worst = max(r["dp_per_class"] for r in k1000)
+        out["k1000_at_most_150_per_class"] = {"worst_per_class": worst, "ok": worst <= TARGET_K1000_PER_CLASS}
+    fp = result.get("footprint") or {}
+    if "dp_flash_linked" in fp:
+        out["dp_flash_at_most_8k"] = {"bytes": fp["dp_flash_linked"], "ok": fp["dp_flash_linked"] <= TARGET_FLASH,
+                                      "with_soft_double_runtime": fp.get("dp_closure_flash")}
+        out["dp_ram_at_most_1k"] = {"bytes": fp["dp_ram"], "ok": fp["dp_ram"] <= TARGET_RAM,
+                                    "plus_table_bytes": fp["table_bytes"]}
+    return out
+
+
+# ---- presentation --------------------------------------------------------------------
+
+def _fmt(v, spec: str = ".0f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def table(result: dict) -> str:
+    """Plain-text table for the terminal (and the markdown one for docs)."""
+    return markdown(result, plain=True)
+
+
+def markdown(result: dict, plain: bool = False) -> str:
+    head = ["k", "eps", "dp instr", "/class", "naive instr", "/class", "dp/naive", "est cycles", "est us@168",
+            "chacha", "drbg", "sampler", "mech", "q/s"]
+    lines = []
+    for r in result["rows"]:
+        b = r.get("breakdown") or {}
+        lines.append([str(r["k"]), f"{r['epsilon']:g}", _fmt(r["dp_instructions"] or r.get("trace_instructions")),
+                      _fmt(r["dp_per_class"], ".1f"),
+                      _fmt(r["naive_instructions"] or r.get("naive_trace_instructions")),
+                      _fmt(r["naive_per_class"], ".1f"), _fmt(r["dp_over_naive"], ".2f"),
+                      _fmt(r.get("est_cycles")), _fmt(r.get("est_us_168mhz"), ".1f"),
+                      _fmt(b.get("chacha20"), ".1f"), _fmt(b.get("drbg"), ".1f"), _fmt(b.get("sampler"), ".1f"),
+                      _fmt(b.get("mechanism"), ".1f"), _fmt(r["queries_per_second"], ".1f")])
+    if plain:
+        widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
+        fmt = "  ".join("{:>%d}" % w for w in widths)
+        return "\n".join([fmt.format(*head)] + [fmt.format(*l) for l in lines])
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(l) + " |" for l in lines]
+    return "\n".join(out)
+
+
+def plot(result: dict, path: Path) -> Path:
+    """PNG: instructions per query and per class against k, DP per epsilon and the naive baseline."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for eps in sorted({r["epsilon"] for r in rows}):
+        rs = sorted((r for r in rows if r["epsilon"] == eps), key=lambda r: r["k"])
+        ks = [r["k"] for r in rs]
+        dp = [r["dp_instructions"] or r.get("trace_instructions") for r in rs]
+        ax1.loglog(ks, dp, "o-", label=f"exact DP, eps={eps:g}")
+        ax2.semilogx(ks, [r["dp_per_class"] for r in rs], "o-", label=f"exact DP, eps={eps:g}")
+    rs = sorted((r for r in rows if r["epsilon"] == rows[0]["epsilon"]), key=lambda r: r["k"])
+    if rs and rs[0].get("naive_per_class"):
+        ks = [r["k"] for r in rs]
+        ax1.loglog(ks, [r["naive_per_class"] * r["k"] for r in rs], "k--", label="naive rand()+logf")
+        ax2.semilogx(ks, [r["naive_per_class"] for r in rs], "k--", label="naive rand()+logf")
+    ax2.axhline(TARGET_K1000_PER_CLASS, color="r", lw=0.8, ls=":", label="target at k=1000")
+    ax1.set_xlabel("classes k")
+    ax1.set_ylabel("instructions per query (DP step)")
+    ax2.set_xlabel("classes k")
+    ax2.set_ylabel("instructions per class")
+    ax2.set_ylim(bottom=0)
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"edgedp DP step on {result['board']} ({result['target']}), commit {result['commit']}",
+                 fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def default_plot_path() -> Path:
+    return build_dir() / "bench" / "bench.png"
+
+
+def describe_targets(result: dict) -> list[str]:
+    t = result["targets"]
+    lines = []
+    if "k10_under_100us" in t:
+        v = t["k10_under_100us"]
+        lines.append(f"k=10 under 100 us at 168 MHz: worst {v['worst_us']:.1f} us "
+                     f"{'OK' if v['ok'] else 'MISSED'}")
+    if "k10_at_most_naive" in t:
+        v = t["k10_at_most_naive"]
+        lines.append(f"k=10 at most the naive baseline: worst ratio {v['worst_ratio']:.2f} "
+                     f"{'OK' if v['ok'] else 'MISSED'}")
+    if "k1000_at_most_150_per_class" in t:
+        v = t["k1000_at_most_150_per_class"]
+        lines.append(f"k=1000 at most 150 instructions per class: worst {v['worst_per_class']:.1f} "
+                     f"{'OK' if v['ok'] else 'MISSED'}")
+    if "dp_flash_at_most_8k" in t:
+        v = t["dp_flash_at_most_8k"]
+        lines.append(f"DP core flash <= 8 KiB: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "
+                     f"({v['with_soft_double_runtime']} B with the soft-double set-up runtime)")
+        v = t["dp_ram_at_most_1k"]
+        lines.append(f"DP core RAM <= 1 KiB plus table: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "
+                     f"+ {v['plus_table_bytes']} B table per configuration")
+    return lines

@@ -1,0 +1,86 @@
+"""edgedp bench: instruction counts, cycle estimates and footprint of the DP step against the naive baseline."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .common import emit_json, handle_errors, json_option, target_option
+
+
+@click.command()
+@target_option
+@click.option("--quick", is_flag=True, help="Few queries per point (a smoke run, noisier averages).")
+@click.option("--queries", "-n", type=int, default=None,
+              help="Measured queries per (k, epsilon) point [default: 60 for k <= 10, 12 for 100, 4 for 1000].")
+@click.option("--k", "ks", type=int, multiple=True, help="Class counts (repeatable) [default: 1 10 100 1000].")
+@click.option("--epsilon", "epsilons", type=float, multiple=True,
+              help="Per-query epsilons (repeatable) [default: 0.1 1 10].")
+@click.option("--no-trace", is_flag=True, help="Skip the Unicorn trace (no cycle estimates, no breakdown).")
+@click.option("--no-footprint", is_flag=True, help="Skip the per-module footprint (needs arm-none-eabi-gcc).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="PNG of cost against k [default: build/bench/bench.png].")
+@click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the table as markdown to this file.")
+@click.option("--key-file", type=click.Path(dir_okay=False), default=None,
+              help="Device HMAC key for CONFIG [default: tests/keys/test-device.key].")
+@json_option
+@handle_errors
+def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
+          no_trace: bool, no_footprint: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
+          as_json: bool) -> None:
+    """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
+
+    Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
+    query per (epsilon, k) builds the sampler table before the measured queries. Instructions come
+    from the QUERY/NAIVE ticks (QEMU -icount: ticks / 1.344); cycles and microseconds at 168 MHz
+    from the same frames replayed instruction by instruction in Unicorn with the Cortex-M4 timing
+    table. See docs/benchmarks.md."""
+    from ..bench import run as bench_run
+
+    cfg = bench_run.BenchConfig(trace=not no_trace, footprint=not no_footprint, key_file=key_file)
+    if quick:
+        cfg.queries = dict(bench_run.QUICK_QUERIES)
+        cfg.reference_samples = 5000
+    if queries is not None:
+        cfg.queries = {k: queries for k in (ks or bench_run.KS)}
+    if ks:
+        cfg.ks = tuple(ks)
+    if epsilons:
+        cfg.epsilons = tuple(epsilons)
+    say = (lambda msg: None) if as_json else (lambda msg: click.echo(f"  {msg}", err=True))
+    result = bench_run.run(target, cfg, progress=say)
+    png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
+    result["plot"] = str(png)
+    if md_path:
+        Path(md_path).write_text(bench_run.markdown(result) + "\n")
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"edgedp bench on {result['board']} ({result['target']}), commit {result['commit']}")
+    click.echo(f"ticks: {result['tick']['meaning']}")
+    if result["trace"]["elf"]:
+        click.echo(f"cycles: {result['trace']['timing']}, {result['trace']['assumption']}")
+    click.echo(bench_run.table(result))
+    measured = [r for r in result["rows"] if r.get("dp_us_measured") is not None]
+    if measured:
+        click.echo("measured on the target (" + result["tick"]["meaning"] + "): " + ", ".join(
+            f"k={r['k']} eps={r['epsilon']:g}: {r['dp_us_measured']:.1f} us" for r in measured))
+    conv = [r["conversion_max_error"] for r in result["rows"] if r.get("conversion_max_error") is not None]
+    if conv:
+        click.echo(f"tick -> instruction conversion: max |ticks/1.344 - traced| = {max(conv):.2f} instructions")
+    h = result["host"]
+    click.echo(f"host reference: {h['reference_samples_per_second']:,.0f} samples/s bit-exact, "
+               f"{h['fast_samples_per_second']:,.0f} samples/s vectorised")
+    fp = result.get("footprint") or {}
+    if "modules" in fp:
+        click.echo(f"footprint ({fp['image']}): module  text data bss  linked")
+        for m in fp["modules"]:
+            click.echo(f"  {m['module']:8s} {m['text']:6d} {m['data']:4d} {m['bss']:4d}  {m['linked_flash']:6d}")
+    elif fp:
+        click.echo(f"footprint: {fp.get('error')}", err=True)
+    for line in bench_run.describe_targets(result):
+        click.echo(line)
+    click.echo(f"plot: {png}")
+    sys.stdout.flush()
