@@ -79,7 +79,11 @@ HOST_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_HOST_SR
 HOST_CFLAGS := -std=c99 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -DEDP_TEST_BUILD=1
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-host: build/host/edgedp build/host-san/edgedp build/native/test_core
+host: build/host/edgedp build/host-san/edgedp build/native/test_core build/native/fuzz_frames
+
+build/native/fuzz_frames: tests/native/fuzz_frames.c $(EDP_CORE_SRCS) $(FW_HEADERS)
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/fuzz_frames.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
