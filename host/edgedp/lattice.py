@@ -224,9 +224,3 @@ def quantize(x: np.ndarray, lat: Lattice, lo: float, hi: float) -> np.ndarray:
     f = s - q.astype(np.float32)
     q = q + (f >= np.float32(0.5)) - (f <= np.float32(-0.5))
     return q.astype(np.int64)
-
-
-def dlap_pmf(z: np.ndarray, inv_t: float) -> np.ndarray:
-    """Exact discrete Laplace pmf P(z) = (1-r)/(1+r) r^|z|, r = exp(-1/t)."""
-    r = np.exp(-inv_t)
-    return (1 - r) / (1 + r) * np.exp(-np.abs(z) * inv_t)

@@ -88,10 +88,6 @@ class BitStream:
             nbits -= n
         return False
 
-    @property
-    def bits_consumed(self) -> int:
-        return self._block * 512 - (len(self._words) * 32 - self._pos)
-
 
 def dlap_sample(lat: Lattice, bits: BitStream) -> int:
     """One discrete Laplace sample, consuming bits exactly as edp_dlap_sample.
