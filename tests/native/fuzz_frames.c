@@ -93,17 +93,19 @@ static void mutate(uint8_t *raw, size_t *n)
     /* m >= 5: leave valid */
 }
 
+static void collect(void *ctx, const uint8_t *p, size_t n)
+{
+    uint8_t **o = ctx;
+    memcpy(*o, p, n);
+    *o += n;
+}
+
+/* The project's encoder (edp_cobs_write) with its delimiter; returns the length. */
 static size_t cobs(const uint8_t *in, size_t n, uint8_t *o)
 {
-    size_t w = 1, c = 0;
-    uint8_t code = 1;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        if (in[i] == 0) { o[c] = code; c = w++; code = 1; }
-        else { o[w++] = in[i]; if (++code == 0xFF) { o[c] = code; c = w++; code = 1; } }
-    }
-    o[c] = code;
-    return w;
+    uint8_t *end = o;
+    edp_cobs_write(in, n, collect, &end);
+    return (size_t)(end - o);
 }
 
 /* Split the device's output into frames; check each; return how many. */
@@ -156,9 +158,8 @@ int main(int argc, char **argv)
         } else {
             seed_frame(raw, &n);
             mutate(raw, &n);
-            w = cobs(raw, n, wire);
-            if (rnd() % 16 == 0 && w) wire[rnd() % w] = (uint8_t)rnd();  /* damage the encoding itself */
-            wire[w++] = 0;
+            w = cobs(raw, n, wire);  /* ends with the 0x00 delimiter */
+            if (rnd() % 16 == 0 && w > 1) wire[rnd() % (w - 1)] = (uint8_t)rnd();  /* damage the encoding itself */
         }
         out_len = 0;
         edp_device_rx(&dev, wire, w);

@@ -1,6 +1,7 @@
 """The native build of the firmware against the NumPy reference, bit for bit."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from edgedp.reference import ReferenceDevice
@@ -35,3 +36,13 @@ def test_reference_detects_a_different_stream(host_device, test_key: bytes) -> N
     ref = ReferenceDevice(bytes([1]) + bytes(31))
     _, _, z = dev.sample(1.0, 2.0, 10, 64)
     assert not (z == ref.sample(1_000_000, 2.0, 10, 64)[1]).all()
+
+
+def test_simplex_sums_to_one_on_any_range(host_device, test_key: bytes) -> None:
+    """SIMPLEX output is a probability vector even when [lo, hi] does not contain [0, 1]."""
+    dev = host_device.start()
+    for lo, hi in [(0.25, 0.5), (0.0, 30.0), (-2.0, 0.5)]:
+        dev.configure(test_key, 1.0, 1e6, None, lo, hi, 2.0)
+        for seed in range(5):
+            r = dev.query(np.random.default_rng(seed).uniform(lo, hi, 7), "simplex")
+            assert (r.lattice >= 0).all() and r.lattice.sum() == 2 ** r.m

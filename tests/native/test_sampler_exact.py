@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgedp.cli.device import draw_samples
+from edgedp.noise import draw_samples
 from edgedp.lattice import make_lattice
 from edgedp.stats import chi_square_dlap
 

@@ -2,20 +2,12 @@
 #include "edgedp/crc32.h"
 #include "edgedp/error.h"
 #include "edgedp/sha256.h"
+#include "le.h"
 
 #include <string.h>
 
-/* ---- little-endian helpers ---- */
+/* ---- little-endian helpers: le.h ---- */
 
-static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-static uint32_t rd32(const uint8_t *p) { return rd16(p) | rd16(p + 2) << 16; }
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
-static float rdf(const uint8_t *p) { uint32_t v = rd32(p); float f; memcpy(&f, &v, 4); return f; }
-static uint8_t *wr8(uint8_t *o, uint32_t v) { *o = (uint8_t)v; return o + 1; }
-static uint8_t *wr16(uint8_t *o, uint32_t v) { o[0] = (uint8_t)v; o[1] = (uint8_t)(v >> 8); return o + 2; }
-static uint8_t *wr32(uint8_t *o, uint32_t v) { return wr16(wr16(o, v), v >> 16); }
-static uint8_t *wr64(uint8_t *o, uint64_t v) { return wr32(wr32(o, (uint32_t)v), (uint32_t)(v >> 32)); }
-static uint8_t *wrf(uint8_t *o, float f) { uint32_t v; memcpy(&v, &f, 4); return wr32(o, v); }
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
     size_t n = strlen(s);
@@ -73,20 +65,20 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
 static size_t error_frame(edp_device_t *d, uint32_t type, uint32_t seq, int err)
 {
     uint8_t *o = d->tx;
-    o = wr8(o, EDP_PROTO_VERSION);
-    o = wr8(o, EDP_T_ERROR);
-    o = wr16(o, seq);
-    o = wr8(o, (uint32_t)(-err));
-    o = wr8(o, type);
+    o = edp_wr8(o, EDP_PROTO_VERSION);
+    o = edp_wr8(o, EDP_T_ERROR);
+    o = edp_wr16(o, seq);
+    o = edp_wr8(o, (uint32_t)(-err));
+    o = edp_wr8(o, type);
     return (size_t)(o - d->tx);
 }
 
 static uint8_t *resp_header(edp_device_t *d, uint32_t type, uint32_t seq)
 {
     uint8_t *o = d->tx;
-    o = wr8(o, EDP_PROTO_VERSION);
-    o = wr8(o, type | EDP_T_RESPONSE);
-    return wr16(o, seq);
+    o = edp_wr8(o, EDP_PROTO_VERSION);
+    o = edp_wr8(o, type | EDP_T_RESPONSE);
+    return edp_wr16(o, seq);
 }
 
 /* ---- commands ---- */
@@ -115,10 +107,10 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
     if (n < 4) return EDP_ERR_LEN;
     *mode = b[0];
     *arg = b[1];
-    *k = rd16(b + 2);
+    *k = edp_rd16(b + 2);
     if (*k < 1 || *k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
     if (n != 4 + 4 * (size_t)*k) return EDP_ERR_LEN;
-    for (i = 0; i < *k; i++) d->xin[i] = rdf(b + 4 + 4 * i);
+    for (i = 0; i < *k; i++) d->xin[i] = edp_rdf(b + 4 + 4 * i);
     if (edp_mech_check_values(d->xin, *k)) return EDP_ERR_BAD_VALUE;
     return edp_mech_mode_check(*mode, *arg, *k);
 }
@@ -154,11 +146,11 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     len = edp_mech_output(&d->plan, mode, arg, d->work, *o + 16, EDP_BODY_MAX - 16);
     t1 = d->port->ticks(d->port->ctx);
     if (len < 0) return len;
-    *o = wr64(*o, edp_budget_remaining(&d->rec.budget));
-    *o = wr32(*o, EDP_REPORT_TICKS ? t1 - t0 : 0);
-    *o = wr8(*o, (uint32_t)d->plan.m);
-    *o = wr8(*o, mode);
-    *o = wr16(*o, k);
+    *o = edp_wr64(*o, edp_budget_remaining(&d->rec.budget));
+    *o = edp_wr32(*o, EDP_REPORT_TICKS ? t1 - t0 : 0);
+    *o = edp_wr8(*o, (uint32_t)d->plan.m);
+    *o = edp_wr8(*o, mode);
+    *o = edp_wr16(*o, k);
     *o += len;
     return EDP_OK;
 }
@@ -183,8 +175,8 @@ static int cmd_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     int err = parse_vector(d, b, n, &mode, &arg, &k);
     if (err) return err;
     if ((err = edp_device_local(d, d->xin, k, d->work))) return err;
-    *o = wr16(*o, edp_mech_argmax(d->work, k));
-    *o = wr32(*o, edp_crc32(0, d->work, 4 * (size_t)k));
+    *o = edp_wr16(*o, edp_mech_argmax(d->work, k));
+    *o = edp_wr32(*o, edp_crc32(0, d->work, 4 * (size_t)k));
     return EDP_OK;
 }
 
@@ -194,10 +186,10 @@ static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     uint32_t k, count, i;
     int err;
     if (n != 13) return EDP_ERR_LEN;
-    c.eps_micro = rd32(b);
-    c.sensitivity = rdf(b + 4);
-    k = rd16(b + 8);
-    count = rd16(b + 10);
+    c.eps_micro = edp_rd32(b);
+    c.sensitivity = edp_rdf(b + 4);
+    k = edp_rd16(b + 8);
+    count = edp_rd16(b + 10);
     c.m = (int8_t)b[12];
     c.lo = 0.0f;
     c.hi = 1.0f;
@@ -205,10 +197,10 @@ static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     if (!d->entropy_ok) return EDP_ERR_ENTROPY;
     d->plan_valid = 0;
     if ((err = edp_mech_prepare(&d->plan, &c, k))) return err;
-    *o = wr8(*o, (uint32_t)d->plan.m);
-    *o = wr8(*o, d->plan.dlap.J);
-    *o = wr16(*o, count);
-    for (i = 0; i < count; i++) *o = wr32(*o, (uint32_t)edp_dlap_sample(&d->plan.dlap, &d->drbg));
+    *o = edp_wr8(*o, (uint32_t)d->plan.m);
+    *o = edp_wr8(*o, d->plan.dlap.J);
+    *o = edp_wr16(*o, count);
+    for (i = 0; i < count; i++) *o = edp_wr32(*o, (uint32_t)edp_dlap_sample(&d->plan.dlap, &d->drbg));
     return EDP_OK;
 }
 
@@ -219,15 +211,15 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     int err;
     if (!d->naive) return EDP_ERR_UNKNOWN;
     if (n < 4) return EDP_ERR_LEN;
-    scale = rdf(b);
+    scale = edp_rdf(b);
     if (!(scale > 0.0f)) return EDP_ERR_BAD_VALUE;
     if ((err = parse_vector(d, b + 4, n - 4, &mode, &arg, &k))) return err;
     t0 = d->port->ticks(d->port->ctx);
     d->naive(d->xin, d->yout, k, scale);
     t1 = d->port->ticks(d->port->ctx);
-    *o = wr32(*o, t1 - t0);
-    *o = wr16(*o, k);
-    for (i = 0; i < k; i++) *o = wrf(*o, d->yout[i]);
+    *o = edp_wr32(*o, t1 - t0);
+    *o = edp_wr16(*o, k);
+    for (i = 0; i < k; i++) *o = edp_wrf(*o, d->yout[i]);
     return EDP_OK;
 }
 #endif
@@ -235,14 +227,14 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 static int cmd_info(edp_device_t *d, uint8_t **o)
 {
     uint32_t day;
-    *o = wr8(*o, EDP_TEST_BUILD ? 1 : 0);
-    *o = wr8(*o, d->entropy_ok ? 0 : 1);
-    *o = wr8(*o, d->store_state);
-    *o = wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
-    *o = wr16(*o, EDP_MAX_CLASSES);
-    *o = wr8(*o, d->port->tick_kind);
-    *o = wr8(*o, d->store_ok);
-    *o = wr32(*o, d->port->tick_hz);
+    *o = edp_wr8(*o, EDP_TEST_BUILD ? 1 : 0);
+    *o = edp_wr8(*o, d->entropy_ok ? 0 : 1);
+    *o = edp_wr8(*o, d->store_state);
+    *o = edp_wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
+    *o = edp_wr16(*o, EDP_MAX_CLASSES);
+    *o = edp_wr8(*o, d->port->tick_kind);
+    *o = edp_wr8(*o, d->store_ok);
+    *o = edp_wr32(*o, d->port->tick_hz);
     *o = wrs(*o, EDP_FIRMWARE_VERSION);
     *o = wrs(*o, d->port->board);
     return EDP_OK;
@@ -254,21 +246,21 @@ static int cmd_budget(edp_device_t *d, uint8_t **o)
     uint32_t day;
     int have_day = today(d, &day) == EDP_OK;
     if (have_day) edp_budget_roll(&b, day);
-    *o = wr32(*o, b.day);
-    *o = wr32(*o, have_day ? day : 0xFFFFFFFFu);
-    *o = wr64(*o, b.daily_cap);
-    *o = wr64(*o, b.daily_spent);
-    *o = wr64(*o, b.lifetime_cap);
-    *o = wr64(*o, b.lifetime_spent);
-    *o = wr64(*o, edp_budget_remaining(&b));
-    *o = wr64(*o, d->rec.auth_counter);
-    *o = wr8(*o, d->store_state);
-    *o = wr8(*o, d->store_ok);
-    *o = wr32(*o, d->rec.mech.eps_micro);
-    *o = wrf(*o, d->rec.mech.lo);
-    *o = wrf(*o, d->rec.mech.hi);
-    *o = wrf(*o, d->rec.mech.sensitivity);
-    *o = wr32(*o, (uint32_t)d->rec.mech.m);
+    *o = edp_wr32(*o, b.day);
+    *o = edp_wr32(*o, have_day ? day : 0xFFFFFFFFu);
+    *o = edp_wr64(*o, b.daily_cap);
+    *o = edp_wr64(*o, b.daily_spent);
+    *o = edp_wr64(*o, b.lifetime_cap);
+    *o = edp_wr64(*o, b.lifetime_spent);
+    *o = edp_wr64(*o, edp_budget_remaining(&b));
+    *o = edp_wr64(*o, d->rec.auth_counter);
+    *o = edp_wr8(*o, d->store_state);
+    *o = edp_wr8(*o, d->store_ok);
+    *o = edp_wr32(*o, d->rec.mech.eps_micro);
+    *o = edp_wrf(*o, d->rec.mech.lo);
+    *o = edp_wrf(*o, d->rec.mech.hi);
+    *o = edp_wrf(*o, d->rec.mech.sensitivity);
+    *o = edp_wr32(*o, (uint32_t)d->rec.mech.m);
     return EDP_OK;
 }
 
@@ -293,7 +285,7 @@ static int authenticate(edp_device_t *d, uint32_t type, const uint8_t *b, size_t
     err = edp_verify32(tag, b + n - EDP_AUTH_TAG);
     edp_wipe(tag, sizeof tag);
     if (err) return EDP_ERR_AUTH;
-    *counter = rd64(b);
+    *counter = edp_rd64(b);
     if (*counter <= d->rec.auth_counter) return EDP_ERR_REPLAY;
     *payload = b + EDP_AUTH_COUNTER;
     return EDP_OK;
@@ -312,18 +304,18 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
     switch (type) {
     case EDP_T_CONFIG:
         if (plen != 36) return EDP_ERR_LEN;
-        next.mech.eps_micro = rd32(p);
-        next.budget.daily_cap = rd64(p + 4);
-        next.budget.lifetime_cap = rd64(p + 12);
-        next.mech.lo = rdf(p + 20);
-        next.mech.hi = rdf(p + 24);
-        next.mech.sensitivity = rdf(p + 28);
-        next.mech.m = (int32_t)rd32(p + 32);
+        next.mech.eps_micro = edp_rd32(p);
+        next.budget.daily_cap = edp_rd64(p + 4);
+        next.budget.lifetime_cap = edp_rd64(p + 12);
+        next.mech.lo = edp_rdf(p + 20);
+        next.mech.hi = edp_rdf(p + 24);
+        next.mech.sensitivity = edp_rdf(p + 28);
+        next.mech.m = (int32_t)edp_rd32(p + 32);
         if ((err = edp_mech_config_check(&next.mech))) return err;
         break;
     case EDP_T_SET_TIME:
         if (plen != 8) return EDP_ERR_LEN;
-        secs = rd64(p);
+        secs = edp_rd64(p);
         break;
     case EDP_T_RESET_BUDGET:
         if (plen != 0) return EDP_ERR_LEN;
@@ -348,7 +340,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
         edp_drbg_seed(&d->drbg, p);
         d->entropy_ok = 1;
     }
-    *o = wr64(*o, counter);
+    *o = edp_wr64(*o, counter);
     return EDP_OK;
 }
 
@@ -361,9 +353,9 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *f, size_t n)
     int err;
     if (n < 4) return error_frame(d, 0, 0, EDP_ERR_LEN);
     type = f[1];
-    seq = rd16(f + 2);
+    seq = edp_rd16(f + 2);
     if (n < EDP_FRAME_OVERHEAD) return error_frame(d, type, seq, EDP_ERR_LEN);
-    if (rd32(f + n - 4) != edp_crc32(0, f, n - 4)) return error_frame(d, type, seq, EDP_ERR_CRC);
+    if (edp_rd32(f + n - 4) != edp_crc32(0, f, n - 4)) return error_frame(d, type, seq, EDP_ERR_CRC);
     if (f[0] != EDP_PROTO_VERSION) return error_frame(d, type, seq, EDP_ERR_VERSION);
     n -= EDP_FRAME_OVERHEAD;
     f += 4;
@@ -416,7 +408,7 @@ static void finish_frame(edp_device_t *d)
     /* Append the CRC and send. */
     {
         uint32_t crc = edp_crc32(0, d->tx, len);
-        wr32(d->tx + len, crc);
+        edp_wr32(d->tx + len, crc);
         len += 4;
     }
     edp_cobs_write(d->tx, len, uart_write, (void *)d->port);

@@ -1,5 +1,6 @@
 #include "edgedp/mech.h"
 #include "edgedp/error.h"
+#include "le.h"
 
 #include <string.h>
 
@@ -135,22 +136,6 @@ uint32_t edp_mech_argmax(const int32_t *y, uint32_t k)
     return best;
 }
 
-static uint8_t *put16(uint8_t *o, uint32_t v)
-{
-    o[0] = (uint8_t)v;
-    o[1] = (uint8_t)(v >> 8);
-    return o + 2;
-}
-
-static uint8_t *put32(uint8_t *o, uint32_t v)
-{
-    o[0] = (uint8_t)v;
-    o[1] = (uint8_t)(v >> 8);
-    o[2] = (uint8_t)(v >> 16);
-    o[3] = (uint8_t)(v >> 24);
-    return o + 4;
-}
-
 /* Largest integer theta with sum(max(y - theta, 0)) >= 2^m, then remove the
  * excess one step at a time from the lowest-index positive coordinates. */
 static void simplex(const edp_mech_plan_t *p, int32_t *y)
@@ -193,21 +178,17 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
     const int32_t ylo = p->ylo, yhi = p->yhi;  /* locals: the byte stores below may alias *p */
     switch (mode) {
     case EDP_MODE_SIMPLEX:
+        /* Project the clamped vector; the result lies in [0, 2^m], not in
+         * [ylo, yhi], so it is sent as it is. */
         if (p->m < 0) return EDP_ERR_BAD_VALUE;
+        if (cap < 4u * k) return EDP_ERR_LEN;
         clamp_all(p, y);
         simplex(p, y);
-        /* fall through */
+        for (i = 0; i < k; i++) o = edp_wr32(o, (uint32_t)y[i]);
+        break;
     case EDP_MODE_FULL:
         if (cap < 4u * k) return EDP_ERR_LEN;
-        for (i = 0; i < k; i++) {
-            int32_t v = y[i] < ylo ? ylo : y[i] > yhi ? yhi : y[i];
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            memcpy(o, &v, 4);  /* the wire is little-endian: one (unaligned) word store */
-            o += 4;
-#else
-            o = put32(o, (uint32_t)v);
-#endif
-        }
+        for (i = 0; i < k; i++) o = edp_wr32(o, (uint32_t)(y[i] < ylo ? ylo : y[i] > yhi ? yhi : y[i]));
         break;
     case EDP_MODE_ROUND: {
         int64_t pow10 = 1;
@@ -217,20 +198,20 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
             int64_t num = (int64_t)clamp(p, y[i]) * pow10, r;
             if (p->m <= 0) r = num * ((int64_t)1 << -p->m);
             else r = (num + ((int64_t)1 << (p->m - 1))) >> p->m;  /* arithmetic shift: floor */
-            o = put32(o, (uint32_t)(int32_t)r);
+            o = edp_wr32(o, (uint32_t)(int32_t)r);
         }
         break;
     }
     case EDP_MODE_LABEL:
         if (cap < 2) return EDP_ERR_LEN;
-        o = put16(o, edp_mech_argmax(y, k));
+        o = edp_wr16(o, edp_mech_argmax(y, k));
         break;
     case EDP_MODE_BUCKET: {
         uint32_t lab = edp_mech_argmax(y, k), level;
         int64_t top = (int64_t)clamp(p, y[lab]) - p->ylo, span = (int64_t)p->yhi - p->ylo;
         if (cap < 3) return EDP_ERR_LEN;
         level = 3 * top >= 2 * span ? 2u : 3 * top >= span ? 1u : 0u;
-        o = put16(o, lab);
+        o = edp_wr16(o, lab);
         *o++ = (uint8_t)level;
         break;
     }
@@ -249,8 +230,8 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
             idx[j] = (uint16_t)i;
         }
         for (i = 0; i < n; i++) {
-            o = put16(o, idx[i]);
-            o = put32(o, (uint32_t)clamp(p, y[idx[i]]));
+            o = edp_wr16(o, idx[i]);
+            o = edp_wr32(o, (uint32_t)clamp(p, y[idx[i]]));
         }
         break;
     }

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 import numpy as np
-from tqdm import tqdm
 
 from ..client import Device, load_key, open_device
 from ..errors import DeviceError, EdgeDPError
 from ..inputs import read_rows
 from ..lattice import make_lattice
+from ..noise import draw_samples
 from ..modes import BUCKET_NAMES, Mode
 from ..paths import project_root
 from ..protocol import Budget, QueryResult
@@ -183,7 +183,8 @@ def sample(target: str | None, epsilon: float, sensitivity: float, classes: int,
            as_json: bool) -> None:
     """Raw noise samples from the device (test builds), before output clamping."""
     lat = make_lattice(classes, round(epsilon * 1e6), sensitivity, 0.0, 1.0)
-    z = draw_samples_from(target, epsilon, sensitivity, classes, count, progress=not as_json)
+    with open_device(target) as dev:
+        z = draw_samples(dev, epsilon, sensitivity, classes, count, progress=not as_json)
     np.save(out, z * lat.granularity)
     d = {"n": int(len(z)), "granularity": lat.granularity, "t": lat.t, "epsilon": epsilon,
          "sensitivity": sensitivity, "classes": classes, "out": out}
@@ -191,26 +192,6 @@ def sample(target: str | None, epsilon: float, sensitivity: float, classes: int,
         emit_json(d)
     else:
         click.echo(f"wrote {len(z)} samples to {out} (g = 2^-{lat.m}, t = {lat.t:.2f} steps)")
-
-
-def draw_samples_from(target: str | None, epsilon: float, sensitivity: float, k: int, count: int,
-                      progress: bool = True) -> np.ndarray:
-    with open_device(target) as dev:
-        return draw_samples(dev, epsilon, sensitivity, k, count, progress)
-
-
-def draw_samples(dev: Device, epsilon: float, sensitivity: float, k: int, count: int,
-                 progress: bool = True) -> np.ndarray:
-    """count raw lattice noise samples in SAMPLE batches of up to 1024."""
-    chunks = []
-    with tqdm(total=count, desc="samples", unit="", disable=not progress, leave=False) as bar:
-        left = count
-        while left > 0:
-            n = min(left, 1024)
-            chunks.append(dev.sample(epsilon, sensitivity, k, n)[2])
-            left -= n
-            bar.update(n)
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
 
 
 @click.command()

@@ -20,7 +20,7 @@ from .device import key_option, resolve_key
 def verify(target: str | None, queries: int, samples: int, seed: int, key_file: str | None, as_json: bool) -> None:
     """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds).
 
-    Re-keys the DRBG (TEST_SEED) and reconfigures epsilon on the way; restores the
+    Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
     mechanism configuration afterwards."""
     with open_device(target) as dev:
         key = resolve_key(dev, key_file)
