@@ -4,9 +4,9 @@ the STM32F4 Discovery platform of renode/edgedp-stm32f4.repl.
 
 The boot banner is a text line, checked with Renode's UART terminal tester
 (Wait For Line On Uart). Everything after it is binary COBS frames, which the
-edgedp host package speaks: the Python keyword library edgedp.robot_keywords
+edgedp host package speaks: the Python keyword library tests/robot/robot_keywords.py
 connects to the console's server socket (renode/edgedp.resc) and drives the
-device through edgedp.client, the code `edgedp --target ...` uses.
+device through edgedp.device.client, the code `edgedp --target ...` uses.
 
 Suite setup writes build/renode/edgedp-testkey.elf: the production image with
 the test key (tests/keys/test-device.key) in its .edp_key section, so the
@@ -14,7 +14,7 @@ suite can set the clock and the budget as an operator would.
 
 Run from the repository root (see renode/README.md):
     make build/stm32f4/edgedp.elf
-    PYTHONPATH=$PWD/host renode-test renode/edgedp.robot
+    PYTHONPATH=$PWD/host:$PWD/tests/robot renode-test renode/edgedp.robot
 
 
 *** Settings ***
@@ -22,7 +22,7 @@ Documentation       edgedp on Renode (STM32F4 Discovery): boot, INFO, a DP query
 ...                 budget exhaustion and recovery from a garbage frame.
 
 Resource            ${RENODEKEYWORDS}
-Library             edgedp.robot_keywords.EdgedpKeywords
+Library             robot_keywords.EdgedpKeywords
 
 Suite Setup         Set Up Suite
 Suite Teardown      Teardown

@@ -129,22 +129,22 @@ def suite_keyword_calls(path: Path) -> tuple[set[str], set[str]]:
 
 
 def test_renode_suite_calls_only_known_keywords():
-    pytest.importorskip("edgedp.robot_keywords")
+    pytest.importorskip("robot_keywords")
     path = ROOT / "renode" / "edgedp.robot"
     called, defined = suite_keyword_calls(path)
     known = set(RENODE_KEYWORDS) | defined
     for lib in ("BuiltIn", "OperatingSystem", "String", "Collections", "Process",
-                "edgedp.robot_keywords.EdgedpKeywords"):
+                "robot_keywords.EdgedpKeywords"):
         known |= library_keywords(lib)
     assert sorted(called - known) == []
 
 
 def test_qemu_suite_calls_only_known_keywords():
-    pytest.importorskip("edgedp.robot_keywords")
+    pytest.importorskip("robot_keywords")
     for path in sorted((ROOT / "tests" / "robot").glob("*.robot")):
         called, defined = suite_keyword_calls(path)
         known = defined | library_keywords("BuiltIn") | library_keywords("OperatingSystem")
-        known |= library_keywords("edgedp.robot_keywords.EdgedpKeywords")
+        known |= library_keywords("robot_keywords.EdgedpKeywords")
         assert sorted(called - known) == [], path
 
 
@@ -402,12 +402,13 @@ Test Teardown
 
 
 def test_renode_suite_dry_run_against_renode_keyword_signatures(tmp_path):
-    pytest.importorskip("edgedp.robot_keywords")
+    pytest.importorskip("robot_keywords")
     library = tmp_path / "renode_stub.py"
     library.write_text(RENODE_STUB_LIBRARY)
     resource = tmp_path / "renode-keywords.robot"
     resource.write_text(RENODE_STUB_RESOURCE.format(library=library))
-    r = subprocess.run([sys.executable, "-m", "robot", "--dryrun", "--output", "NONE", "--log", "NONE",
+    r = subprocess.run([sys.executable, "-m", "robot", "--dryrun", "--pythonpath", str(ROOT / "tests" / "robot"),
+                        "--output", "NONE", "--log", "NONE",
                         "--report", "NONE", "--variable", f"RENODEKEYWORDS:{resource}",
                         str(ROOT / "renode" / "edgedp.robot")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
+from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 from . import accounting, data, extraction, mia, models, plots, tradeoff
 from .jsonable import finite_json
 from .mechanism import SOFTMAX, ensemble, parse_modes
@@ -340,7 +340,7 @@ def render(doc: dict) -> str:
     s = doc["settings"]
     L.append(f"Seed {s['seed']}{' (quick settings)' if s['quick'] else ''}; {s['shadows']} shadow models; "
              f"ε ∈ {{{', '.join(_fmt_eps(x) for x in s['epsilons'])}}}; modes {', '.join(s['modes'])}; "
-             f"noise from `edgedp.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
+             f"noise from `edgedp.mech.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
              f"Wall time {doc['timing_seconds']['total']:.0f} s. Command: `{doc['command']}`. "
              "All rows for every mode are in report.json.\n")
     return "\n".join(L)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import TransportError
-from ..paths import project_root
+from ...paths import project_root
 from ..transport import Link, SerialLink
 from .qemu import ensure_image, free_port
 
