@@ -9,6 +9,8 @@ import pytest
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError
+from edgedp.device.protocol import Caps, MechConfig
+from edgedp.mech.lattice import MICRO, to_micro
 
 from ..conftest import DAY
 
@@ -17,7 +19,7 @@ X = np.array([0.3, 0.3, 0.4])
 
 
 def exhaust(dev: Device, key: bytes, cap: float = 3.0) -> None:
-    dev.configure(key, 1.0, daily_cap=cap)
+    dev.configure(key, MechConfig(), Caps(daily=to_micro(cap)))
     for _ in range(int(cap)):
         dev.query(X, "label")
     with pytest.raises(DeviceError, match="ERR_BUDGET"):
@@ -60,7 +62,7 @@ def test_clock_back_resets_nothing_and_forward_resets_only_the_day(qemu, test_ke
 
 def test_lifetime_cap_is_enforced_across_days(qemu, test_key: bytes) -> None:
     spent = qemu.budget().lifetime_spent
-    qemu.configure(test_key, 1.0, daily_cap=100.0, lifetime_cap=spent / 1e6 + 2.0)
+    qemu.configure(test_key, MechConfig(), Caps(daily=100 * MICRO, lifetime=spent + 2 * MICRO))
     qemu.query(X)
     qemu.query(X)
     with pytest.raises(DeviceError, match="ERR_BUDGET"):
@@ -74,7 +76,7 @@ def test_forged_admin_commands_are_refused_and_change_nothing(qemu, test_key: by
     exhaust(qemu, test_key)
     before = qemu.budget()
     wrong = bytes(32)
-    for type_, payload in [(P.RESET_BUDGET, b""), (P.CONFIG, P.config_payload(1.0, 1e6, None, 0, 1, 2)),
+    for type_, payload in [(P.RESET_BUDGET, b""), (P.CONFIG, P.config_payload(MechConfig(), Caps(daily=10**12))),
                            (P.SET_TIME, struct.pack("<Q", qemu.epoch + 9 * DAY)), (P.TEST_SEED, bytes(32))]:
         with pytest.raises(DeviceError, match="ERR_AUTH"):
             qemu.admin(type_, payload, wrong)

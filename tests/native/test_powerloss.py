@@ -89,5 +89,5 @@ def test_both_slots_destroyed_fails_closed(host_device) -> None:
     with pytest.raises(DeviceError) as e:
         dev.query(X)
     assert e.value.code == "ERR_STORE"
-    assert dev.local(X)[0] == 1  # the local path does not depend on the store
+    assert dev.local(X).label == 1  # the local path does not depend on the store
     assert dev.ping(b"x") == b"x"

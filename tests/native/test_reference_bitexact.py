@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from edgedp.device.protocol import Caps, MechConfig, SampleRequest
 from edgedp.device.verify import replay
 from edgedp.mech.reference import ReferenceDevice
 
@@ -22,27 +23,27 @@ def test_raw_samples_bit_exact(host_device, test_key: bytes) -> None:
     dev = host_device.start()
     seed = bytes(range(7, 39))
     dev.test_seed(test_key, seed)
-    ref = ReferenceDevice(seed)
-    for eps, sens, k in [(1.0, 2.0, 10), (0.25, 1.0, 100), (10.0, 2.0, 1)]:
-        _, _, z = dev.sample(eps, sens, k, 1024)
-        _, want = ref.sample(round(eps * 1e6), sens, k, 1024)
-        assert (z == want).all()
+    ref = ReferenceDevice(seed=seed)
+    for eps_micro, sens, k in [(1_000_000, 2.0, 10), (250_000, 1.0, 100), (10_000_000, 2.0, 1)]:
+        req = SampleRequest(eps_micro, sens, k, 1024)
+        got, want = dev.sample(req), ref.sample(req)
+        assert (got.m, got.J) == (want.m, want.J) and (got.noise == want.noise).all()
 
 
 def test_reference_detects_a_different_stream(host_device, test_key: bytes) -> None:
     """Guard against a vacuous comparison: another seed gives other answers."""
     dev = host_device.start()
     dev.test_seed(test_key, bytes(32))
-    ref = ReferenceDevice(bytes([1]) + bytes(31))
-    _, _, z = dev.sample(1.0, 2.0, 10, 64)
-    assert not (z == ref.sample(1_000_000, 2.0, 10, 64)[1]).all()
+    ref = ReferenceDevice(seed=bytes([1]) + bytes(31))
+    req = SampleRequest(1_000_000, 2.0, 10, 64)
+    assert not (dev.sample(req).noise == ref.sample(req).noise).all()
 
 
 def test_simplex_sums_to_one_on_any_range(host_device, test_key: bytes) -> None:
     """SIMPLEX output is a probability vector even when [lo, hi] does not contain [0, 1]."""
     dev = host_device.start()
     for lo, hi in [(0.25, 0.5), (0.0, 30.0), (-2.0, 0.5)]:
-        dev.configure(test_key, 1.0, 1e6, None, lo, hi, 2.0)
+        dev.configure(test_key, MechConfig(lo=lo, hi=hi), Caps(daily=10**12))
         for seed in range(5):
             r = dev.query(np.random.default_rng(seed).uniform(lo, hi, 7), "simplex")
             assert (r.lattice >= 0).all() and r.lattice.sum() == 2 ** r.m

@@ -9,20 +9,21 @@ import click
 import numpy as np
 
 from ..device.client import Device, load_key, open_device
-from ..device.errors import DeviceError, EdgeDPError
+from ..device.errors import DeviceError, EdgeDPError, ErrorCode
 from ..device.noise import draw_samples
-from ..device.protocol import Budget, QueryResult
-from ..mech.lattice import make_lattice
+from ..device.protocol import Budget, Caps, MechConfig, QueryResult, SampleRequest
+from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, Mode
-from ..paths import project_root
 from .common import emit_json, handle_errors, json_option, target_option
 from .inputs import read_rows
 
-TEST_KEY = "tests/keys/test-device.key"
 key_option = click.option("--key-file", type=click.Path(dir_okay=False), default=None,
                           help="Device HMAC key (64 hex digits). Test images use tests/keys/test-device.key.")
 admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False), required=True,
                                 help="Device HMAC key file (64 hex digits), e.g. tests/keys/test-device.key.")
+
+
+NEEDS_KEY = "this needs an authenticated command: pass --key-file"
 
 
 def resolve_key(dev: Device, key_file: str | None) -> bytes:
@@ -30,19 +31,34 @@ def resolve_key(dev: Device, key_file: str | None) -> bytes:
     if key_file:
         return load_key(key_file)
     if dev.info().build == "test":
-        return load_key(project_root() / TEST_KEY)
-    raise EdgeDPError("this needs an authenticated command: pass --key-file", "ERR_AUTH")
+        return load_key()
+    raise EdgeDPError(NEEDS_KEY, "ERR_AUTH")
+
+
+def merged_config(b: Budget, epsilon: float | None = None, sensitivity: float | None = None,
+                  value_range: tuple[float, float] | None = None, m: int | None = None) -> MechConfig:
+    """The device's mechanism configuration with the options the user gave replaced."""
+    cur = b.config
+    lo, hi = value_range if value_range is not None else (cur.lo, cur.hi)
+    return MechConfig(cur.eps_micro if epsilon is None else to_micro(epsilon), lo, hi,
+                      cur.sensitivity if sensitivity is None else sensitivity, cur.m if m is None else m)
+
+
+def merged_caps(b: Budget, daily_cap: float | None = None, lifetime_cap: float | None = None) -> Caps:
+    """The device's caps with the options the user gave replaced (lifetime 0: none)."""
+    return Caps(b.daily_cap if daily_cap is None else to_micro(daily_cap),
+                b.lifetime_cap if lifetime_cap is None else to_micro(lifetime_cap))
 
 
 def budget_dict(b: Budget) -> dict:
-    micro = 1e-6
+    eps = to_epsilon
     return {
         "day": b.day, "recorded_day": b.recorded_day,
-        "daily_cap": b.daily_cap * micro, "daily_spent": b.daily_spent * micro,
-        "daily_remaining": b.remaining * micro,
-        "lifetime_spent": b.lifetime_spent * micro,
-        "lifetime_cap": b.lifetime_cap * micro if b.lifetime_cap else None,
-        "epsilon_per_query": b.epsilon_micro * micro,
+        "daily_cap": eps(b.daily_cap), "daily_spent": eps(b.daily_spent),
+        "daily_remaining": eps(b.remaining),
+        "lifetime_spent": eps(b.lifetime_spent),
+        "lifetime_cap": eps(b.lifetime_cap) if b.lifetime_cap else None,
+        "epsilon_per_query": eps(b.epsilon_micro),
         "range": [b.lo, b.hi], "sensitivity": b.sensitivity, "lattice_exponent": b.m,
         "auth_counter": b.auth_counter, "store": b.store, "store_ok": b.store_ok,
     }
@@ -78,19 +94,21 @@ def info(target: str | None, as_json: bool) -> None:
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
-                  value_range: tuple[float, float] | None) -> Budget:
-    """Reconfigure the device (authenticated) if the requested mechanism differs from its config."""
+                  value_range: tuple[float, float] | None) -> None:
+    """Reconfigure the device (authenticated) if the requested mechanism differs from its config.
+
+    Two requests at most: BUDGET (configuration and admin counter), then CONFIG if needed,
+    signed with --key-file or else the test images' key."""
     b = dev.budget()
-    want_eps = round(epsilon * 1e6) if epsilon is not None else b.epsilon_micro
-    want_sens = sensitivity if sensitivity is not None else b.sensitivity
-    want_range = value_range if value_range is not None else (b.lo, b.hi)
-    if (want_eps, np.float32(want_sens), tuple(np.float32(want_range))) == \
-            (b.epsilon_micro, np.float32(b.sensitivity), (np.float32(b.lo), np.float32(b.hi))):
-        return b
-    key = resolve_key(dev, key_file)
-    dev.configure(key, want_eps / 1e6, b.daily_cap / 1e6, (b.lifetime_cap / 1e6) or None,
-                  want_range[0], want_range[1], want_sens, b.m)
-    return dev.budget()
+    cfg = merged_config(b, epsilon, sensitivity, value_range)
+    if cfg.same_on_device(b.config):
+        return
+    try:
+        dev.configure(load_key(key_file), cfg, b.caps, counter=b.auth_counter + 1)
+    except DeviceError as exc:
+        if exc.error == ErrorCode.ERR_AUTH and not key_file:
+            raise EdgeDPError(NEEDS_KEY, "ERR_AUTH") from None
+        raise
 
 
 @click.command()
@@ -115,16 +133,16 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     rows = read_rows(input_path)
     results: list[dict] = []
     failed = 0
+    if rows.shape[1] > MAX_CLASSES:
+        raise ValueError(f"rows have {rows.shape[1]} classes; a query holds at most {MAX_CLASSES}")
     with open_device(target) as dev:
-        if rows.shape[1] > dev.info().max_classes:
-            raise ValueError(f"rows have {rows.shape[1]} classes; the device takes at most {dev.info().max_classes}")
         ensure_config(dev, key_file, epsilon, sensitivity, value_range)
         if not as_json:
             click.echo(f"{'row':>4} {'raw top-1':>10} {'private':>28} {'remaining eps':>14}")
         for i, x in enumerate(rows):
             try:
                 r = dev.query(x, m)
-                rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining * 1e-6,
+                rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": to_epsilon(r.remaining),
                        "ticks": r.ticks}
             except DeviceError as exc:
                 failed += 1
@@ -182,9 +200,10 @@ def _save(out: str, results: list[dict]) -> None:
 def sample(target: str | None, epsilon: float, sensitivity: float, classes: int, count: int, out: str,
            as_json: bool) -> None:
     """Raw noise samples from the device (test builds), before output clamping."""
-    lat = make_lattice(classes, round(epsilon * 1e6), sensitivity, 0.0, 1.0)
+    req = SampleRequest(to_micro(epsilon), sensitivity, classes, count)
+    lat = make_lattice(classes, req.eps_micro, sensitivity, 0.0, 1.0)
     with open_device(target) as dev:
-        z = draw_samples(dev, epsilon, sensitivity, classes, count, progress=not as_json)
+        z = draw_samples(dev, req, progress=not as_json)
     np.save(out, z * lat.granularity)
     d = {"n": int(len(z)), "granularity": lat.granularity, "t": lat.t, "epsilon": epsilon,
          "sensitivity": sensitivity, "classes": classes, "out": out}
@@ -232,13 +251,8 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
     with open_device(target) as dev:
         key = load_key(key_file)
         b = dev.budget()
-        lo, hi = value_range if value_range else (b.lo, b.hi)
-        counter = dev.configure(
-            key, epsilon if epsilon is not None else b.epsilon_micro / 1e6,
-            daily_cap if daily_cap is not None else b.daily_cap / 1e6,
-            lifetime_cap if lifetime_cap is not None else (b.lifetime_cap / 1e6 or None),
-            lo, hi, sensitivity if sensitivity is not None else b.sensitivity,
-            lattice_exponent if lattice_exponent is not None else b.m)
+        counter = dev.configure(key, merged_config(b, epsilon, sensitivity, value_range, lattice_exponent),
+                                merged_caps(b, daily_cap, lifetime_cap), counter=b.auth_counter + 1)
         d = {"accepted_counter": counter, **budget_dict(dev.budget())}
     emit_json(d) if as_json else click.echo(f"configured (counter {counter})")
 

@@ -27,11 +27,10 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
         before = dev.budget()
         try:
             res = replay(dev, key, queries, seed, progress=not as_json)
-            res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = noise_fit(
-                dev, samples, progress=not as_json)
+            fit = noise_fit(dev, samples, progress=not as_json)
+            res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = fit.n, fit.pvalue, fit.statistic, fit.dof
         finally:
-            dev.configure(key, before.epsilon_micro / 1e6, before.daily_cap / 1e6,
-                          (before.lifetime_cap / 1e6) or None, before.lo, before.hi, before.sensitivity, before.m)
+            dev.configure(key, before.config, before.caps)
     if as_json:
         emit_json(res.as_dict())
     else:

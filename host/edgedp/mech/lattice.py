@@ -32,6 +32,9 @@ TAIL_ROUNDS = 13
 MIN_TAIL = 2.0 ** -20
 """The alias table stops adding values once q^w < 2^-20, so every mass is >= 2^-24 of the total."""
 MAX_CLASSES = 1024
+MICRO = 1_000_000
+"""Micro-epsilon per epsilon: every epsilon on the device, the wire and in this package is an integer
+count of micro-epsilon (fixed point, no float accumulation); see ``to_micro``."""
 MAX_LATTICE = 1 << 24
 """|lo|/g and |hi|/g must stay below 2^24 so that y*g is exact in float32."""
 TWO64 = 18446744073709551616.0
@@ -40,6 +43,16 @@ MASK64 = (1 << 64) - 1
 
 class ConfigError(ValueError):
     """A mechanism configuration the device would refuse with ERR_BAD_VALUE."""
+
+
+def to_micro(epsilon: float) -> int:
+    """epsilon -> micro-epsilon, the nearest integer: the one conversion from a float epsilon."""
+    return round(epsilon * MICRO)
+
+
+def to_epsilon(micro: int) -> float:
+    """micro-epsilon -> epsilon, for display."""
+    return micro / MICRO
 
 
 def exp_neg(x: float) -> float:
@@ -56,7 +69,7 @@ def threshold64(p: float) -> int:
 
 
 def auto_exponent(k: int, sensitivity: float) -> int:
-    """Smallest m with k * 2^-m <= sensitivity / 256 (mirrors edp_mech_auto_m)."""
+    """Smallest m with k * 2^-m <= sensitivity / 256 (mirrors the EDP_M_AUTO branch of edp_mech_prepare)."""
     limit = float(np.float32(sensitivity)) / 256.0
     m = -30
     while m < 30 and float(k) * (2.0 ** -m) > limit:
@@ -142,7 +155,7 @@ def make_lattice(k: int, epsilon_micro: int, sensitivity: float, lo: float, hi: 
     ylo, yhi = _ceil_f32(slo), _floor_f32(shi)
     if ylo > yhi:
         raise ConfigError("range holds no lattice point")
-    eps = float(epsilon_micro) / 1e6
+    eps = float(epsilon_micro) / MICRO
     inv_t = eps / (float(sens) * (2.0 ** m) + float(k))
     if inv_t > 1.0:
         raise ConfigError("noise scale t < 1 lattice step: use a finer lattice or smaller epsilon")

@@ -53,6 +53,51 @@ class Mode:
         name = MODE_NAMES[self.kind]
         return f"{name}:{self.arg}" if self.kind in (MODE_TOPK, MODE_ROUND) else name
 
+    @property
+    def sends_values(self) -> bool:
+        """True for the modes that send one integer per class (full, round, simplex)."""
+        return self.kind in VECTOR_MODES
+
+    def values(self, lattice: np.ndarray, m: int) -> np.ndarray:
+        """Released integers in host units: lattice steps 2^-m, or 10^-D for round:D."""
+        if self.kind == MODE_ROUND:
+            return lattice / 10.0 ** self.arg
+        return lattice * 2.0 ** -m
+
+
+VECTOR_MODES = (MODE_FULL, MODE_ROUND, MODE_SIMPLEX)
+
+
+@dataclass
+class Released:
+    """What one output mode releases for n noisy vectors, as the integers the device sends.
+
+    ``lattice``: (n, k) for full, round and simplex, (n, K) for topk, else None;
+    ``indices``: (n, K) for topk; ``label``: (n,) for topk, label and bucket (the noisy
+    argmax; the vector modes send no label); ``level``: (n,) for bucket."""
+
+    lattice: np.ndarray | None = None
+    indices: np.ndarray | None = None
+    label: np.ndarray | None = None
+    level: np.ndarray | None = None
+
+
+def release(y: np.ndarray, lat: Lattice, mode: Mode) -> Released:
+    """Apply ``mode`` to noisy lattice vectors y (n, k): the one dispatch over output modes."""
+    if mode.kind == MODE_FULL:
+        return Released(lattice=clamp(y, lat))
+    if mode.kind == MODE_ROUND:
+        return Released(lattice=round_decimals(y, lat, mode.arg))
+    if mode.kind == MODE_SIMPLEX:
+        return Released(lattice=simplex(y, lat))
+    if mode.kind == MODE_TOPK:
+        idx, val = topk(y, mode.arg, lat)
+        return Released(lattice=val, indices=idx, label=idx[:, 0])
+    if mode.kind == MODE_LABEL:
+        return Released(label=label(y))
+    lab, level = bucket(y, lat)
+    return Released(label=lab, level=level)
+
 
 def clamp(y: np.ndarray, lat: Lattice) -> np.ndarray:
     return np.clip(y, lat.lo, lat.hi)
