@@ -1,5 +1,5 @@
 """The pre-release privacy audit of one configuration: ``DIR/report.md``, ``DIR/report.json``
-and PNG plots, following seed 002's checklist with measured numbers (digits, models trained
+and PNG plots, following a published privacy audit checklist with measured numbers (digits, models trained
 here) and the accounting of the configured caps."""
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class AuditConfig:
 
 
 def granularity(mode: Mode) -> tuple[str, str]:
-    """Seed 002's output-granularity class, and what the mode releases."""
+    """The audit checklist's output-granularity class, and what the mode releases."""
     return {
         MODE_LABEL: ("label-only", "the noisy top-1 label only"),
         MODE_BUCKET: ("label-only + confidence bucket", "the noisy label and a high/medium/low confidence level"),
@@ -101,7 +101,7 @@ def best_attack(rows: list[dict], mechanism: str, mode: str, epsilon: float) -> 
 
 def meaning(cfg: AuditConfig, day: accounting.Composition, life: accounting.Composition | None,
             measured: dict, extract: dict | None) -> str:
-    """Seed 002's advice: say what epsilon covers for this configuration, in words and numbers."""
+    """The audit checklist's advice: say what epsilon covers for this configuration, in words and numbers."""
     e = cfg.epsilon
     s = (f"ε = {e:g} per answer means: whatever else an attacker knows — even every other training record — "
          f"one answer can raise their odds that a given record was in the training set by at most a factor "
@@ -304,7 +304,7 @@ def _checklist(doc: dict) -> list[str]:
     m, e = doc["membership_inference"]["configured"], doc["extraction"]["configured"]
     day, hor, life = acc["daily"], acc["horizon"], acc["lifetime"]
     dup = td["duplicates"]
-    return ["## Checklist (seed 002)\n", _table(["item", "answer"], [
+    return ["## Privacy audit checklist\n", _table(["item", "answer"], [
         ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
          f"({td['dataset']}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
         ["Output granularity", f"**{doc['output_granularity']['class']}**: {doc['output_granularity']['releases']}"],
@@ -394,8 +394,8 @@ def _accounting(doc: dict) -> list[str]:
             arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
                           f"{c['seed_formula']:.4g}"])
     return ["## Accounting\n",
-            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "seed 000's formula (invalid)"], arows) + "\n",
-            "Basic composition is what the device charges; advanced and PLD hold at the stated δ. Seed 000's "
+            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "published formula (invalid)"], arows) + "\n",
+            "Basic composition is what the device charges; advanced and PLD hold at the stated δ. The published "
             "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n"]
 
 
