@@ -33,7 +33,7 @@ def test_budget_exhaustion_refuses_external_but_not_local(qemu, test_key: bytes)
     qemu.configure(test_key, MechConfig(MICRO // 2), Caps(daily=2 * MICRO))
     for i in range(4):
         r = qemu.query(X, "label")
-        assert r.remaining == 2_000_000 - (i + 1) * 500_000
+        assert r.remaining_micro == 2_000_000 - (i + 1) * 500_000
     with pytest.raises(DeviceError) as e:
         qemu.query(X, "label")
     assert e.value.code == "ERR_BUDGET"
@@ -62,7 +62,7 @@ def test_random_garbage_then_valid_request(qemu) -> None:
 def test_query_carries_ticks_and_remaining(qemu) -> None:
     r = qemu.query(np.full(10, 0.1), "full")
     assert r.ticks > 0
-    assert r.remaining == qemu.budget().remaining
+    assert r.remaining_micro == qemu.budget().remaining
 
 
 def test_seq_is_echoed(qemu) -> None:

@@ -161,7 +161,7 @@ class EdgedpKeywords:
             "indices": None if r.indices is None else [int(i) for i in r.indices],
             "label": int(r.label),
             "level": r.level,
-            "remaining": int(r.remaining),
+            "remaining": int(r.remaining_micro),
             "ticks": int(r.ticks),
             "m": int(r.m),
             "k": int(r.k),

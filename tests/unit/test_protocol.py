@@ -38,7 +38,8 @@ def test_reference_answer_survives_the_wire(mode: str) -> None:
         want = ref.query(rng.uniform(-1.5, 2.5, k), mode)
         got = P.parse_query(wire_answer(want), Mode.parse(mode))
         assert got.same_answer(want) and want.same_answer(got)
-        assert (got.remaining, got.ticks) == (5 * MICRO, 1234) and want.remaining is None
+        assert (got.remaining_micro, got.ticks) == (5 * MICRO, 1234) and want.remaining is None
+        assert got.remaining == 5.0
         if want.values is not None:
             assert np.array_equal(got.values, want.values)
 

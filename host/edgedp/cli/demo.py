@@ -9,8 +9,9 @@ import numpy as np
 from ..device.client import open_device
 from ..device.errors import DeviceError
 from ..device.protocol import Caps, MechConfig
-from ..mech.lattice import to_epsilon, to_micro
+from ..mech.lattice import to_micro
 from .common import handle_errors, target_option
+from .params import DAILY_CAP, EPSILON
 from .device import budget_dict, resolve_key
 
 
@@ -23,9 +24,9 @@ def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=float, default=1.0, show_default=True, help="Per-query epsilon.")
-@click.option("--daily-cap", type=float, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
-@click.option("--rows", type=int, default=16, show_default=True)
+@click.option("--epsilon", "-e", type=EPSILON, default=1.0, show_default=True, help="Per-query epsilon.")
+@click.option("--daily-cap", type=DAILY_CAP, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
+@click.option("--rows", type=click.IntRange(1, 64), default=16, show_default=True)
 @handle_errors
 def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> None:
     """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget."""
@@ -61,7 +62,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> Non
             answered += 1
             agree += int(r.label == int(order[0]))
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
-            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {to_epsilon(r.remaining):>11.2f}")
+            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
         b = budget_dict(dev.budget())
     click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
     click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -105,8 +105,28 @@ class Device:
         return P.Budget.parse(self.request(P.BUDGET))
 
     def query(self, x: np.ndarray, mode: Mode | str = "full") -> P.QueryResult:
+        """One external answer for one 1-D vector (charged to the budget); DeviceError if refused.
+
+        Raises ValueError before sending for a 2-D array (use ``query_many``), complex
+        values or more than 1024 classes."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         return P.parse_query(self.request(P.QUERY, P.pack_vector(x, mode)), mode)
+
+    def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
+                   ) -> Iterator[P.QueryResult | DeviceError]:
+        """Stream rows (a 2-D array, or any iterable of vectors such as a generator) through QUERY.
+
+        Yields one item per row, in order: its QueryResult, or the DeviceError that refused it
+        (the stream goes on). After ERR_BUDGET it stops: the device refuses every further external
+        answer until its day rolls over. Bad input raises ValueError before its row is sent."""
+        mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        for x in rows:
+            try:
+                yield self.query(x, mode)
+            except DeviceError as exc:
+                yield exc
+                if exc.error == ErrorCode.ERR_BUDGET:
+                    return
 
     def local(self, x: np.ndarray) -> P.LocalAnswer:
         """Run the on-device local path (test builds): label and CRC-32 of the raw lattice vector."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice
+from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice, to_epsilon
 from ..mech.modes import MODE_BUCKET, MODE_LABEL, MODE_TOPK, Mode, Released
 from .errors import TransportError
 
@@ -166,11 +166,16 @@ VECTOR_HEAD = struct.Struct("<BBH")
 
 
 def pack_vector(x: np.ndarray, mode: Mode) -> bytes:
-    """mode u8 | arg u8 | k u16 | k x f32 (QUERY, LOCAL, NAIVE)."""
-    x = np.asarray(x, dtype="<f4").ravel()
+    """mode u8 | arg u8 | k u16 | k x f32 (QUERY, LOCAL, NAIVE): one 1-D vector of real scores."""
+    x = np.asarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"a query is one 1-D vector of class scores, not an array of shape {x.shape} "
+                         "(Device.query_many streams rows)")
+    if np.iscomplexobj(x) or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+        raise ValueError(f"a query holds real numbers, not {x.dtype}")
     if not 1 <= len(x) <= MAX_CLASSES:
         raise ValueError(f"a query holds 1..{MAX_CLASSES} values, got {len(x)}")
-    return VECTOR_HEAD.pack(mode.kind, mode.arg, len(x)) + x.tobytes()
+    return VECTOR_HEAD.pack(mode.kind, mode.arg, len(x)) + x.astype("<f4").tobytes()
 
 
 @dataclass
@@ -178,7 +183,8 @@ class QueryResult:
     """One answer decoded to the integers the device sent (``lattice``: its lattice values,
     or units of 10^-D for round:D), from a device or from ``mech.reference``.
 
-    ``remaining`` (micro-epsilon left today) and ``ticks`` come from a device only."""
+    ``remaining_micro`` (micro-epsilon left today) and ``ticks`` (of the DP step, in the
+    board's tick unit) come from a device only."""
 
     mode: Mode
     m: int
@@ -187,16 +193,21 @@ class QueryResult:
     indices: np.ndarray | None = None
     label: int = 0
     level: int | None = None
-    remaining: int | None = None
+    remaining_micro: int | None = None
     ticks: int | None = None
 
     @classmethod
     def from_release(cls, r: Released, mode: Mode, m: int, k: int, **device: int) -> "QueryResult":
-        """The answer of row 0 of a ``modes.release``; ``device`` may give remaining and ticks."""
+        """The answer of row 0 of a ``modes.release``; ``device`` may give remaining_micro and ticks."""
         lattice = np.zeros(0, dtype=np.int64) if r.lattice is None else np.asarray(r.lattice[0], dtype=np.int64)
         label = int(np.argmax(lattice)) if r.label is None else int(r.label[0])
         return cls(mode, m, k, lattice, None if r.indices is None else np.asarray(r.indices[0], dtype=np.int64),
                    label, None if r.level is None else int(r.level[0]), **device)
+
+    @property
+    def remaining(self) -> float | None:
+        """Epsilon the device still allows today after this answer (daily and lifetime room)."""
+        return None if self.remaining_micro is None else to_epsilon(self.remaining_micro)
 
     @property
     def values(self) -> np.ndarray | None:
@@ -235,7 +246,7 @@ def parse_query(b: bytes, mode: Mode) -> QueryResult:
         assert kind == MODE_BUCKET
         (lab, level) = struct.unpack("<HB", _sized(p, 3, "QUERY"))
         r = Released(label=np.array([lab]), level=np.array([level]))
-    return QueryResult.from_release(r, mode, m, k, remaining=remaining, ticks=ticks)
+    return QueryResult.from_release(r, mode, m, k, remaining_micro=remaining, ticks=ticks)
 
 
 # ---- test-build commands -----------------------------------------------------------------

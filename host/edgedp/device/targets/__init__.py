@@ -6,8 +6,11 @@ pyserial URL (``/dev/ttyACM0``, ``socket://host:port``, ``rfc2217://…``)."""
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import Protocol
 
+from ..errors import TransportError
 from ..transport import Link, SerialLink
 
 
@@ -32,7 +35,6 @@ class UrlTarget:
         return self._link
 
     def reset(self) -> None:
-        from ..errors import TransportError
         raise TransportError(f"{self.name}: reset is not available over a plain serial link")
 
     def close(self) -> None:
@@ -40,11 +42,24 @@ class UrlTarget:
 
 
 DEFAULT_TARGET = "qemu"
+NAMES = ("qemu", "qemu:stm32f4", "host", "host:san", "renode")
+SERIAL_HELP = "a pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT) or a serial device (/dev/ttyACM0, COM3)"
+
+
+def check_spec(spec: str) -> str:
+    """spec if it names a target or a serial link; TransportError at once (listing the valid ones) if not."""
+    if spec in NAMES or "://" in spec or re.fullmatch(r"COM\d+", spec, re.I):
+        return spec
+    if spec.startswith("/"):
+        if Path(spec).exists():
+            return spec
+        raise TransportError(f"target {spec}: no such serial device")
+    raise TransportError(f"unknown target {spec!r}: use {', '.join(NAMES)}, or {SERIAL_HELP}")
 
 
 def start_target(spec: str | None = None) -> Target:
     """Start (or connect to) the target named by spec, EDGEDP_TARGET, or 'qemu'."""
-    spec = spec or os.environ.get("EDGEDP_TARGET") or DEFAULT_TARGET
+    spec = check_spec(spec or os.environ.get("EDGEDP_TARGET") or DEFAULT_TARGET)
     if spec == "qemu" or spec.startswith("qemu:"):
         from .qemu import QemuTarget
         return QemuTarget.from_spec(spec)
