@@ -16,7 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ..conftest import DAY, ROOT
+from edgedp.device.elf import sections
+from edgedp.device.session import persistent_regions
+
+from ..conftest import DAY, ROOT, make
 
 pytestmark = pytest.mark.hil
 EDGEDP = str(Path(sys.executable).parent / "edgedp")
@@ -52,6 +55,20 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
     yield c
     if (c.state / "session.json").exists():
         c("device", "stop")
+
+
+def test_restored_memory_is_outside_what_the_startup_code_writes() -> None:
+    """start loads the saved bytes before reset; the startup code then copies .data and
+    zeroes .bss (firmware/boards/cortexm/startup.c): .noinit must overlap neither."""
+    make("build/qemu/edgedp.elf")
+    elf = ROOT / "build/qemu/edgedp.elf"
+    secs = sections(elf)
+    regions = persistent_regions(elf)
+    assert [r.name for r in regions] == [".noinit"] and regions[0].size >= 256  # the store's two slots
+    for name in (".data", ".bss"):
+        s = secs[name]
+        for r in regions:
+            assert r.addr >= s.addr + s.size or r.addr + r.size <= s.addr, (name, r)
 
 
 def test_config_clock_and_spend_survive_stop_and_start(cli: Cli, tmp_path: Path) -> None:

@@ -30,13 +30,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .elf import sections
 from .errors import EdgeDPError, TransportError
 from .targets.qemu import IMAGES, ensure_image, free_port, qemu_argv, qmp
 from .transport import Link, SerialLink
@@ -70,32 +70,14 @@ class Region:
     size: int
 
 
-def elf_sections(elf: Path) -> dict[str, Region]:
-    """The allocated sections (SHF_ALLOC) of a 32-bit little-endian ELF file, by name."""
-    data = elf.read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
-        raise SessionError(f"{elf} is not a 32-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<I", data, 0x20)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
-
-    def header(i: int) -> tuple[int, ...]:
-        return struct.unpack_from("<IIIIIIIIII", data, shoff + i * shentsize)
-
-    strtab = header(shstrndx)
-    names = data[strtab[4]: strtab[4] + strtab[5]]
-    out: dict[str, Region] = {}
-    for i in range(shnum):
-        name_off, _, flags, addr, _, size = header(i)[:6]
-        name = names[name_off: names.index(b"\x00", name_off)].decode()
-        if flags & 0x2 and size:
-            out[name] = Region(name, addr, size)
-    return out
-
-
 def persistent_regions(elf: Path) -> list[Region]:
-    """The image's ``.noinit*`` sections, by address."""
-    return sorted((r for n, r in elf_sections(elf).items() if n.startswith(PERSISTENT_PREFIX)),
-                  key=lambda r: r.addr)
+    """The image's allocated ``.noinit*`` sections, by address."""
+    try:
+        secs = sections(elf)
+    except ValueError as exc:
+        raise SessionError(str(exc)) from None
+    return sorted((Region(x.name, x.addr, x.size) for n, x in secs.items()
+                   if n.startswith(PERSISTENT_PREFIX) and x.alloc and x.size), key=lambda r: r.addr)
 
 
 @dataclass
