@@ -27,6 +27,7 @@ and ``memory/<target>.json`` with one ``.bin`` file per saved section.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -44,6 +45,7 @@ from .transport import Link, SerialLink
 STATE_FILE = "session.json"
 LOG_FILE = "qemu.log"
 PERSISTENT_PREFIX = ".noinit"
+QMP_DIR_PREFIX = "edgedp-session-"
 
 
 class SessionError(EdgeDPError):
@@ -171,8 +173,13 @@ def forget_stale() -> Session | None:
 
 
 def _cleanup(s: Session) -> None:
+    """Remove the state file and the QMP socket with the directory ``start`` made for it."""
     (state_dir() / STATE_FILE).unlink(missing_ok=True)
-    shutil.rmtree(Path(s.qmp).parent, ignore_errors=True)
+    sock = Path(s.qmp)
+    if sock.parent.name.startswith(QMP_DIR_PREFIX):
+        sock.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            sock.parent.rmdir()
 
 
 def _memory_paths(target: str) -> tuple[Path, Path]:
@@ -272,7 +279,7 @@ def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0) -> S
     loader = _loader_args(target, regions)
     d = state_dir()
     d.mkdir(parents=True, exist_ok=True)
-    qmp_dir = tempfile.mkdtemp(prefix="edgedp-session-")  # short path: Unix socket names are limited
+    qmp_dir = tempfile.mkdtemp(prefix=QMP_DIR_PREFIX)  # short path: Unix socket names are limited
     qmp_path = str(Path(qmp_dir) / "qmp.sock")
     port = free_port()
     argv = qemu_argv(elf, usart, port, qmp_path, icount=False, wait=False) + loader
