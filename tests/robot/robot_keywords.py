@@ -24,7 +24,6 @@ import numpy as np
 from edgedp import __version__
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device, load_key
-from edgedp.device.elf import sections
 from edgedp.device.errors import DeviceError, ErrorCode, TransportError
 from edgedp.device.targets import Target, UrlTarget, start_target
 from edgedp.device.targets.renode import PrefixLink, read_banner
@@ -262,6 +261,8 @@ class EdgedpKeywords:
 
 def _section_size(elf: str, section: str) -> int:
     """Size in bytes of ``section`` in an ELF file (AssertionError if absent)."""
+    from edgedp.device.elf import sections
+
     try:
         found = sections(Path(elf)).get(section)
     except ValueError as exc:
