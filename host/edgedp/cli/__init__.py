@@ -31,6 +31,7 @@ COMMANDS: dict[str, Entry] = {
     "budget": Entry("device", "budget", "The privacy budget: today's and lifetime spend, caps, and the store's "
                                         "state."),
     "admin": Entry("device", "admin", "Authenticated administration (HMAC-SHA256 with the device key)."),
+    "device": Entry("session", "device", "A long-lived emulated device that keeps its state between commands."),
     "verify": Entry("verify", "verify", "Replay N varied queries bit for bit and test >= 1e5 noise samples "
                                         "(test builds)."),
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
