@@ -166,6 +166,7 @@ class ReferenceDevice:
     def query(self, x: np.ndarray, mode: Mode | str = "full") -> dict:
         """The integers the device sends for this query: lattice/indices/label/level."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        modes.check_fits(self.lattice(np.size(x)), mode)  # the device refuses before drawing noise
         y, lat = self.noisy(x)
         return encode_mode(y, lat, mode)
 
