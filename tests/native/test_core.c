@@ -1,7 +1,7 @@
 /* Native unit tests of the DP core: RFC vectors and a vector tool for pytest.
  *
  *   test_core rfc                 built-in known-answer tests; exit 0 iff all pass
- *   test_core chacha KEY N        N keystream blocks (counter 0) of the DRBG, hex
+ *   test_core chacha KEY N        the DRBG output of N batches (56 words each), hex
  *   test_core bits KEY N          N DRBG bits via edp_drbg_bits in odd-sized pulls, as 0/1 text
  *   test_core hmac KEY MSG        HMAC-SHA256 tag, hex (arguments in hex)
  *   test_core crc HEX             CRC-32 of the bytes, decimal
@@ -72,8 +72,13 @@ static void rfc8439_keystream(void)
     edp_drbg_seed(&d, zero);
     w0 = edp_drbg_bits(&d, 32);
     w1 = edp_drbg_bits(&d, 32);
-    /* keystream bytes 76 b8 e0 ad a0 f1 3d 90 -> little-endian words */
-    check(w0 == 0xade0b876u && w1 == 0x903df1a0u, "RFC 8439 A.1 #1 keystream through the DRBG");
+    /* Keystream bytes 0..31 of the first batch are the next key (fast key
+     * erasure); output starts at bytes 32..39: da 41 59 7c 51 57 48 8d. */
+    check(w0 == 0x7c5941dau && w1 == 0x8d485751u, "RFC 8439 A.1 #1 keystream (bytes 32..39) through the DRBG");
+    /* The key of the first batch is gone: state holds keystream words 0..7 (bytes
+     * 76 b8 e0 ad ... 8b 77 0d c7) and the buffer no longer holds them. */
+    check(d.state[4] == 0xade0b876u && d.state[11] == 0xc70d778bu && d.block[0] == 0 && d.block[7] == 0,
+          "fast key erasure: next key from the batch, wiped from the buffer");
 }
 
 static void sha_vectors(void)
@@ -161,7 +166,7 @@ int main(int argc, char **argv)
         long n = atol(argv[3]), i;
         unhex(argv[2], a, 32);
         edp_drbg_seed(&d, a);
-        for (i = 0; i < 16 * n; i++) {
+        for (i = 0; i < (EDP_DRBG_BATCH_WORDS - EDP_DRBG_KEY_WORDS) * n; i++) {
             uint32_t w = edp_drbg_bits(&d, 32);
             printf("%02x%02x%02x%02x", w & 0xff, (w >> 8) & 0xff, (w >> 16) & 0xff, w >> 24);
         }
