@@ -5,6 +5,7 @@
  *   test_core bits KEY N          N DRBG bits via edp_drbg_bits in odd-sized pulls, as 0/1 text
  *   test_core hmac KEY MSG        HMAC-SHA256 tag, hex (arguments in hex)
  *   test_core crc HEX             CRC-32 of the bytes, decimal
+ *   test_core dlap INV_T SHIFT    sampler set-up: "J L K KP tail tail_rounds" or "error CODE"
  *   test_core cobs HEX            COBS round trip through edp_cobs_write/edp_cobs_decode, hex
  */
 #include <stdio.h>
@@ -204,6 +205,13 @@ int main(int argc, char **argv)
         printf("%u\n", (unsigned)edp_crc32(0, a, n));
         return 0;
     }
+    if (argc == 4 && strcmp(argv[1], "dlap") == 0) {
+        static edp_dlap_t t;
+        int err = edp_dlap_setup(&t, strtod(argv[2], NULL), strtod(argv[3], NULL));
+        if (err) printf("error %d\n", err);
+        else printf("%u %u %u %u %u %u\n", t.J, t.L, t.K, t.KP, t.tail, t.tail_rounds);
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "cobs") == 0) {
         size_t n = unhex(argv[2], a, sizeof a), i, m;
         uint8_t *o = b;
@@ -219,6 +227,6 @@ int main(int argc, char **argv)
         printf("\n");
         return 0;
     }
-    fprintf(stderr, "usage: test_core rfc | chacha KEY N | bits KEY N | hmac KEY MSG | crc HEX | cobs HEX\n");
+    fprintf(stderr, "usage: test_core rfc | chacha KEY N | bits KEY N | hmac KEY MSG | crc HEX | dlap INV_T SHIFT | cobs HEX\n");
     return 2;
 }

@@ -54,7 +54,7 @@ static int32_t auto_exponent(uint32_t k, double sens)
 
 int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
 {
-    double sens, inv_t;
+    double sens, shift, inv_t;
     float slo, shi;
     int32_t m;
     int err = edp_mech_config_check(c);
@@ -70,8 +70,9 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     p->ylo = ceil_f(slo);
     p->yhi = floor_f(shi);
     if (p->ylo > p->yhi) return EDP_ERR_BAD_VALUE;
-    inv_t = ((double)c->eps_micro / 1e6) / (sens * pow2d(m) + (double)k);
-    err = edp_dlap_setup(&p->dlap, inv_t);
+    shift = sens * pow2d(m) + (double)k;  /* L1 bound of neighbouring lattice vectors */
+    inv_t = ((double)c->eps_micro / 1e6) / shift;
+    err = edp_dlap_setup(&p->dlap, inv_t, shift);
     if (err) return err;
     p->cfg = *c;
     p->k = k;

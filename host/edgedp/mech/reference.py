@@ -15,7 +15,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from . import modes
-from .lattice import ALIAS_BITS, ALIAS_N, TAIL_ROUNDS, Lattice, make_lattice, quantize
+from .lattice import ALIAS_BITS, ALIAS_N, Lattice, make_lattice, quantize
 from .modes import Mode
 
 TEST_SEED = bytes(range(32))
@@ -109,7 +109,7 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
     the acceptance bits, continued lazily when they are all ones, are below a_V; column
     i keeps its value iff the keep bits (continued lazily on a tie) are below
     keep[i] / 2^64. The tail outcome adds ``lat.tail`` to W and draws a new column and
-    keep prefix (at most TAIL_ROUNDS times). A rejected V, or (negative, 0), restarts
+    keep prefix (at most lat.tail_rounds times). A rejected V, or (negative, 0), restarts
     the whole draw."""
     L, K, KP = lat.L, lat.K, lat.KP
     n1 = lat.take_bits
@@ -136,7 +136,7 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
                 tp = th >> (64 - KP)
                 if p > tp or (p == tp and not bits.less_than(th & ((1 << (64 - KP)) - 1), 64 - KP)):
                     i = lat.alias[i]
-            if i != lat.tail or rounds == TAIL_ROUNDS:
+            if i != lat.tail or rounds == lat.tail_rounds:
                 break
             w += lat.tail
             rounds += 1

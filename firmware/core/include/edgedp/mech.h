@@ -55,7 +55,7 @@ int edp_mech_check_values(const float *x, uint32_t k);
 void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q);
 
 /* In place: y[i] += z_i, z_i discrete Laplace(t). The result is not clamped:
- * |y| < 2^31 because |q| < 2^24 and |z| < 97 * 2^24. */
+ * |y| < 2^31 because |q| < 2^24 and |z| < 2^31 - 2^24 (EDP_DLAP_Z_LIMIT). */
 void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y);
 
 /* Validate a mode and its argument for k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
