@@ -199,7 +199,8 @@ RENODE_MODELS = {
     "cpu": "CPU.CortexM", "dwt": "Miscellaneous.DWT", "usart2": "UART.STM32_UART",
     "usart3": "UART.STM32_UART", "rcc": "Miscellaneous.STM32F4_RCC", "rtc": "Timers.STM32F4_RTC",
     "pwr": "Miscellaneous.STM32_PWR", "rng": "Miscellaneous.STM32F4_RNG",
-    "iwdg": "Timers.STM32_IndependentWatchdog",
+    "iwdg": "Timers.STM32_IndependentWatchdog", "gpioPortA": "GPIOPort.STM32_GPIOPort",
+    "gpioPortD": "GPIOPort.STM32_GPIOPort",
 }
 
 
@@ -229,7 +230,7 @@ def test_renode_read_hooks_set_what_the_firmware_waits_for():
 def test_renode_install_instructions_name_current_packages():
     """The portable package of Renode's README (`renode-latest.linux-portable.tar.gz`), not the
     older `-dotnet` name; the Robot Framework pin of renode-test in Renode 1.16 (6.1)."""
-    from edgedp.targets import renode as renode_target
+    from edgedp.device.targets import renode as renode_target
 
     texts = {"README.md": (ROOT / "README.md").read_text(),
              "renode/README.md": (ROOT / "renode" / "README.md").read_text(),
