@@ -188,15 +188,17 @@ static void alias_masses(edp_dlap_t *d, double inv_t)
     for (w++; w < EDP_DLAP_ALIAS_N; w++) d->keep[w] = split(0);
 }
 
-/* tail_rounds R: W reaches the cap (R + 1) tail (the point mass) only after R + 1
- * tail outcomes, so with p = q^tail's mass / 2^64 and span = tail 2^L lattice
- * steps, P(|z| >= (R + 1) span - s) <= 2 p^(R + 1 - ceil(s / span)) for a shift
- * s. R is the least with p^(R + 1 - ceil(shift / span)) <= 2^-69 (in double:
- * relative error below 2^-40), so that the cap adds at most 4 p^... < 2^-66 of
- * delta per coordinate (docs/privacy.md section 2);
- * the largest |z|, (R + 2) span - 1, must stay below EDP_DLAP_Z_LIMIT. Reads
- * the tail mass from d->keep, so it runs before alias_pairs
- * (lattice.tail_rounds). */
+/* tail_rounds R': W reaches the cap (R' + 1) tail, a point mass, only after
+ * R' + 1 tail outcomes of probability p each (p = the tail's mass / 2^64). With
+ * span = tail 2^L lattice steps, a neighbour s steps away puts mass where the
+ * capped law differs from the uncapped one only at |z| >= (R' + 1) span - s,
+ * which has probability <= 2 p^(R' + 1 - ceil(s / span)); with the other sign,
+ * at most 4 p^(R' + 1 - ceil(s / span)) of delta per coordinate. R' is the least
+ * with p^(R' + 1 - ceil(shift / span)) <= 2^-EDP_DLAP_CAP_BITS, so that this
+ * delta stays below 2^-66 (docs/privacy.md section 2; the double product's
+ * relative error is far below 2^-40). EDP_ERR_BAD_VALUE if the largest |z|,
+ * (R' + 2) span - 1, would reach EDP_DLAP_Z_LIMIT. Reads the tail mass from
+ * d->keep, so it runs before alias_pairs. Mirrored by lattice.tail_rounds. */
 static int tail_cap(edp_dlap_t *d, double shift)
 {
     double p = (double)join(d->keep[d->tail]) / 18446744073709551616.0, pr = 1.0, span = (double)d->tail;
