@@ -308,7 +308,7 @@ def _checklist(doc: dict) -> list[str]:
         ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
          f"({td['dataset']}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
         ["Output granularity", f"**{doc['output_granularity']['class']}**: {doc['output_granularity']['releases']}"],
-        ["Per-query ε", f"{cfg['epsilon']:g} (implementation: ε + k·2⁻³⁰, δ ≤ 2⁻⁵⁸ per answer, docs/privacy.md)"],
+        ["Per-query ε", f"{cfg['epsilon']:g} (implementation: (ε + k·2^-36, k·2^-66)-DP per answer, docs/privacy.md §2)"],
         ["Daily cap", f"{cfg['daily_cap']:g} = {day['queries']} answers → basic {day['basic']:.4g}, advanced "
          f"{day['advanced']:.4g}, PLD {day['pld']:.4g} (δ = {day['delta']:g})"],
         ["Lifetime cap", (f"{cfg['lifetime_cap']:g} = {life['queries']} answers → basic {life['basic']:.4g}, PLD "

@@ -124,8 +124,38 @@ def bucket(y: np.ndarray, lat: Lattice) -> tuple[np.ndarray, np.ndarray]:
     return lab, level
 
 
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+"""The wire carries ROUND values as int32."""
+
+
+def _round_int(num: int, m: int) -> int:
+    return num << -m if m <= 0 else (num + (1 << (m - 1))) >> m
+
+
+def round_fits(lat: Lattice, digits: int) -> bool:
+    """True iff round(y * g, digits) in units of 10^-digits fits int32 for every y in [lo, hi]
+    (monotone in y: the two ends decide). Mirrors edp_mech_mode_fits."""
+    ends = [_round_int(v * 10 ** digits, lat.m) for v in (lat.lo, lat.hi)]
+    return INT32_MIN <= min(ends) and max(ends) <= INT32_MAX
+
+
+def check_fits(lat: Lattice, mode: Mode) -> None:
+    """Raise ValueError where the device refuses the mode for this lattice (ERR_BAD_VALUE,
+    before any noise is drawn or budget charged): SIMPLEX with a step above 1, ROUND:D whose
+    values overflow int32."""
+    if mode.kind == MODE_SIMPLEX and lat.m < 0:
+        raise ValueError("simplex mode needs a lattice step of at most 1")
+    if mode.kind == MODE_ROUND and not round_fits(lat, mode.arg):
+        raise ValueError(f"round:{mode.arg} values of the range [{lat.lo * lat.granularity:g}, "
+                         f"{lat.hi * lat.granularity:g}] overflow int32: use fewer decimals")
+
+
 def round_decimals(y: np.ndarray, lat: Lattice, digits: int) -> np.ndarray:
-    """round(y * g, digits) as integers in units of 10^-digits (half rounds up)."""
+    """round(y * g, digits) as integers in units of 10^-digits (half rounds up).
+
+    Raises ValueError where the values would not fit int32 (round_fits)."""
+    if not round_fits(lat, digits):
+        raise ValueError(f"round:{digits} values overflow int32 for this range and lattice")
     num = clamp(y, lat).astype(np.int64) * (10 ** digits)
     if lat.m <= 0:
         return num << (-lat.m)

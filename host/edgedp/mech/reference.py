@@ -2,8 +2,10 @@
 
 The keystream comes from the ``cryptography`` package (ChaCha20 with a 16-byte
 nonce = 64-bit little-endian block counter || 8 zero bytes, which is the
-device's state layout); bits are consumed MSB first from each little-endian
-32-bit word, lazily, exactly as ``firmware/core/include/edgedp/drbg.h``.
+device's state layout), in batches of 4 blocks with fast key erasure: the first
+32 bytes of each batch key the next one and are never output. Bits are consumed
+MSB first from each little-endian 32-bit word, lazily, exactly as
+``firmware/core/include/edgedp/drbg.h``.
 """
 from __future__ import annotations
 
@@ -14,13 +16,17 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from ..device.protocol import MechConfig, QueryResult, SampleAnswer, SampleRequest
 from . import modes
-from .lattice import ALIAS_BITS, ALIAS_N, TAIL_ROUNDS, Lattice, make_lattice, quantize
+from .lattice import ALIAS_BITS, ALIAS_N, Lattice, make_lattice, quantize
 from .modes import Mode
 
 TEST_SEED = bytes(range(32))
 """The documented boot seed of test images (firmware/boards/test_keys.h)."""
 
-_BLOCKS_PER_REFILL = 256
+BATCH_BLOCKS = 4
+"""ChaCha20 blocks per batch (EDP_DRBG_BATCH_BLOCKS)."""
+KEY_BYTES = 32
+"""Fast key erasure: the first 32 bytes of a batch are the next key (EDP_DRBG_KEY_WORDS)."""
+_BATCHES_PER_REFILL = 64
 
 
 class BitStream:
@@ -34,12 +40,17 @@ class BitStream:
         self._words: list[int] = []
         self._pos = 0  # bit position into the concatenated words
 
+    def _batch(self) -> bytes:
+        """The output bytes of the next batch; re-keys from its first 32 bytes."""
+        nonce = struct.pack("<Q", self._block) + bytes(8)
+        raw = Cipher(algorithms.ChaCha20(self._key, nonce), mode=None).encryptor().update(bytes(64 * BATCH_BLOCKS))
+        self._block += BATCH_BLOCKS
+        self._key = raw[:KEY_BYTES]
+        return raw[KEY_BYTES:]
+
     def _extend(self, need: int) -> None:
         while len(self._words) * 32 - self._pos < need:
-            nonce = struct.pack("<Q", self._block) + bytes(8)
-            enc = Cipher(algorithms.ChaCha20(self._key, nonce), mode=None).encryptor()
-            raw = enc.update(bytes(64 * _BLOCKS_PER_REFILL))
-            self._block += _BLOCKS_PER_REFILL
+            raw = b"".join(self._batch() for _ in range(_BATCHES_PER_REFILL))
             drop = self._pos // 32
             self._words = self._words[drop:] + np.frombuffer(raw, dtype="<u4").tolist()
             self._pos -= drop * 32
@@ -99,7 +110,7 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
     the acceptance bits, continued lazily when they are all ones, are below a_V; column
     i keeps its value iff the keep bits (continued lazily on a tie) are below
     keep[i] / 2^64. The tail outcome adds ``lat.tail`` to W and draws a new column and
-    keep prefix (at most TAIL_ROUNDS times). A rejected V, or (negative, 0), restarts
+    keep prefix (at most lat.tail_rounds times). A rejected V, or (negative, 0), restarts
     the whole draw."""
     L, K, KP = lat.L, lat.K, lat.KP
     n1 = lat.take_bits
@@ -126,7 +137,7 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
                 tp = th >> (64 - KP)
                 if p > tp or (p == tp and not bits.less_than(th & ((1 << (64 - KP)) - 1), 64 - KP)):
                     i = lat.alias[i]
-            if i != lat.tail or rounds == TAIL_ROUNDS:
+            if i != lat.tail or rounds == lat.tail_rounds:
                 break
             w += lat.tail
             rounds += 1
@@ -163,6 +174,7 @@ class ReferenceDevice:
     def query(self, x: np.ndarray, mode: Mode | str = "full") -> QueryResult:
         """The answer the device sends for this query (without remaining budget and ticks)."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        modes.check_fits(self.lattice(np.size(x)), mode)  # the device refuses before drawing noise
         y, lat = self.noisy(x)
         return QueryResult.from_release(modes.release(y[None, :], lat, mode), mode, lat.m, lat.k)
 
