@@ -6,6 +6,7 @@ EDP_CORE_SRCS := \
 	firmware/core/src/crc32.c \
 	firmware/core/src/device.c \
 	firmware/core/src/dlap.c \
+	firmware/core/src/flog.c \
 	firmware/core/src/drbg.c \
 	firmware/core/src/mech.c \
 	firmware/core/src/proto.c \
