@@ -27,7 +27,8 @@ EDP_STM32F4_SRCS := \
 	firmware/boards/stm32f4/rng.c \
 	firmware/boards/stm32f4/rtc.c \
 	firmware/boards/stm32f4/bkpsram.c \
-	firmware/boards/stm32f4/cycles.c
+	firmware/boards/stm32f4/cycles.c \
+	firmware/boards/stm32f4/flash.c
 
 # Everything the production stm32f4 image is built from (PlatformIO builds this list).
 EDP_STM32F4_IMAGE_SRCS = $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_STM32F4_SRCS)
