@@ -79,7 +79,8 @@ def test_forged_admin_commands_are_refused_and_change_nothing(qemu, test_key: by
         with pytest.raises(DeviceError, match="ERR_AUTH"):
             qemu.admin(type_, payload, wrong)
     # A valid tag over one command does not authorise another type.
-    body = P.admin_body(P.CONFIG, before.auth_counter + 1, b"", test_key)
+    ch = qemu.challenge(test_key)
+    body = P.admin_body(P.CONFIG, ch.nonce, ch.counter + 1, b"", test_key)
     qemu.send_raw(frames.encode(P.RESET_BUDGET, 77, body))
     f = qemu.receive()
     assert f.type == P.ERROR and f.body[0] == 9

@@ -51,7 +51,7 @@ static void p_uart(void *c, const uint8_t *b, size_t n)
 }
 
 static const edp_port_t port = {0, p_entropy, p_ticks, p_day, p_set_time, p_read, p_write, p_key, p_uart,
-                                "fuzz", 1, EDP_TICK_HOST};
+                                "fuzz", 1, EDP_TICK_HOST, 0, 0};
 
 static void put_frame(uint8_t *raw, size_t *n, uint8_t type, const uint8_t *body, size_t blen)
 {

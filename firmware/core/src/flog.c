@@ -71,7 +71,8 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
                 log->flash = 0;
                 return err;
             }
-            if (!erased(buf)) used[s] = (i + 1) * EDP_FLOG_RECORD;
+            if (erased(buf)) continue;
+            used[s] = (i + 1) * EDP_FLOG_RECORD;
             if (!parse(buf, &seq, &m)) continue;
             merge(&log->mark, &m);
             if (!have[s] || seq > top[s]) top[s] = seq;
