@@ -413,9 +413,9 @@ static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
     uint8_t *start = *o;
     int err;
     if (n) return EDP_ERR_LEN;
+    if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
     if (!d->auth_ok) auth_seed(d);
     if (!d->auth_ok) return EDP_ERR_ENTROPY;
-    if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
     memcpy(*o, d->nonce, EDP_AUTH_NONCE);
     *o = edp_wr64(*o + EDP_AUTH_NONCE, d->rec.auth_counter);
     edp_hmac_init(&h, key, 32);

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from ..transport import Link, SerialLink
 
 IMAGES = {"qemu": ("qemu", 1), "qemu:stm32f4": ("stm32f4", 2)}
 QEMU = "qemu-system-arm"
+HOST_ENTROPY = 0x2001FFE0
 
 
 def free_port() -> int:
@@ -57,6 +59,11 @@ class QemuTarget:
         argv = [QEMU, "-M", "netduinoplus2", "-nographic", "-monitor", "none",
                 "-kernel", str(elf), *serial,
                 "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+        # Fresh key material for the test image's admin nonce (boards/qemu: 32 bytes at
+        # 0x2001FFE0, rewritten by QEMU at every reset); the production image ignores it.
+        for i in range(4):
+            word = int.from_bytes(secrets.token_bytes(8), "little")
+            argv += ["-device", f"loader,addr={HOST_ENTROPY + 8 * i:#x},data={word:#x},data-len=8"]
         if os.environ.get("EDGEDP_QEMU_LOG"):
             # Log accesses to registers QEMU does not model (RCC, RNG, RTC, ...): large.
             argv += ["-d", "unimp,guest_errors", "-D", os.environ["EDGEDP_QEMU_LOG"]]
