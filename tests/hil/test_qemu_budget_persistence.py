@@ -9,6 +9,7 @@ import pytest
 from edgedp import frames, protocol as P
 from edgedp.client import Device
 from edgedp.errors import DeviceError
+from edgedp.targets.qemu import QemuTarget
 
 from ..conftest import DAY
 
@@ -106,3 +107,38 @@ def test_replayed_admin_command_is_refused(qemu, test_key: bytes) -> None:
     # An older counter with a valid tag is a replay as well.
     with pytest.raises(DeviceError, match="ERR_REPLAY"):
         dev.admin(P.RESET_BUDGET, b"", test_key, counter=1)
+
+
+def test_captured_config_is_refused_by_a_fresh_device(qemu, test_key: bytes) -> None:
+    """Issue 9.1: capture the CONFIG that `edgedp admin config` sends (Device.configure's frame),
+    then boot a fresh device (a new QEMU process: store and RAM flash model lost, as a dead
+    VBAT would lose the store) and replay the captured bytes: refused."""
+    payload = P.config_payload(4.0, 1e6, None, 0.0, 1.0, 2.0)
+    seq, wire = qemu.admin_frame(P.CONFIG, payload, test_key)
+    qemu.send_raw(wire)
+    assert qemu.receive().type == P.CONFIG | P.RESPONSE
+    fresh = QemuTarget.from_spec("qemu")
+    try:
+        dev = Device(fresh.link(), timeout=20, target=fresh)
+        dev.sync()
+        before = dev.budget()
+        assert before.store == "fresh" and before.lifetime_spent == 0
+        dev.send_raw(wire)
+        f = dev.receive()
+        assert f.type == P.ERROR and f.body[0] == 9, "the replayed CONFIG was accepted"  # ERR_AUTH
+        assert dev.budget() == before
+        # The genuine operator path still works on the fresh device.
+        dev.configure(test_key, 4.0, daily_cap=1e6)
+        assert dev.budget().epsilon_micro == 4_000_000
+    finally:
+        fresh.close()
+
+
+def test_warm_reset_draws_a_new_nonce_and_keeps_spend(qemu, test_key: bytes) -> None:
+    for _ in range(3):
+        qemu.query(X, "label")
+    before = qemu.budget()
+    ch = qemu.challenge(test_key)
+    dev = reboot(qemu)
+    assert dev.budget().lifetime_spent >= before.lifetime_spent
+    assert dev.challenge(test_key).nonce != ch.nonce  # new nonce after every boot
