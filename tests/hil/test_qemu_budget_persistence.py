@@ -6,10 +6,10 @@ import struct
 import numpy as np
 import pytest
 
-from edgedp import frames, protocol as P
-from edgedp.client import Device
-from edgedp.errors import DeviceError
-from edgedp.targets.qemu import QemuTarget
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device
+from edgedp.device.errors import DeviceError
+from edgedp.device.targets.qemu import QemuTarget
 
 from ..conftest import DAY
 

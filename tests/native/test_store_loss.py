@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp import frames, protocol as P
-from edgedp.errors import DeviceError, TransportError
+from edgedp.device import frames, protocol as P
+from edgedp.device.errors import DeviceError, TransportError
 
 from ..conftest import HostDevice
 
