@@ -66,7 +66,7 @@ static void put_frame(uint8_t *raw, size_t *n, uint8_t type, const uint8_t *body
 /* A valid frame of a random type, with plausible bodies. */
 static void seed_frame(uint8_t *raw, size_t *n)
 {
-    uint8_t body[4 + 4 * 64];
+    uint8_t body[4 + 4 * 64] = {0};
     uint32_t k = 1 + rnd() % 64, i;
     float v;
     switch (rnd() % 7) {
