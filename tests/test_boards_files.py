@@ -229,7 +229,7 @@ def test_renode_read_hooks_set_what_the_firmware_waits_for():
 def test_renode_install_instructions_name_current_packages():
     """The portable package of Renode's README (`renode-latest.linux-portable.tar.gz`), not the
     older `-dotnet` name; the Robot Framework pin of renode-test in Renode 1.16 (6.1)."""
-    from edgedp.targets import renode as renode_target
+    from edgedp.device.targets import renode as renode_target
 
     texts = {"README.md": (ROOT / "README.md").read_text(),
              "renode/README.md": (ROOT / "renode" / "README.md").read_text(),
