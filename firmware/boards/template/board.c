@@ -26,6 +26,8 @@ void edp_board_init(edp_port_t *port)
     port->board = "template";
     port->tick_hz = 1;
     port->tick_kind = EDP_TICK_SYSTICK;
+    port->auth_entropy = 0;  /* NULL: the admin nonce key comes from entropy() (a hardware RNG) */
+    port->flash = 0;         /* or two flash sectors for the high-water log (edgedp/flog.h) */
 }
 
 int edp_board_uart_read(uint8_t *buf, size_t max) { (void)buf; (void)max; return 0; }
