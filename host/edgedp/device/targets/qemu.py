@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TransportError
@@ -46,7 +47,9 @@ def ensure_image(board: str) -> Path:
 
 
 class QemuTarget:
-    def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True):
+    def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True,
+                 extra_args: Sequence[str] = ()):
+        """extra_args: appended to the qemu-system-arm command line (e.g. more -device loader)."""
         if shutil.which(QEMU) is None:
             raise TransportError(f"{QEMU} not found: install it with `apt-get install qemu-system-arm` "
                                  "(or run `make setup`)")
@@ -64,6 +67,7 @@ class QemuTarget:
         for i in range(4):
             word = int.from_bytes(secrets.token_bytes(8), "little")
             argv += ["-device", f"loader,addr={HOST_ENTROPY + 8 * i:#x},data={word:#x},data-len=8"]
+        argv += list(extra_args)
         if os.environ.get("EDGEDP_QEMU_LOG"):
             # Log accesses to registers QEMU does not model (RCC, RNG, RTC, ...): large.
             argv += ["-d", "unimp,guest_errors", "-D", os.environ["EDGEDP_QEMU_LOG"]]
