@@ -22,7 +22,7 @@ RECORD_WORDS = 9  # one 36-byte flash log record
 
 
 @pytest.fixture
-def dev_files(native_builds: None, tmp_path) -> HostDevice:
+def dev_files(native_builds: None, tmp_path: Path) -> Iterator[HostDevice]:
     h = HostDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
     yield h
     assert h.stop() in (None, 0)
