@@ -35,7 +35,7 @@
 static uint8_t store[2 * EDP_STORE_SLOT_SIZE];
 static uint8_t flash_mem[2 * EDP_HOST_FLASH_SECTOR];
 static edp_ramflash_t flash_model;
-static edp_flash_t flash_model_ops, flash;
+static edp_flash_t flash_model_ops;
 static const char *flash_path;
 static long entropy_failures;
 static const char *store_path;
@@ -187,7 +187,36 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     fwrite(buf, 1, n, stdout);
 }
 
-void edp_board_init(edp_port_t *port)
+static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
+{
+    (void)ctx;
+    *hz = 1000000000u;
+    *kind = EDP_TICK_HOST;
+}
+
+static const edp_flash_t flash = {
+    .sector_size = EDP_HOST_FLASH_SECTOR,
+    .read = flash_read,
+    .program = flash_program,
+    .erase = flash_erase,
+};
+
+static const edp_port_t port = {
+    .entropy = entropy,
+    .ticks = ticks,
+    .tick_unit = tick_unit,
+    .day = day,
+    .set_time = set_time,
+    .store_read = store_read,
+    .store_write = store_write,
+    .device_key = device_key,
+    .uart_write = uart_write,
+    .board = "host",
+    .auth_entropy = auth_entropy,
+    .flash = &flash,
+};
+
+const edp_port_t *edp_board_init(void)
 {
     const char *t = getenv("EDP_HOST_TIME"), *c = getenv("EDP_STORE_CUT_AFTER");
     const char *fc = getenv("EDP_FLASH_CUT_AFTER"), *e = getenv("EDP_HOST_ENTROPY");
@@ -201,27 +230,9 @@ void edp_board_init(edp_port_t *port)
     edp_ramflash_format(&flash_model_ops);
     load(flash_path, flash_mem, sizeof flash_mem);
     if (fc) flash_model.cut_after = atol(fc);
-    flash.ctx = 0;
-    flash.sector_size = EDP_HOST_FLASH_SECTOR;
-    flash.read = flash_read;
-    flash.program = flash_program;
-    flash.erase = flash_erase;
     if (t && strcmp(t, "unset") == 0) clock_state = 2;
     else if (t) clock_state = 1, clock_base = atoll(t);
-    port->ctx = 0;
-    port->entropy = entropy;
-    port->ticks = ticks;
-    port->day = day;
-    port->set_time = set_time;
-    port->store_read = store_read;
-    port->store_write = store_write;
-    port->device_key = device_key;
-    port->uart_write = uart_write;
-    port->board = "host";
-    port->tick_hz = 1000000000u;
-    port->tick_kind = EDP_TICK_HOST;
-    port->auth_entropy = auth_entropy;
-    port->flash = &flash;
+    return &port;
 }
 
 int edp_board_uart_read(uint8_t *buf, size_t max)
