@@ -59,8 +59,9 @@ def test_round_mode_refuses_values_beyond_int32_on_both_sides(host_device, test_
     dev = host_device.start()
     seed = bytes(range(32))
     dev.test_seed(test_key, seed)
-    dev.configure(test_key, 1.0, 1e6, None, 0.0, 10000.0, 2.0, 0)
-    ref = ReferenceDevice(seed, 1_000_000, 2.0, 0.0, 10000.0, 0)
+    cfg = MechConfig(lo=0.0, hi=10000.0, sensitivity=2.0, m=0)
+    dev.configure(test_key, cfg, Caps(daily=10**12))
+    ref = ReferenceDevice(cfg, seed)
     x = np.full(3, 10000.0)
     spent = dev.budget().daily_spent
     with pytest.raises(DeviceError) as err:
@@ -70,12 +71,13 @@ def test_round_mode_refuses_values_beyond_int32_on_both_sides(host_device, test_
         ref.query(x, "round:6")
     assert dev.budget().daily_spent == spent  # refused before the charge
     got, want = dev.query(x, "round:5"), ref.query(x, "round:5")  # same stream: nothing was drawn
-    assert np.array_equal(got.lattice, want["lattice"])
-    assert int(want["lattice"].max()) <= modes.INT32_MAX
+    assert np.array_equal(got.lattice, want.lattice)
+    assert int(want.lattice.max()) <= modes.INT32_MAX
     # negative end and a coarse lattice (m = -30: values up to 2^24 * 10^6 * 2^30 overflow int64 too)
-    dev.configure(test_key, 1.0, 1e6, None, -3e9, 1.0, 2e9, -30)
+    coarse = MechConfig(lo=-3e9, hi=1.0, sensitivity=2e9, m=-30)
+    dev.configure(test_key, coarse, Caps(daily=10**12))
     with pytest.raises(DeviceError) as err:
         dev.query(np.zeros(2), "round:6")
     assert err.value.error == ErrorCode.ERR_BAD_VALUE
-    lat = ReferenceDevice(seed, 1_000_000, 2e9, -3e9, 1.0, -30).lattice(2)
+    lat = coarse.lattice(2)
     assert not modes.round_fits(lat, 6) and modes.round_fits(lat, 0)

@@ -125,8 +125,9 @@ def test_query_warns_about_clamping_and_the_test_image(native_builds: None) -> N
 
 
 @pytest.mark.native
-def test_query_epsilon_needs_two_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
-    """BUDGET, then CONFIG: no INFO, no second BUDGET before the first QUERY."""
+def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
+    """BUDGET, then CHALLENGE (the nonce the CONFIG is signed for), then CONFIG: no INFO, no
+    second BUDGET before the first QUERY."""
     from edgedp.device import protocol as P
     from edgedp.device.client import Device
     sent: list[int] = []
@@ -139,13 +140,14 @@ def test_query_epsilon_needs_two_requests_before_the_first_query(native_builds: 
     admin = Device.admin_frame
 
     def spy_admin(self, type_, payload, key, counter=None):
+        framed = admin(self, type_, payload, key, counter)  # sends CHALLENGE first
         sent.append(type_)
-        return admin(self, type_, payload, key, counter)
+        return framed
     monkeypatch.setattr(Device, "admin_frame", spy_admin)
     r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
     assert r.exit_code == 0, r.output
     sent = [t for t in sent if t != P.PING]  # the synchronising PINGs
-    assert sent[:sent.index(P.QUERY)] == [P.BUDGET, P.CONFIG]
+    assert sent[:sent.index(P.QUERY)] == [P.BUDGET, P.CHALLENGE, P.CONFIG]
 
 
 @pytest.mark.native

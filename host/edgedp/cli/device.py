@@ -99,8 +99,9 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
                   value_range: tuple[float, float] | None, k: int) -> MechConfig:
     """The mechanism the queries of k classes will run: the device's, with the options given.
 
-    Two requests at most: BUDGET (configuration and admin counter), then CONFIG if it differs,
-    signed with --key-file or else the test images' key. A configuration the device could not
+    BUDGET (the configuration), then, only if it differs, CHALLENGE (a fresh nonce and the
+    tagged admin counter) and CONFIG signed for that nonce with --key-file or else the test
+    images' key. The counter is never taken from the unauthenticated BUDGET answer. A configuration the device could not
     serve for k classes is refused here, with the reason."""
     b = dev.budget()
     cfg = merged_config(b, epsilon, sensitivity, value_range)
@@ -108,7 +109,7 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
     if cfg.same_on_device(b.config):
         return cfg
     try:
-        dev.configure(load_key(key_file), cfg, b.caps, counter=b.auth_counter + 1)
+        dev.configure(load_key(key_file), cfg, b.caps)
     except DeviceError as exc:
         if exc.error == ErrorCode.ERR_AUTH and not key_file:
             raise EdgeDPError(NEEDS_KEY, "ERR_AUTH") from None
@@ -287,7 +288,7 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
         key = load_key(key_file)
         b = dev.budget()
         counter = dev.configure(key, merged_config(b, epsilon, sensitivity, value_range, lattice_exponent),
-                                merged_caps(b, daily_cap, lifetime_cap), counter=b.auth_counter + 1)
+                                merged_caps(b, daily_cap, lifetime_cap))
         d = {"accepted_counter": counter, **budget_dict(dev.budget())}
     emit_json(d) if as_json else click.echo(f"configured (counter {counter})")
 

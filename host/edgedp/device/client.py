@@ -141,12 +141,24 @@ class Device:
         return P.NaiveAnswer.parse(self.request(P.NAIVE, P.naive_request(x, scale)))
 
     # ---- authenticated administration ---------------------------------------
+    def challenge(self, key: bytes) -> P.Challenge:
+        """The device's current nonce and admin counter, checked against key (the answer is tagged,
+        so a man in the middle cannot make us sign a counter of its choosing)."""
+        ch = P.Challenge.parse(self.request(P.CHALLENGE))
+        if not ch.authentic(key):
+            # The device does not hold this key (or the answer was forged): it would refuse
+            # anything signed with it, so report what it would answer.
+            raise DeviceError(ErrorCode.ERR_AUTH, P.CHALLENGE)
+        return ch
+
     def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> tuple[int, bytes]:
-        """(seq, wire bytes) of an authenticated command; counter defaults to stored + 1."""
-        if counter is None:
-            counter = self.budget().auth_counter + 1
+        """(seq, wire bytes) of an authenticated command for the device's current nonce;
+        counter defaults to the challenged counter + 1. The frame is valid once, until the
+        device's next admin frame."""
+        ch = self.challenge(key)
         seq = self.next_seq()
-        return seq, frames.encode(type_, seq, P.admin_body(type_, counter, payload, key))
+        return seq, frames.encode(type_, seq, P.admin_body(type_, ch.nonce, ch.counter + 1 if counter is None
+                                                           else counter, payload, key))
 
     def admin(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> int:
         """Send an authenticated command; returns the counter the device accepted it with."""

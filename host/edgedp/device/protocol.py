@@ -22,7 +22,7 @@ from .errors import TransportError
 
 PING, INFO, BUDGET = 0x01, 0x02, 0x03
 QUERY, LOCAL, SAMPLE, NAIVE = 0x10, 0x11, 0x12, 0x13
-CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = 0x20, 0x21, 0x22, 0x23
+CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, CHALLENGE = 0x20, 0x21, 0x22, 0x23, 0x24
 ERROR, RESPONSE = 0x7F, 0x80
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
 M_AUTO = -128
@@ -324,10 +324,30 @@ class NaiveAnswer:
 ACK = struct.Struct("<Q")
 
 
-def admin_body(type_: int, counter: int, payload: bytes, key: bytes) -> bytes:
-    """counter u64 | payload | HMAC-SHA256(key, "EDP1" | type | counter | payload)."""
+@dataclass(frozen=True)
+class Challenge:
+    """CHALLENGE answer: the one-use nonce and the stored admin counter, tagged by the device."""
+
+    nonce: bytes
+    counter: int
+    tag: bytes
+
+    @classmethod
+    def parse(cls, b: bytes) -> "Challenge":
+        if len(b) != 56:
+            raise ValueError(f"a CHALLENGE answer is 56 bytes, got {len(b)}")
+        return cls(b[:16], struct.unpack_from("<Q", b, 16)[0], b[24:])
+
+    def authentic(self, key: bytes) -> bool:
+        """True iff the tag is HMAC-SHA256(key, "EDPC" | nonce | counter)."""
+        want = hmac.new(key, b"EDPC" + self.nonce + struct.pack("<Q", self.counter), hashlib.sha256).digest()
+        return hmac.compare_digest(want, self.tag)
+
+
+def admin_body(type_: int, nonce: bytes, counter: int, payload: bytes, key: bytes) -> bytes:
+    """counter u64 | payload | HMAC-SHA256(key, "EDP2" | type | nonce | counter | payload)."""
     head = struct.pack("<Q", counter) + payload
-    tag = hmac.new(key, b"EDP1" + bytes([type_]) + head, hashlib.sha256).digest()
+    tag = hmac.new(key, b"EDP2" + bytes([type_]) + nonce + head, hashlib.sha256).digest()
     return head + tag
 
 

@@ -174,7 +174,7 @@ class ReferenceDevice:
     def query(self, x: np.ndarray, mode: Mode | str = "full") -> QueryResult:
         """The answer the device sends for this query (without remaining budget and ticks)."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
-        modes.check_fits(self.lattice(np.size(x)), mode)  # the device refuses before drawing noise
+        modes.check_fits(self.cfg.lattice(np.size(x)), mode)  # the device refuses before drawing noise
         y, lat = self.noisy(x)
         return QueryResult.from_release(modes.release(y[None, :], lat, mode), mode, lat.m, lat.k)
 
