@@ -20,7 +20,9 @@ import pytest
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError, ErrorCode
+from edgedp.device.protocol import Caps, MechConfig, SampleRequest
 from edgedp.device.targets.qemu import QemuTarget
+from edgedp.mech.lattice import MICRO
 from edgedp.mech.modes import Mode
 
 from ..conftest import ROOT
@@ -123,7 +125,7 @@ def test_test_commands_do_not_exist(dev: Device, test_key: bytes) -> None:
     x = np.array([0.5, 0.5], dtype=np.float32)
     calls = {
         "local": lambda: dev.local(x),
-        "sample": lambda: dev.sample(1.0, 2.0, 10, 16),
+        "sample": lambda: dev.sample(SampleRequest(MICRO, 2.0, 10, 16)),
         "naive": lambda: dev.naive(x, 2.0),
         "test_seed": lambda: dev.test_seed(test_key, bytes(32)),
     }
@@ -136,7 +138,7 @@ def test_test_commands_do_not_exist(dev: Device, test_key: bytes) -> None:
 @pytest.mark.parametrize("cmd", ["config", "set_time", "reset_budget"])
 def test_admin_refused_without_provisioned_key(dev: Device, test_key: bytes, cmd: str) -> None:
     calls = {
-        "config": lambda: dev.configure(test_key, 1.0, daily_cap=100.0),
+        "config": lambda: dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO)),
         "set_time": lambda: dev.set_time(test_key, 1767225600),
         "reset_budget": lambda: dev.reset_budget(test_key),
     }
@@ -216,7 +218,7 @@ def test_provisioned_key_is_read_from_flash(provisioned_elf: Path, test_key: byt
         dev = Device(target.link(), timeout=20, target=target)
         dev.sync()
         for call in (lambda: dev.set_time(bytes(range(32)), 1767225600),
-                     lambda: dev.configure(test_key, 1.0, daily_cap=100.0),
+                     lambda: dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO)),
                      lambda: dev.test_seed(test_key, bytes(32))):
             with pytest.raises(DeviceError) as e:
                 call()

@@ -11,7 +11,9 @@ from elftools.elf.elffile import ELFFile
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError
+from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget, ensure_image
+from edgedp.mech.lattice import MICRO, to_micro
 
 from ..conftest import DAY
 
@@ -20,7 +22,7 @@ X = np.array([0.3, 0.3, 0.4])
 
 
 def exhaust(dev: Device, key: bytes, cap: float = 3.0) -> None:
-    dev.configure(key, 1.0, daily_cap=cap)
+    dev.configure(key, MechConfig(), Caps(daily=to_micro(cap)))
     for _ in range(int(cap)):
         dev.query(X, "label")
     with pytest.raises(DeviceError, match="ERR_BUDGET"):
@@ -63,7 +65,7 @@ def test_clock_back_resets_nothing_and_forward_resets_only_the_day(qemu, test_ke
 
 def test_lifetime_cap_is_enforced_across_days(qemu, test_key: bytes) -> None:
     spent = qemu.budget().lifetime_spent
-    qemu.configure(test_key, 1.0, daily_cap=100.0, lifetime_cap=spent / 1e6 + 2.0)
+    qemu.configure(test_key, MechConfig(), Caps(daily=100 * MICRO, lifetime=spent + 2 * MICRO))
     qemu.query(X)
     qemu.query(X)
     with pytest.raises(DeviceError, match="ERR_BUDGET"):
@@ -77,7 +79,7 @@ def test_forged_admin_commands_are_refused_and_change_nothing(qemu, test_key: by
     exhaust(qemu, test_key)
     before = qemu.budget()
     wrong = bytes(32)
-    for type_, payload in [(P.RESET_BUDGET, b""), (P.CONFIG, P.config_payload(1.0, 1e6, None, 0, 1, 2)),
+    for type_, payload in [(P.RESET_BUDGET, b""), (P.CONFIG, P.config_payload(MechConfig(), Caps(daily=10**12))),
                            (P.SET_TIME, struct.pack("<Q", qemu.epoch + 9 * DAY)), (P.TEST_SEED, bytes(32))]:
         with pytest.raises(DeviceError, match="ERR_AUTH"):
             qemu.admin(type_, payload, wrong)
@@ -115,7 +117,7 @@ def test_captured_config_is_refused_by_a_fresh_device(qemu, test_key: bytes) -> 
     """Issue 9.1: capture the CONFIG that `edgedp admin config` sends (Device.configure's frame),
     then boot a fresh device (a new QEMU process: store and RAM flash model lost, as a dead
     VBAT would lose the store) and replay the captured bytes: refused."""
-    payload = P.config_payload(4.0, 1e6, None, 0.0, 1.0, 2.0)
+    payload = P.config_payload(MechConfig(eps_micro=4 * MICRO), Caps(daily=10**6 * MICRO))
     seq, wire = qemu.admin_frame(P.CONFIG, payload, test_key)
     qemu.send_raw(wire)
     assert qemu.receive().type == P.CONFIG | P.RESPONSE
@@ -130,7 +132,7 @@ def test_captured_config_is_refused_by_a_fresh_device(qemu, test_key: bytes) -> 
         assert f.type == P.ERROR and f.body[0] == 9, "the replayed CONFIG was accepted"  # ERR_AUTH
         assert dev.budget() == before
         # The genuine operator path still works on the fresh device.
-        dev.configure(test_key, 4.0, daily_cap=1e6)
+        dev.configure(test_key, MechConfig(eps_micro=4 * MICRO), Caps(daily=10**6 * MICRO))
         assert dev.budget().epsilon_micro == 4_000_000
     finally:
         fresh.close()
@@ -165,7 +167,7 @@ def test_store_lost_at_every_reset_keeps_spend_and_counter_from_flash(test_key: 
     try:
         dev = Device(t.link(), timeout=20, target=t)
         dev.sync()
-        dev.configure(test_key, 1.0, daily_cap=1000.0)
+        dev.configure(test_key, MechConfig(), Caps(daily=1000 * MICRO))
         for _ in range(30):  # 30 records and more: the 28-slot log sector switches
             dev.query(X, "label")
         before = dev.budget()

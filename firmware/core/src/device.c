@@ -156,7 +156,7 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     int err = parse_vector(d, b, n, &mode, &arg, &k), len;
     if (err) return err;
     if ((err = ensure_plan(d, k))) return err;
-    if (mode == EDP_MODE_SIMPLEX && d->plan.m < 0) return EDP_ERR_BAD_VALUE;
+    if ((err = edp_mech_mode_fits(&d->plan, mode, arg))) return err;
     /* A failed (re)seed is retried at every query; no answer while it fails. */
     if (!d->entropy_ok || (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS)) {
         reseed(d);
