@@ -59,6 +59,14 @@ build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/b
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
+# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c
+# (tests and `edgedp bench` compare models this way).
+build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/$*.c \
+	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
 build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/gen/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \

@@ -107,6 +107,17 @@ class Device:
         body = self.request(P.QUERY, P.pack_vector(x, mode))
         return P.parse_query(body, mode)
 
+    def infer(self, x: np.ndarray, mode: Mode | str = "full") -> tuple[P.QueryResult, int]:
+        """Model inputs in, the private release of the model's output out (charged like QUERY):
+        (answer, instructions-clock ticks of the inference, 0 in production builds)."""
+        mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        return P.parse_infer(self.request(P.INFER, P.pack_vector(x, mode)), mode)
+
+    def infer_local(self, x: np.ndarray) -> tuple[int, int]:
+        """The model's local path (test builds): (argmax of the raw output, crc32 of its float32 bytes)."""
+        _, label, crc = struct.unpack("<HHI", self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(0))))
+        return label, crc
+
     def local(self, x: np.ndarray) -> tuple[int, int]:
         """Run the on-device local path (test builds): (label, crc32 of the raw lattice vector)."""
         label, crc = struct.unpack("<HI", self.request(P.LOCAL, P.pack_vector(x, Mode(0))))

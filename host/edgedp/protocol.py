@@ -12,6 +12,7 @@ from .modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX,
 
 PING, INFO, BUDGET = 0x01, 0x02, 0x03
 QUERY, LOCAL, SAMPLE, NAIVE = 0x10, 0x11, 0x12, 0x13
+INFER, INFER_LOCAL = 0x14, 0x15
 CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = 0x20, 0x21, 0x22, 0x23
 ERROR, RESPONSE = 0x7F, 0x80
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
@@ -115,6 +116,12 @@ def parse_query(b: bytes, mode: Mode) -> QueryResult:
     elif kind == MODE_BUCKET:
         r.label, r.level = struct.unpack_from("<HB", p)
     return r
+
+
+def parse_infer(b: bytes, mode: Mode) -> tuple[QueryResult, int]:
+    """An INFER answer: the QUERY layout with infer_ticks u32 after the 16-byte head."""
+    (infer_ticks,) = struct.unpack_from("<I", b, 16)
+    return parse_query(b[:16] + b[20:], mode), infer_ticks
 
 
 def admin_body(type_: int, counter: int, payload: bytes, key: bytes) -> bytes:

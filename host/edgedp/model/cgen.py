@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 
-from .spec import HEADS, DeviceModel
+from .spec import HEADS, Dense, DeviceModel, Net
 
 M_AUTO = -128
 
@@ -70,3 +71,42 @@ def generate(model: DeviceModel, source: str = "") -> str:
         f"{_f(np.float32(model.sensitivity))}, {m},\n}};\n"
         "const edp_model_t *const edp_app_model = &model;\n")
     return "".join(out)
+
+
+_ARRAY = re.compile(r"static const (float|uint16_t) (\w+)\[(\d+)\] = \{([^}]*)\};")
+_LAYERS = re.compile(r"static const edp_dense_t layers(\d+)\[\d+\] = \{(.*)\};")
+_LAYER = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+)\}")
+_MODEL = re.compile(r'static const edp_model_t model = \{\s*"([^"]+)", (\d+), (\d+), (\d+), (\d+), nets, '
+                    r"scratch,\s*(\S+), (\S+), (\S+), (\S+),\s*\};")
+
+
+def _value(text: str) -> float:
+    t = text.strip().rstrip("f")
+    return float(t) if "x" not in t else float.fromhex(t)
+
+
+def read(path: str | Path) -> DeviceModel:
+    """The model a generated C file holds (what the image computes), for the host reference."""
+    text = Path(path).read_text()
+    arrays = {}
+    for ctype, name, n, body in _ARRAY.findall(text):
+        vals = [v for v in body.replace("\n", " ").split(",") if v.strip()]
+        if len(vals) != int(n):
+            raise ValueError(f"{path}: {name} has {len(vals)} values, declared {n}")
+        arrays[name] = (np.array([_value(v) for v in vals], dtype=np.float32) if ctype == "float"
+                        else np.array([int(v) for v in vals], dtype=np.int64))
+    nets = []
+    for t, body in _LAYERS.findall(text):
+        layers = tuple(Dense(arrays[w].reshape(int(i), int(o)), arrays[b]) for i, o, w, b in _LAYER.findall(body))
+        nets.append(Net(layers, arrays[f"cls{t}"]))
+    m = _MODEL.search(text)
+    if m is None or not nets:
+        raise ValueError(f"{path}: not a model file written by `edgedp deploy`")
+    name, head, n_features, n_classes, n_nets, lo, hi, sens, mm = m.groups()
+    if int(n_nets) != len(nets):
+        raise ValueError(f"{path}: {n_nets} nets declared, {len(nets)} found")
+    model = DeviceModel(name, HEADS[int(head)], int(n_classes), tuple(nets), _value(lo), _value(hi),
+                        _value(sens), None if mm == "EDP_M_AUTO" else int(mm))
+    if model.n_features != int(n_features):
+        raise ValueError(f"{path}: inputs declared {n_features}, layers take {model.n_features}")
+    return model
