@@ -1,6 +1,6 @@
 #include "edgedp/model.h"
 
-#include <string.h>
+#include <string.h>  /* memset */
 
 /* ln 2 split so that n * LN2_HI is exact for |n| < 2^9; 1/ln 2. */
 #define LN2_HI 0x1.62e400p-1f
@@ -27,16 +27,19 @@ float edp_model_exp(float x)
     return p * two_n.f;
 }
 
-/* y[0..out) = b + x W, accumulated in input order (see model.h). */
+/* y[0..out) = b + x W, accumulated in input order (see model.h); wt is W
+ * transposed (row j holds column j of W), so each sum runs over contiguous
+ * weights with its accumulator in a register. */
 static void dense(const edp_dense_t *l, const float *x, float *y)
 {
     const uint32_t in = l->in, out = l->out;
-    const float *w = l->w;
+    const float *wt = l->wt;
     uint32_t i, j;
-    memcpy(y, l->b, out * sizeof *y);
-    for (i = 0; i < in; i++, w += out) {
-        const float xi = x[i];
-        for (j = 0; j < out; j++) y[j] += xi * w[j];
+    for (j = 0; j < out; j++, wt += in) {
+        float acc = l->b[j];
+#pragma GCC unroll 4
+        for (i = 0; i < in; i++) acc += x[i] * wt[i];
+        y[j] = acc;
     }
 }
 

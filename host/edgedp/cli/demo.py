@@ -6,7 +6,7 @@ from importlib import resources
 import click
 import numpy as np
 
-from ..client import open_device
+from ..client import Device, open_device
 from ..errors import DeviceError
 from .common import handle_errors, target_option
 from .device import budget_dict, resolve_key
@@ -24,9 +24,12 @@ def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
 @click.option("--epsilon", "-e", type=float, default=1.0, show_default=True, help="Per-query epsilon.")
 @click.option("--daily-cap", type=float, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
 @click.option("--rows", type=int, default=16, show_default=True)
+@click.option("--images", type=int, default=100, show_default=True,
+              help="Digits test images sent to the on-device model (INFER), 0 to skip.")
 @handle_errors
-def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> None:
-    """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget."""
+def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images: int) -> None:
+    """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget;
+    then send digits images to the model compiled into the image and count private labels' accuracy."""
     probs, labels = bundled_sample()
     probs, labels = probs[:rows], labels[:rows]
     click.echo("starting the device (QEMU netduinoplus2, test image) ...")
@@ -62,8 +65,41 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> Non
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
             click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining * 1e-6:>11.2f}")
         b = budget_dict(dev.budget())
-    click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
-    click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
-               "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
-    click.echo(f"budget: day {b['day']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
-               f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
+        click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
+        click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
+                   "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
+        click.echo(f"budget: day {b['day']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
+                   f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
+        if images > 0:
+            on_device(dev, key, epsilon, images)
+
+
+def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
+    """The product path: images in, the model runs on the device, only private labels come out."""
+    from ..model.digits import split
+    from ..model.image import image_model
+
+    model = image_model()
+    s = split()
+    X, y = s.X_test[:images].astype(np.float32), s.y_test[:images]
+    dev.configure(key, epsilon, daily_cap=epsilon * len(X))
+    dev.reset_budget(key)
+    click.echo(f"\non-device model {model.name!r} ({model.head} head, {len(model.nets)} net(s), range "
+               f"[{model.lo:g}, {model.hi:g}], sensitivity {model.sensitivity:g}): {len(X)} held-out digits "
+               f"images in, LABEL mode at epsilon {epsilon}; the raw output never leaves the device")
+    correct, ticks = 0, []
+    for i, (x, label) in enumerate(zip(X, y)):
+        r, t = dev.infer(x, "label")
+        correct += int(r.label == label)
+        ticks.append(t)
+        if i < 8:
+            click.echo(f"  image {i}: true {label}, private label {r.label}")
+    click.echo(f"  private labels correct on {correct}/{len(X)} images ({correct / len(X):.1%}); "
+               f"the same model without noise scores {model_accuracy(model, X, y):.1%}; "
+               f"inference {np.mean(ticks) / 1.344:,.0f} instructions per image (QEMU -icount)")
+
+
+def model_accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
+    from ..model.reference import first_argmax, run
+
+    return float(np.mean(first_argmax(run(model, X)) == y))

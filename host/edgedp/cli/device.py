@@ -101,6 +101,9 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
               help="Input/output range (default: the device's, [0, 1] for probabilities).")
 @click.option("--mode", "-m", default="full", show_default=True,
               help="full | topk:K | label | bucket | round:D | simplex")
+@click.option("--infer", is_flag=True,
+              help="INPUT rows are model inputs (e.g. images.npy): the device runs its model (INFER) and "
+                   "releases only the private output; range and sensitivity are the model's.")
 @click.argument("input_path", metavar="INPUT", default="-")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the private outputs: .npy (values, or labels) or .jsonl.")
@@ -108,10 +111,13 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
 @json_option
 @handle_errors
 def query(target: str | None, epsilon: float | None, sensitivity: float | None,
-          value_range: tuple[float, float] | None, mode: str, input_path: str, out: str | None,
+          value_range: tuple[float, float] | None, mode: str, infer: bool, input_path: str, out: str | None,
           key_file: str | None, as_json: bool) -> None:
-    """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device."""
+    """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device,
+    or with --infer rows of model inputs through the on-device model."""
     m = Mode.parse(mode)
+    if infer and (sensitivity is not None or value_range is not None):
+        raise ValueError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
     rows = read_rows(input_path)
     results: list[dict] = []
     failed = 0
@@ -123,7 +129,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
             click.echo(f"{'row':>4} {'raw top-1':>10} {'private':>28} {'remaining eps':>14}")
         for i, x in enumerate(rows):
             try:
-                r = dev.query(x, m)
+                r = dev.infer(x, m)[0] if infer else dev.query(x, m)
                 rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining * 1e-6,
                        "ticks": r.ticks}
             except DeviceError as exc:
@@ -133,7 +139,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
             if as_json:
                 emit_json(rec)
             else:
-                raw = f"{int(np.argmax(x))} ({x.max():.3f})"
+                raw = "on device" if infer else f"{int(np.argmax(x))} ({x.max():.3f})"
                 priv = _describe(rec["output"], m) if rec["output"] else rec["status"]
                 rem = f"{rec['remaining']:.3f}" if rec["remaining"] is not None else "-"
                 click.echo(f"{i:>4} {raw:>10} {priv:>28} {rem:>14}")

@@ -31,7 +31,7 @@ def digest(model: DeviceModel) -> str:
     h = hashlib.sha256(f"{model.head}|{model.n_classes}|{model.lo}|{model.hi}|{model.sensitivity}|"
                        f"{model.m}".encode())
     for net in model.nets:
-        h.update(net.classes.astype("<u2").tobytes())
+        h.update(net.classes.astype("<u2").tobytes())  # weights in (in, out) order
         for layer in net.layers:
             h.update(layer.w.astype("<f4").tobytes() + layer.b.astype("<f4").tobytes())
     return h.hexdigest()
@@ -54,7 +54,7 @@ def generate(model: DeviceModel, source: str = "") -> str:
     for t, net in enumerate(model.nets):
         layers = []
         for i, layer in enumerate(net.layers):
-            out.append(_array("float", f"w{t}_{i}", layer.w, _f))
+            out.append(_array("float", f"w{t}_{i}", layer.w.T, _f))  # transposed: one row per output
             out.append(_array("float", f"b{t}_{i}", layer.b, _f))
             layers.append(f"{{{layer.w.shape[0]}, {layer.w.shape[1]}, w{t}_{i}, b{t}_{i}}}")
         out.append(f"static const edp_dense_t layers{t}[{len(layers)}] = {{{', '.join(layers)}}};\n")
@@ -97,7 +97,7 @@ def read(path: str | Path) -> DeviceModel:
                         else np.array([int(v) for v in vals], dtype=np.int64))
     nets = []
     for t, body in _LAYERS.findall(text):
-        layers = tuple(Dense(arrays[w].reshape(int(i), int(o)), arrays[b]) for i, o, w, b in _LAYER.findall(body))
+        layers = tuple(Dense(arrays[w].reshape(int(o), int(i)).T, arrays[b]) for i, o, w, b in _LAYER.findall(body))
         nets.append(Net(layers, arrays[f"cls{t}"]))
     m = _MODEL.search(text)
     if m is None or not nets:

@@ -20,7 +20,7 @@ enum edp_model_head {
 
 typedef struct {
     uint16_t in, out;     /* sizes, >= 1 */
-    const float *w;       /* in x out, row-major: W[i][j] at w[i * out + j] */
+    const float *wt;      /* W transposed, out x in: W[i][j] at wt[j * in + i] */
     const float *b;       /* out */
 } edp_dense_t;
 
