@@ -513,14 +513,24 @@ static void finish_frame(edp_device_t *d)
 
 void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        uint8_t c = bytes[i];
-        if (c == 0) {
-            if (d->rx_len || d->rx_overflow) finish_frame(d);
+    /* The fill position lives in a register (byte stores may alias *d); the
+     * inner loop copies one run of non-zero bytes that fits the buffer. */
+    uint8_t *o = d->rx + d->rx_len, *const full = d->rx + sizeof d->rx;
+    const uint8_t *end = bytes + n;
+    while (bytes != end) {
+        size_t room = (size_t)(full - o), left = (size_t)(end - bytes);
+        const uint8_t *stop = bytes + (left < room ? left : room);
+        while (bytes != stop && *bytes) *o++ = *bytes++;
+        if (bytes == end) break;
+        if (*bytes) {  /* no room: drop the byte, remember the overflow */
+            d->rx_overflow = 1;
+            bytes++;
             continue;
         }
-        if (d->rx_len < sizeof d->rx) d->rx[d->rx_len++] = c;
-        else d->rx_overflow = 1;
+        bytes++;
+        d->rx_len = (uint32_t)(o - d->rx);
+        if (d->rx_len || d->rx_overflow) finish_frame(d);
+        o = d->rx;
     }
+    d->rx_len = (uint32_t)(o - d->rx);
 }

@@ -19,22 +19,31 @@ int edp_cobs_decode(uint8_t *buf, size_t n)
 void edp_cobs_write(const uint8_t *buf, size_t n,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx)
 {
-    static const uint8_t zero = 0;
-    size_t start = 0, i;
-    for (i = 0; i <= n; i++) {
-        size_t len = i - start;
-        uint8_t code;
-        if (i == n || buf[i] == 0) {
-            code = (uint8_t)(len + 1);
-        } else if (len + 1 == 254) {
-            code = 0xFF;
-            len = 254;
+    /* Encoded through a stack buffer, one write call per >= 128 bytes (not two
+     * per run: the runs of a FULL answer are often 1-3 bytes long). code points
+     * at the pending code byte of the current run; everything before it is final. */
+    uint8_t out[128 + 256];
+    uint8_t *o = out + 1, *code = out;
+    const uint8_t *end = buf + n;
+    while (buf != end) {
+        uint8_t c = *buf++;
+        if (c) {
+            *o++ = c;
+            if (o - code != 255) continue;
+            *code = 0xFF;  /* full run: no implied zero */
         } else {
-            continue;
+            *code = (uint8_t)(o - code);
         }
-        write(ctx, &code, 1);
-        if (len) write(ctx, buf + start, len);
-        start = i + 1;
+        code = o++;
+        if (code - out >= 128) {
+            size_t done = (size_t)(code - out);
+            write(ctx, out, done);
+            out[0] = 0;  /* the new pending code byte (its run is empty) */
+            code = out;
+            o = out + 1;
+        }
     }
-    write(ctx, &zero, 1);
+    *code = (uint8_t)(o - code);
+    *o++ = 0;
+    write(ctx, out, (size_t)(o - out));
 }
