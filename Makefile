@@ -116,7 +116,7 @@ demo: setup firmware
 
 test: setup firmware host
 	$(VENV)/bin/python -m pytest -q
-	$(VENV)/bin/robot --outputdir build/robot --consolewidth 100 tests/robot
+	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
 
 clean:
 	rm -rf build

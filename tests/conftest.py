@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from edgedp.client import Device, load_key
-from edgedp.targets.host import HostTarget
-from edgedp.targets.qemu import QemuTarget
+from edgedp.device.client import Device, load_key
+from edgedp.device.targets.host import HostTarget
+from edgedp.device.targets.qemu import QemuTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock

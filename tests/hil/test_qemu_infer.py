@@ -11,14 +11,15 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from edgedp import fast, protocol as P
 from edgedp.analysis.data import digits_split
-from edgedp.client import Device
-from edgedp.errors import DeviceError, ErrorCode
+from edgedp.device import protocol as P
+from edgedp.device.client import Device
+from edgedp.device.errors import DeviceError, ErrorCode
+from edgedp.device.targets.qemu import QemuTarget
+from edgedp.mech import fast
+from edgedp.mech.modes import Mode
 from edgedp.model import cgen, reference
 from edgedp.model.image import InferReference
-from edgedp.modes import Mode
-from edgedp.targets.qemu import QemuTarget
 
 from ..conftest import ROOT, TEST_EPOCH, make
 

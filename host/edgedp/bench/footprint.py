@@ -238,8 +238,8 @@ def _deepest(graph: dict[str, set[str]], frames: dict[str, int], root: str) -> t
 
 def default_image() -> Path:
     """The production image (built or rebuilt if stale), else the QEMU test image."""
-    from ..errors import TransportError
-    from ..targets.qemu import ensure_image
+    from ..device.errors import TransportError
+    from ..device.targets.qemu import ensure_image
     for board in ("stm32f4", "qemu"):
         try:
             return ensure_image(board)

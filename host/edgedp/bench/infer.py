@@ -14,10 +14,10 @@ import subprocess
 
 import numpy as np
 
-from ..client import Device, load_key
-from ..errors import TransportError
+from ..device.client import Device, load_key
+from ..device.errors import TransportError
+from ..device.targets.qemu import QemuTarget
 from ..paths import project_root
-from ..targets.qemu import QemuTarget
 from . import icount
 from .trace import Emulator, TraceLink
 
@@ -84,7 +84,7 @@ def _qemu(elf, key: bytes, X: np.ndarray, mode: str, name: str) -> dict:
 
 
 def _query_frames(key: bytes, queries: int) -> list[dict]:
-    from ..targets.qemu import ensure_image
+    from ..device.targets.qemu import ensure_image
     emu = Emulator(ensure_image("qemu"))
     dev = Device(TraceLink(emu), timeout=60.0)
     dev.configure(key, 1.0, daily_cap=1e6)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ..errors import EdgeDPError
+from ..device.errors import EdgeDPError
 
 target_option = click.option(
     "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET",

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import build_dir, project_root
-from ..reference import ReferenceDevice, TEST_SEED
+from ..mech.reference import TEST_SEED, ReferenceDevice
 from . import cgen
 from .reference import run
 from .spec import DeviceModel

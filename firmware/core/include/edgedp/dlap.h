@@ -16,7 +16,7 @@
  * (equal: compare further). Comparisons read random bits MSB first as a binary
  * fraction and stop at the first bit that differs from the threshold.
  * (sign = 1, G = 0) is rejected and the whole sample redrawn.
- * host/edgedp/reference.py (dlap_sample) is the bit-exact executable
+ * host/edgedp/mech/reference.py (dlap_sample) is the bit-exact executable
  * specification. Set-up uses double arithmetic (no libm); sampling uses
  * integers only. On ARMv7-M the ChaCha20 block and the sampling loop are in
  * Thumb-2 assembly (drbg.c, dlap.c), elsewhere portable C; both give the same

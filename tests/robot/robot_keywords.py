@@ -1,6 +1,7 @@
-"""Robot Framework keywords for an edgedp device, built on edgedp.client.
+"""Robot Framework keywords for an edgedp device, built on edgedp.device.client.
 
-Import in a suite as ``Library    edgedp.robot_keywords.EdgedpKeywords``.
+Import in a suite as ``Library    robot_keywords.EdgedpKeywords`` with this folder on the
+Python path (``robot --pythonpath tests/robot``; pytest adds it through pyproject.toml).
 tests/robot/edgedp.robot runs them against QEMU (``make test``);
 renode/edgedp.robot runs them inside Renode's ``renode-test``, where Renode
 owns the emulator and the suite connects to its console socket.
@@ -20,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, frames, protocol as P
-from .client import Device, load_key
-from .errors import DeviceError, ErrorCode, TransportError
-from .paths import project_root
-from .targets import Target, UrlTarget, start_target
-from .targets.renode import PrefixLink, read_banner
+from edgedp import __version__
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device, load_key
+from edgedp.device.errors import DeviceError, ErrorCode, TransportError
+from edgedp.device.targets import Target, UrlTarget, start_target
+from edgedp.device.targets.renode import PrefixLink, read_banner
+from edgedp.paths import project_root
 
 TEST_KEY = Path("tests") / "keys" / "test-device.key"
 

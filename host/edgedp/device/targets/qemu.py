@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..errors import TransportError
-from ..paths import build_dir, project_root
+from ...paths import build_dir, project_root
 from ..transport import Link, SerialLink
 
 IMAGES = {"qemu": ("qemu", 1), "qemu:stm32f4": ("stm32f4", 2)}
