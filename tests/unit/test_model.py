@@ -93,3 +93,19 @@ def test_crc_of_raw_outputs_is_zlib_over_float32_bytes() -> None:
     out = reference.run(dm, S.X_test[:1])[0]
     assert zlib.crc32(out.astype("<f4").tobytes()) == zlib.crc32(out.tobytes())
     assert out.sum() == len(dm.nets)
+
+
+def test_deploy_command_writes_c_that_reads_back(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from edgedp.cli import main
+
+    m = LogisticRegression(max_iter=300).fit(X, Y)
+    joblib.dump(m, tmp_path / "lr.joblib")
+    out = tmp_path / "lr.c"
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    back = cgen.read(out)
+    assert np.array_equal(reference.run(back, S.X_test), reference.run(convert.from_sklearn(m, "lr"), S.X_test))
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "missing.joblib"), "--out", str(out)])
+    assert r.exit_code != 0 and "error" in r.output
