@@ -3,17 +3,21 @@
 
 int edp_cobs_decode(uint8_t *buf, size_t n)
 {
-    size_t in = 0, out = 0;
-    while (in < n) {
-        uint8_t code = buf[in++], i;
-        if (code == 0 || in + (size_t)code - 1 > n) return EDP_ERR_CRC;
-        for (i = 1; i < code; i++) {
-            if (buf[in] == 0) return EDP_ERR_CRC;
-            buf[out++] = buf[in++];
+    const uint8_t *in = buf, *const end = buf + n;
+    uint8_t *out = buf;
+    while (in != end) {
+        const uint32_t code = *in++;
+        const uint8_t *run_end;
+        if (code == 0 || (size_t)(end - in) < code - 1) return EDP_ERR_CRC;
+        run_end = in + code - 1;
+        while (in != run_end) {
+            const uint8_t c = *in++;
+            if (c == 0) return EDP_ERR_CRC;
+            *out++ = c;
         }
-        if (code != 0xFF && in < n) buf[out++] = 0;
+        if (code != 0xFF && in != end) *out++ = 0;
     }
-    return (int)out;
+    return (int)(out - buf);
 }
 
 void edp_cobs_write(const uint8_t *buf, size_t n,
@@ -36,10 +40,8 @@ void edp_cobs_write(const uint8_t *buf, size_t n,
         }
         code = o++;
         if (code - out >= 128) {
-            size_t done = (size_t)(code - out);
-            write(ctx, out, done);
-            out[0] = 0;  /* the new pending code byte (its run is empty) */
-            code = out;
+            write(ctx, out, (size_t)(code - out));
+            code = out;  /* the new pending code byte, its run still empty */
             o = out + 1;
         }
     }
