@@ -30,12 +30,11 @@ static void banner(const edp_port_t *port)
 
 int main(void)
 {
-    static edp_port_t port;
+    const edp_port_t *port = edp_board_init();
     uint8_t buf[64];
     int n;
-    edp_board_init(&port);
-    banner(&port);
-    edp_device_init(&device, &port);
+    banner(port);
+    edp_device_init(&device, port);
     device.model = edp_app_model;
 #if EDP_TEST_BUILD
     device.naive = edp_naive_laplace;
