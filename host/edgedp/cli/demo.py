@@ -76,6 +76,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
 
 def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
     """The product path: images in, the model runs on the device, only private labels come out."""
+    from ..bench.icount import tick_unit
     from ..model.digits import split
     from ..model.image import image_model
 
@@ -94,9 +95,12 @@ def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
         ticks.append(t)
         if i < 8:
             click.echo(f"  image {i}: true {label}, private label {r.label}")
+    unit = tick_unit(dev.info(), dev.target.name if dev.target else "")
+    n = unit.instructions(float(np.mean(ticks)))
+    cost = f"{n:,.0f} instructions" if n is not None else f"{np.mean(ticks):,.0f} ticks ({unit.describe()})"
     click.echo(f"  private labels correct on {correct}/{len(X)} images ({correct / len(X):.1%}); "
                f"the same model without noise scores {model_accuracy(model, X, y):.1%}; "
-               f"inference {np.mean(ticks) / 1.344:,.0f} instructions per image (QEMU -icount)")
+               f"inference {cost} per image")
 
 
 def model_accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
