@@ -22,6 +22,18 @@ def make(*targets: str) -> None:
 
 
 @pytest.fixture(scope="session")
+def empty_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("edgedp-state")
+
+
+@pytest.fixture(autouse=True)
+def no_device_session(empty_state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands and APIs that name no target use a running `edgedp device` session: point
+    them at an empty state directory so a developer's session never stands in for a test's."""
+    monkeypatch.setenv("EDGEDP_STATE_DIR", str(empty_state_dir))
+
+
+@pytest.fixture(scope="session")
 def test_key() -> bytes:
     return load_key(ROOT / "tests/keys/test-device.key")
 

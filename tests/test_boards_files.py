@@ -199,7 +199,8 @@ RENODE_MODELS = {
     "cpu": "CPU.CortexM", "dwt": "Miscellaneous.DWT", "usart2": "UART.STM32_UART",
     "usart3": "UART.STM32_UART", "rcc": "Miscellaneous.STM32F4_RCC", "rtc": "Timers.STM32F4_RTC",
     "pwr": "Miscellaneous.STM32_PWR", "rng": "Miscellaneous.STM32F4_RNG",
-    "iwdg": "Timers.STM32_IndependentWatchdog",
+    "iwdg": "Timers.STM32_IndependentWatchdog", "gpioPortA": "GPIOPort.STM32_GPIOPort",
+    "gpioPortD": "GPIOPort.STM32_GPIOPort",
 }
 
 

@@ -261,20 +261,12 @@ class EdgedpKeywords:
 
 def _section_size(elf: str, section: str) -> int:
     """Size in bytes of ``section`` in an ELF file (AssertionError if absent)."""
-    import struct
+    from edgedp.device.elf import sections
 
-    data = Path(elf).read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
-        raise AssertionError(f"{elf} is not a 32-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<I", data, 0x20)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
-    def header(i: int) -> tuple:
-        return struct.unpack_from("<IIIIIIIIII", data, shoff + i * shentsize)
-    strtab = header(shstrndx)
-    names = data[strtab[4]: strtab[4] + strtab[5]]
-    for i in range(shnum):
-        h = header(i)
-        name = names[h[0]: names.index(b"\x00", h[0])].decode()
-        if name == section:
-            return h[5]
-    raise AssertionError(f"{elf} has no section {section}")
+    try:
+        found = sections(Path(elf)).get(section)
+    except ValueError as exc:
+        raise AssertionError(str(exc)) from None
+    if found is None:
+        raise AssertionError(f"{elf} has no section {section}")
+    return found.size
