@@ -1,9 +1,11 @@
 /* The device: frame loop, command dispatcher and the release policy.
  *
  * Release policy (the invariants the tests check):
- *  - an external QUERY answer is sent only after its cost is committed to the
- *    persistent store; entropy, clock and store failures refuse it
+ *  - an external QUERY or INFER answer is sent only after its cost is committed
+ *    to the persistent store; entropy, clock and store failures refuse it
  *    (EDP_ERR_ENTROPY, EDP_ERR_TIME, EDP_ERR_STORE) before any noise is drawn;
+ *  - INFER's raw model output never leaves the device: only the mechanism's
+ *    release of it does (INFER_LOCAL, test builds, answers a checksum);
  *  - PING, INFO, BUDGET and the local path never depend on entropy, clock or budget;
  *  - CONFIG, SET_TIME, RESET_BUDGET and TEST_SEED need an HMAC-SHA256 tag over
  *    "EDP1" | type | counter u64 | payload with a counter above the stored one;
