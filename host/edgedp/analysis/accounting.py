@@ -26,9 +26,10 @@ from dataclasses import asdict, dataclass
 import dp_accounting
 from dp_accounting.pld import PLDAccountant
 
+from ..mech.lattice import MICRO, to_micro
+
 DEFAULT_DELTA = 1e-6
 METHODS = ("basic", "advanced", "pld")
-MICRO = 1_000_000
 
 
 def basic(epsilon: float, queries: int) -> float:
@@ -168,7 +169,7 @@ def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: 
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     q = lo
-    eps_micro = round(epsilon * MICRO)
+    eps_micro = to_micro(epsilon)
     return Plan(epsilon=epsilon, target_epsilon=target_epsilon, days=days, delta=delta, method=method,
                 daily_queries=q, total_queries=q * days,
                 achieved_epsilon=total(epsilon, q * days, delta, method) if q else 0.0,

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..device.client import Device, load_key
 from ..device.errors import TransportError
+from ..device.protocol import Caps, MechConfig
 from ..device.targets.qemu import QemuTarget
 from ..paths import project_root
 from . import icount
@@ -50,7 +51,7 @@ def _traced(elf, key: bytes, X: np.ndarray, mode: str) -> dict:
     emu = Emulator(elf)
     install_model(emu)
     dev = Device(TraceLink(emu), timeout=60.0)
-    dev.configure(key, 1.0, daily_cap=1e6)
+    dev.configure(key, MechConfig(), Caps(10**12))
     dev.infer(X[0], mode)  # warm-up: builds the mechanism table for the model's range
     infer, dp, frame = [], [], []
     for x in X:
@@ -70,7 +71,7 @@ def _qemu(elf, key: bytes, X: np.ndarray, mode: str, name: str) -> dict:
         dev = Device(t.link(), timeout=30.0, target=t)
         dev.sync()
         unit = icount.tick_unit(dev.info(), "qemu")
-        dev.configure(key, 1.0, daily_cap=1e6)
+        dev.configure(key, MechConfig(), Caps(10**12))
         dev.reset_budget(key)
         dev.infer(X[0], mode)
         infer, dp = [], []
@@ -87,7 +88,7 @@ def _query_frames(key: bytes, queries: int) -> list[dict]:
     from ..device.targets.qemu import ensure_image
     emu = Emulator(ensure_image("qemu"))
     dev = Device(TraceLink(emu), timeout=60.0)
-    dev.configure(key, 1.0, daily_cap=1e6)
+    dev.configure(key, MechConfig(), Caps(10**12))
     rows = []
     for k in QUERY_KS:
         x = np.random.default_rng(k).dirichlet(np.ones(k)).astype(np.float32)

@@ -110,8 +110,21 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
 
 # ---- tradeoff ---------------------------------------------------------------------------
 
+def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--data: digits, or an existing .npz (an .npy holds one array; outputs and labels need two)."""
+    if value == "digits":
+        return value
+    if Path(value).suffix != ".npz":
+        raise click.BadParameter(f"{value}: give digits or an .npz file with arrays probs (or logits) and labels, "
+                                 "e.g. np.savez('out.npz', probs=probs, labels=labels)", ctx, param)
+    if not Path(value).is_file():
+        raise click.BadParameter(f"{value} does not exist", ctx, param)
+    return value
+
+
 @click.command("tradeoff")
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              callback=_check_data,
               help="digits (model trained here) or an .npz with probs|logits, labels [, votes].")
 @with_grid
 @click.option("--repeats", type=click.IntRange(1), default=None, help="Noise draws over the test set (default 5).")

@@ -8,7 +8,10 @@ import numpy as np
 
 from ..device.client import Device, open_device
 from ..device.errors import DeviceError
+from ..device.protocol import Caps, MechConfig
+from ..mech.lattice import to_micro
 from .common import handle_errors, target_option
+from .params import DAILY_CAP, EPSILON
 from .device import budget_dict, resolve_key
 
 
@@ -21,15 +24,17 @@ def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=float, default=1.0, show_default=True, help="Per-query epsilon.")
-@click.option("--daily-cap", type=float, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
-@click.option("--rows", type=int, default=16, show_default=True)
-@click.option("--images", type=int, default=100, show_default=True,
+@click.option("--epsilon", "-e", type=EPSILON, default=1.0, show_default=True, help="Per-query epsilon.")
+@click.option("--daily-cap", type=DAILY_CAP, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
+@click.option("--rows", type=click.IntRange(1, 64), default=16, show_default=True)
+@click.option("--images", type=click.IntRange(0, 599), default=100, show_default=True,
               help="Digits test images sent to the on-device model (INFER), 0 to skip.")
 @handle_errors
 def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images: int) -> None:
-    """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget;
-    then send digits images to the model compiled into the image and count private labels' accuracy."""
+    """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget.
+
+    Then send digits images to the model compiled into the image (INFER) and count the private
+    labels' accuracy."""
     probs, labels = bundled_sample()
     probs, labels = probs[:rows], labels[:rows]
     click.echo("starting the device (QEMU netduinoplus2, test image) ...")
@@ -38,9 +43,8 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
         click.echo(f"device: {info.board}, firmware {info.firmware_version}, {info.build} build, "
                    f"entropy {info.entropy}, store {info.store}")
         key = resolve_key(dev, None)
-        dev.configure(key, epsilon, daily_cap)
+        dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(daily_cap)))
         dev.reset_budget(key)
-        b = dev.budget()
         click.echo(f"config: epsilon {epsilon} per query, daily cap {daily_cap}, range [0, 1], "
                    f"L1 sensitivity 2 (authenticated CONFIG)\n")
         click.echo("each row: one external query in TOPK:2 mode (noisy ranking, clamped values), "
@@ -56,14 +60,14 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
                 r = dev.query(x, "topk:2")
             except DeviceError as exc:
                 click.echo(f"{i:>3} {y:>4} | {raw:>24} | {'refused: ' + exc.code:>28} | {'0':>11}")
-                local_label, _ = dev.local(x)
+                local_label = dev.local(x).label
                 click.echo(f"\nexternal output refused ({exc.code}); the on-device local path still "
                            f"answers: label {local_label} (never leaves the device, costs nothing)")
                 break
             answered += 1
             agree += int(r.label == int(order[0]))
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
-            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining * 1e-6:>11.2f}")
+            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
         b = budget_dict(dev.budget())
         click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
         click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
@@ -76,14 +80,18 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
 
 def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
     """The product path: images in, the model runs on the device, only private labels come out."""
-    from ..bench.icount import tick_unit
-    from ..model.digits import split
-    from ..model.image import image_model
+    try:
+        from ..bench.icount import tick_unit
+        from ..model.digits import split
+        from ..model.image import image_model
+    except ImportError as exc:
+        click.echo(f"\n(on-device model part skipped: it needs scikit-learn, pip install edgedp[analysis]: {exc})")
+        return
 
     model = image_model()
     s = split()
     X, y = s.X_test[:images].astype(np.float32), s.y_test[:images]
-    dev.configure(key, epsilon, daily_cap=epsilon * len(X))
+    dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(epsilon * len(X))))
     dev.reset_budget(key)
     click.echo(f"\non-device model {model.name!r} ({model.head} head, {len(model.nets)} net(s), range "
                f"[{model.lo:g}, {model.hi:g}], sensitivity {model.sensitivity:g}): {len(X)} held-out digits "

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import build_dir, project_root
+from ..device.protocol import MechConfig, QueryResult
 from ..mech.reference import TEST_SEED, ReferenceDevice
 from . import cgen
 from .reference import run
@@ -35,10 +36,10 @@ class InferReference:
 
     def __init__(self, model: DeviceModel, seed: bytes = TEST_SEED, epsilon_micro: int = 1_000_000):
         self.model = model
-        self.device = ReferenceDevice(seed, epsilon_micro, model.sensitivity, model.lo, model.hi, model.m)
+        self.device = ReferenceDevice(MechConfig(epsilon_micro, model.lo, model.hi, model.sensitivity, model.m), seed)
 
     def raw(self, X: np.ndarray) -> np.ndarray:
         return run(self.model, np.atleast_2d(X))
 
-    def infer(self, x: np.ndarray, mode: str = "full") -> dict:
+    def infer(self, x: np.ndarray, mode: str = "full") -> QueryResult:
         return self.device.query(self.raw(x)[0], mode)
