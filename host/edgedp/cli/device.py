@@ -166,7 +166,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     answers: list[tuple[int, QueryResult]] = []
     with open_device(target) as dev:
         cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
-        warn_clamped(rows, cfg)
+        if not infer:  # model inputs are not clamped to the mechanism's range
+            warn_clamped(rows, cfg)
         if not as_json:
             click.echo(f"{'row':>4} {'raw top-1':>10} {'private':>28} {'remaining eps':>14}")
         for i, (x, r) in enumerate(zip(rows, (dev.infer_many(rows, m) if infer else dev.query_many(rows, m)))):
