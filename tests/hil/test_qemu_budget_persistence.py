@@ -12,8 +12,8 @@ from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError
 from edgedp.device.protocol import Caps, MechConfig
-from edgedp.mech.lattice import MICRO, to_micro
 from edgedp.device.targets.qemu import QemuTarget, ensure_image
+from edgedp.mech.lattice import MICRO, to_micro
 
 from ..conftest import DAY
 
@@ -117,7 +117,7 @@ def test_captured_config_is_refused_by_a_fresh_device(qemu, test_key: bytes) -> 
     """Issue 9.1: capture the CONFIG that `edgedp admin config` sends (Device.configure's frame),
     then boot a fresh device (a new QEMU process: store and RAM flash model lost, as a dead
     VBAT would lose the store) and replay the captured bytes: refused."""
-    payload = P.config_payload(4.0, 1e6, None, 0.0, 1.0, 2.0)
+    payload = P.config_payload(MechConfig(eps_micro=4 * MICRO), Caps(daily=10**6 * MICRO))
     seq, wire = qemu.admin_frame(P.CONFIG, payload, test_key)
     qemu.send_raw(wire)
     assert qemu.receive().type == P.CONFIG | P.RESPONSE
@@ -132,7 +132,7 @@ def test_captured_config_is_refused_by_a_fresh_device(qemu, test_key: bytes) -> 
         assert f.type == P.ERROR and f.body[0] == 9, "the replayed CONFIG was accepted"  # ERR_AUTH
         assert dev.budget() == before
         # The genuine operator path still works on the fresh device.
-        dev.configure(test_key, MechConfig(eps_micro=4000000), Caps(daily=1000000000000))
+        dev.configure(test_key, MechConfig(eps_micro=4 * MICRO), Caps(daily=10**6 * MICRO))
         assert dev.budget().epsilon_micro == 4_000_000
     finally:
         fresh.close()
@@ -167,7 +167,7 @@ def test_store_lost_at_every_reset_keeps_spend_and_counter_from_flash(test_key: 
     try:
         dev = Device(t.link(), timeout=20, target=t)
         dev.sync()
-        dev.configure(test_key, MechConfig(eps_micro=1000000), Caps(daily=1000000000))
+        dev.configure(test_key, MechConfig(), Caps(daily=1000 * MICRO))
         for _ in range(30):  # 30 records and more: the 28-slot log sector switches
             dev.query(X, "label")
         before = dev.budget()

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device import frames, protocol as P
 from edgedp.device.errors import DeviceError, TransportError
+from edgedp.device.protocol import Caps, MechConfig
+from edgedp.mech.lattice import MICRO
 
 from ..conftest import HostDevice
 
@@ -41,7 +42,7 @@ def send_and_get(dev, wire: bytes) -> frames.Frame:
 
 def test_store_loss_keeps_spend_and_counter_from_flash(dev_files: HostDevice, test_key: bytes) -> None:
     dev = dev_files.start()
-    dev.configure(test_key, MechConfig(eps_micro=1000000), Caps(daily=100000000))
+    dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO))
     for _ in range(40):  # more records than one 28-slot sector: the log switches sectors
         dev.query(X, "label")
     before = dev.budget()
@@ -70,7 +71,7 @@ def test_without_the_flash_log_store_loss_restarts_from_zero(dev_files: HostDevi
 def test_captured_config_is_refused_after_store_loss(dev_files: HostDevice, test_key: bytes,
                                                      lose_flash: bool) -> None:
     dev = dev_files.start()
-    seq, wire = dev.admin_frame(P.CONFIG, P.config_payload(1.0, 100.0, None, 0.0, 1.0, 2.0), test_key)
+    seq, wire = dev.admin_frame(P.CONFIG, P.config_payload(MechConfig(), Caps(daily=100 * MICRO)), test_key)
     f = send_and_get(dev, wire)  # the genuine command, captured on the wire
     assert f.type == P.CONFIG | P.RESPONSE
     assert send_and_get(dev, wire).body[0] == 9  # ERR_AUTH: its nonce is used up
@@ -115,7 +116,7 @@ def test_forged_challenge_counter_is_detected(dev_files: HostDevice, test_key: b
     assert ch.authentic(test_key) and not forged.authentic(test_key)
     assert not ch.authentic(bytes(32))
     with pytest.raises(DeviceError, match="ERR_AUTH"):
-        dev.configure(bytes(32), MechConfig(eps_micro=1000000), Caps(daily=10000000))  # a key the device does not hold
+        dev.configure(bytes(32), MechConfig(), Caps(daily=10 * MICRO))  # a key the device does not hold
 
 
 @pytest.mark.parametrize("cut", range(RECORD_WORDS + 2))
