@@ -12,7 +12,7 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test provision clean
+.PHONY: help setup firmware host demo test provision clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
@@ -42,19 +42,32 @@ build/gen/test_keys.c: $(KEY)
 	f=lambda n,b: "const uint8_t %s[32] = {%s};\n" % (n, ",".join(str(x) for x in b)); \
 	sys.stdout.write("#include \"test_keys.h\"\n" + f("edp_test_device_key", k) + f("edp_test_seed", range(32)))' > $@
 
+# The images depend on which MODEL they were built with (firmware/sources.mk), not only on its file.
+build/gen/model.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(MODEL)' | cmp -s - $@ || echo '$(MODEL)' > $@
+
 QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
 FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
 firmware: build/qemu/edgedp.elf build/stm32f4/edgedp.elf
 
-build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
-build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
+# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c
+# (tests and `edgedp bench` compare models this way).
+build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/$*.c \
+	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
+build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/gen/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
@@ -92,11 +105,11 @@ build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
 
-build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) firmware/sources.mk
+build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
 
-build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) firmware/sources.mk
+build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
 

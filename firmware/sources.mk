@@ -14,6 +14,7 @@ EDP_CORE_SRCS := \
 	firmware/core/src/flog.c \
 	firmware/core/src/frame.c \
 	firmware/core/src/mech.c \
+	firmware/core/src/model.c \
 	firmware/core/src/sha256.c \
 	firmware/core/src/store.c \
 	firmware/core/src/arch/armv7m/dlap.c \
@@ -21,7 +22,12 @@ EDP_CORE_SRCS := \
 	firmware/core/src/arch/portable/dlap.c \
 	firmware/core/src/arch/portable/drbg.c
 
-EDP_APP_SRCS := firmware/app/main.c
+# The model compiled into every image: C data written by `edgedp deploy`
+# (`make firmware MODEL=path/to/model.c`; MODEL=firmware/model/none.c builds an image without
+# one). The default is the bundled digits teacher ensemble.
+MODEL ?= firmware/model/digits_ensemble.c
+
+EDP_APP_SRCS := firmware/app/main.c $(MODEL)
 EDP_TEST_APP_SRCS := firmware/app/naive.c
 
 EDP_CORTEXM_SRCS := \

@@ -3,6 +3,7 @@
 
 #include "board.h"
 #include "edgedp/device.h"
+#include "edgedp/model.h"
 #include "edgedp/options.h"
 #if EDP_TEST_BUILD
 #include "naive.h"
@@ -34,6 +35,7 @@ int main(void)
     int n;
     banner(port);
     edp_device_init(&device, port);
+    device.model = edp_app_model;
 #if EDP_TEST_BUILD
     device.naive = edp_naive_laplace;
 #endif

@@ -121,6 +121,17 @@ def test_repeated_queries_stay_refused(dev: Device) -> None:
         assert e.value.error in REFUSALS
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_every_infer_is_refused_and_the_model_never_answers(dev: Device, mode: str) -> None:
+    x = np.random.default_rng(1).random(64).astype(np.float32)  # the bundled model's 64 inputs
+    with pytest.raises(DeviceError) as e:
+        dev.infer(x, mode)
+    assert e.value.error in REFUSALS, e.value.error
+    with pytest.raises(DeviceError) as e:
+        dev.infer_local(x)  # test builds only
+    assert e.value.error == ErrorCode.ERR_UNKNOWN
+
+
 def test_test_commands_do_not_exist(dev: Device, test_key: bytes) -> None:
     x = np.array([0.5, 0.5], dtype=np.float32)
     calls = {

@@ -67,8 +67,9 @@ def test_hmac_matches_python(native_builds: None, n: int) -> None:
     assert run("hmac", key.hex(), msg.hex()) == hmac.new(key, msg, hashlib.sha256).hexdigest()
 
 
-def test_crc_matches_zlib(native_builds: None) -> None:
-    data = np.random.default_rng(1).bytes(300)
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 300, 301, 1030])
+def test_crc_matches_zlib(native_builds: None, n: int) -> None:
+    data = np.random.default_rng(n).bytes(n)  # word-wise body, byte-wise tail of 0-3
     assert int(run("crc", data.hex())) == zlib.crc32(data)
 
 

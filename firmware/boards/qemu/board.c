@@ -136,9 +136,12 @@ static int device_key(void *ctx, const uint8_t **key)
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
     (void)ctx;
-    while (n--) {
-        uint32_t spin = 100000u;
-        while (!(USART1_SR & SR_TXE) && --spin) {
+    const uint8_t *end = buf + n;
+    while (buf != end) {
+        if (!(USART1_SR & SR_TXE)) {  /* QEMU's USART is always ready: the bounded wait is cold */
+            uint32_t spin = 100000u;
+            while (!(USART1_SR & SR_TXE) && --spin) {
+            }
         }
         USART1_DR = *buf++;
     }

@@ -3,38 +3,49 @@
 
 int edp_cobs_decode(uint8_t *buf, size_t n)
 {
-    size_t in = 0, out = 0;
-    while (in < n) {
-        uint8_t code = buf[in++], i;
-        if (code == 0 || in + (size_t)code - 1 > n) return EDP_ERR_CRC;
-        for (i = 1; i < code; i++) {
-            if (buf[in] == 0) return EDP_ERR_CRC;
-            buf[out++] = buf[in++];
+    const uint8_t *in = buf, *const end = buf + n;
+    uint8_t *out = buf;
+    while (in != end) {
+        const uint32_t code = *in++;
+        const uint8_t *run_end;
+        if (code == 0 || (size_t)(end - in) < code - 1) return EDP_ERR_CRC;
+        run_end = in + code - 1;
+        while (in != run_end) {
+            const uint8_t c = *in++;
+            if (c == 0) return EDP_ERR_CRC;
+            *out++ = c;
         }
-        if (code != 0xFF && in < n) buf[out++] = 0;
+        if (code != 0xFF && in != end) *out++ = 0;
     }
-    return (int)out;
+    return (int)(out - buf);
 }
 
 void edp_cobs_write(const uint8_t *buf, size_t n,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx)
 {
-    static const uint8_t zero = 0;
-    size_t start = 0, i;
-    for (i = 0; i <= n; i++) {
-        size_t len = i - start;
-        uint8_t code;
-        if (i == n || buf[i] == 0) {
-            code = (uint8_t)(len + 1);
-        } else if (len + 1 == 254) {
-            code = 0xFF;
-            len = 254;
+    /* Encoded through a stack buffer, one write call per >= 128 bytes (not two
+     * per run: the runs of a FULL answer are often 1-3 bytes long). code points
+     * at the pending code byte of the current run; everything before it is final. */
+    uint8_t out[128 + 256];
+    uint8_t *o = out + 1, *code = out;
+    const uint8_t *end = buf + n;
+    while (buf != end) {
+        uint8_t c = *buf++;
+        if (c) {
+            *o++ = c;
+            if (o - code != 255) continue;
+            *code = 0xFF;  /* full run: no implied zero */
         } else {
-            continue;
+            *code = (uint8_t)(o - code);
         }
-        write(ctx, &code, 1);
-        if (len) write(ctx, buf + start, len);
-        start = i + 1;
+        code = o++;
+        if (code - out >= 128) {
+            write(ctx, out, (size_t)(code - out));
+            code = out;  /* the new pending code byte, its run still empty */
+            o = out + 1;
+        }
     }
-    write(ctx, &zero, 1);
+    *code = (uint8_t)(o - code);
+    *o++ = 0;
+    write(ctx, out, (size_t)(o - out));
 }

@@ -149,14 +149,14 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
     return edp_mech_mode_check(*mode, *arg, *k);
 }
 
-static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+/* Everything that can refuse an external answer, then the committed charge:
+ * after EDP_OK the spend is durable and the answer must be sent. */
+static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, uint32_t arg)
 {
-    uint32_t mode, arg, k, day, t0, t1;
+    uint32_t day;
     edp_record_t next;
-    int err = parse_vector(d, b, n, &mode, &arg, &k), len;
-    if (err) return err;
-    if ((err = ensure_plan(d, k))) return err;
-    if ((err = edp_mech_mode_fits(&d->plan, mode, arg))) return err;
+    int err;
+    if ((err = edp_mech_mode_fits(plan, mode, arg))) return err;
     /* A failed (re)seed is retried at every query; no answer while it fails. */
     if (!d->entropy_ok || (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS)) {
         reseed(d);
@@ -174,19 +174,86 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
         return err;
     }
     d->rec = next;
+    return EDP_OK;
+}
+
+/* The DP step on x and the answer: remaining u64 | ticks u32 | m i8 | mode u8 |
+ * k u16 | extra (elen bytes, already written by the caller) | mode payload. */
+static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
+                   uint32_t mode, uint32_t arg, size_t elen, uint8_t **o)
+{
+    uint32_t t0, t1;
+    int len;
     t0 = d->port->ticks(d->port->ctx);
-    edp_mech_quantize(&d->plan, d->xin, d->work);
-    edp_mech_noise(&d->plan, &d->drbg, d->work);
-    len = edp_mech_output(&d->plan, mode, arg, d->work, *o + 16, EDP_BODY_MAX - 16);
+    edp_mech_quantize(plan, x, d->work);
+    edp_mech_noise(plan, &d->drbg, d->work);
+    len = edp_mech_output(plan, mode, arg, d->work, *o + 16 + elen, EDP_BODY_MAX - 16 - elen);
     t1 = d->port->ticks(d->port->ctx);
     if (len < 0) return len;
     *o = edp_wr64(*o, edp_budget_remaining(&d->rec.budget));
     *o = edp_wr32(*o, EDP_REPORT_TICKS ? t1 - t0 : 0);
-    *o = edp_wr8(*o, (uint32_t)d->plan.m);
+    *o = edp_wr8(*o, (uint32_t)plan->m);
     *o = edp_wr8(*o, mode);
-    *o = edp_wr16(*o, k);
-    *o += len;
+    *o = edp_wr16(*o, plan->k);
+    *o += elen + (size_t)len;
     return EDP_OK;
+}
+
+static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t mode, arg, k;
+    int err = parse_vector(d, b, n, &mode, &arg, &k);
+    if (err) return err;
+    if ((err = ensure_plan(d, k))) return err;
+    if ((err = charge(d, &d->plan, mode, arg))) return err;
+    return release(d, &d->plan, d->xin, mode, arg, 0, o);
+}
+
+/* ---- INFER: the model's output goes straight into the mechanism ---- */
+
+static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
+{
+    edp_mech_config_t c = d->rec.mech;
+    int err;
+    c.lo = m->lo;
+    c.hi = m->hi;
+    c.sensitivity = m->sensitivity;
+    c.m = m->m;
+    if (d->infer_plan_valid && memcmp(&d->infer_plan.cfg, &c, sizeof c) == 0) return EDP_OK;
+    d->infer_plan_valid = 0;
+    if ((err = edp_mech_prepare(&d->infer_plan, &c, m->n_classes))) return err;
+    d->infer_plan_valid = 1;
+    return EDP_OK;
+}
+
+/* Parse an INFER body (mode u8 | arg u8 | n u16 | n x f32, n = the model's
+ * n_features) and run the model. *y points at its raw output, finite. */
+static int infer(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg,
+                 const float **y, uint32_t *ticks)
+{
+    const edp_model_t *m = d->model;
+    uint32_t k, t0;
+    int err;
+    if (!m) return EDP_ERR_NO_MODEL;
+    if ((err = parse_vector(d, b, n, mode, arg, &k))) return err;
+    if (k != m->n_features) return EDP_ERR_LEN;
+    t0 = d->port->ticks(d->port->ctx);
+    *y = edp_model_run(m, d->xin);
+    *ticks = d->port->ticks(d->port->ctx) - t0;
+    if (edp_mech_check_values(*y, m->n_classes)) return EDP_ERR_BAD_VALUE;
+    return edp_mech_mode_check(*mode, *arg, m->n_classes);
+}
+
+static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t mode, arg, ticks;
+    const float *y;
+    int err = infer(d, b, n, &mode, &arg, &y, &ticks);
+    if (err) return err;
+    if ((err = ensure_infer_plan(d, d->model))) return err;
+    if ((err = charge(d, &d->infer_plan, mode, arg))) return err;
+    edp_wr32(*o + 16, EDP_REPORT_TICKS ? ticks : 0);
+    return release(d, &d->infer_plan, y, mode, arg, 4, o);
 }
 
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
@@ -202,7 +269,33 @@ int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
     return EDP_OK;
 }
 
+int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const float **y)
+{
+    const edp_model_t *m = d->model;
+    if (!m) return EDP_ERR_NO_MODEL;
+    if (n != m->n_features) return EDP_ERR_LEN;
+    if (edp_mech_check_values(x, n)) return EDP_ERR_BAD_VALUE;
+    *y = edp_model_run(m, x);
+    return edp_mech_check_values(*y, m->n_classes);
+}
+
 #if EDP_TEST_BUILD
+static int cmd_infer_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t mode, arg, k, i, best = 0;
+    const float *y;
+    int err = parse_vector(d, b, n, &mode, &arg, &k);
+    if (err) return err;
+    if ((err = edp_device_infer_local(d, d->xin, k, &y))) return err;
+    k = d->model->n_classes;
+    for (i = 1; i < k; i++)
+        if (y[i] > y[best]) best = i;
+    *o = edp_wr16(*o, k);
+    *o = edp_wr16(*o, best);
+    *o = edp_wr32(*o, edp_crc32(0, y, 4 * (size_t)k));
+    return EDP_OK;
+}
+
 static int cmd_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k;
@@ -429,7 +522,9 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     case EDP_T_INFO: err = n ? EDP_ERR_LEN : cmd_info(d, &o); break;
     case EDP_T_BUDGET: err = n ? EDP_ERR_LEN : cmd_budget(d, &o); break;
     case EDP_T_QUERY: err = cmd_query(d, f, n, &o); break;
+    case EDP_T_INFER: err = cmd_infer(d, f, n, &o); break;
 #if EDP_TEST_BUILD
+    case EDP_T_INFER_LOCAL: err = cmd_infer_local(d, f, n, &o); break;
     case EDP_T_LOCAL: err = cmd_local(d, f, n, &o); break;
     case EDP_T_SAMPLE: err = cmd_sample(d, f, n, &o); break;
     case EDP_T_NAIVE: err = cmd_naive(d, f, n, &o); break;
@@ -468,14 +563,24 @@ static void finish_frame(edp_device_t *d)
 
 void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        uint8_t c = bytes[i];
-        if (c == 0) {
-            if (d->rx_len || d->rx_overflow) finish_frame(d);
+    /* The fill position lives in a register (byte stores may alias *d); the
+     * inner loop copies one run of non-zero bytes that fits the buffer. */
+    uint8_t *o = d->rx + d->rx_len, *const full = d->rx + sizeof d->rx;
+    const uint8_t *end = bytes + n;
+    while (bytes != end) {
+        size_t room = (size_t)(full - o), left = (size_t)(end - bytes);
+        const uint8_t *stop = bytes + (left < room ? left : room);
+        while (bytes != stop && *bytes) *o++ = *bytes++;
+        if (bytes == end) break;
+        if (*bytes) {  /* no room: drop the byte, remember the overflow */
+            d->rx_overflow = 1;
+            bytes++;
             continue;
         }
-        if (d->rx_len < sizeof d->rx) d->rx[d->rx_len++] = c;
-        else d->rx_overflow = 1;
+        bytes++;
+        d->rx_len = (uint32_t)(o - d->rx);
+        if (d->rx_len || d->rx_overflow) finish_frame(d);
+        o = d->rx;
     }
+    d->rx_len = (uint32_t)(o - d->rx);
 }

@@ -26,12 +26,15 @@ from .params import CLASSES, EPSILON
               help="Also write the table as markdown to this file.")
 @click.option("--key-file", type=click.Path(dir_okay=False), default=None,
               help="Device HMAC key for CONFIG [default: tests/keys/test-device.key].")
+@click.option("--models", "models_n", type=int, default=0, metavar="N",
+              help="Also measure INFER on each bundled model's QEMU test image with N digits images "
+                   "(inference vs DP step vs whole frame; edgedp.bench.infer).")
 @json_option
 @progress_option
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          as_json: bool, no_progress: bool) -> None:
+          models_n: int, as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -53,10 +56,14 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         cfg.epsilons = tuple(epsilons)
     say = (lambda msg: None) if no_progress else (lambda msg: click.echo(f"  {msg}", err=True))
     result = bench_run.run(target, cfg, progress=say)
+    if models_n > 0:
+        from ..bench import infer as bench_infer
+        result["infer"] = bench_infer.run(models_n, progress=say)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
     if md_path:
-        Path(md_path).write_text(bench_run.markdown(result) + "\n")
+        extra = "\n\n" + bench_infer.markdown(result["infer"]) if models_n > 0 else ""
+        Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
     if as_json:
         emit_json(result)
         return
@@ -82,6 +89,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
             click.echo(f"  {m['module']:8s} {m['text']:6d} {m['data']:4d} {m['bss']:4d}  {m['linked_flash']:6d}")
     elif fp:
         click.echo(f"footprint: {fp.get('error')}", err=True)
+    if models_n > 0:
+        click.echo(bench_infer.markdown(result["infer"]))
     for line in bench_run.describe_targets(result):
         click.echo(line)
     click.echo(f"plot: {png}")

@@ -6,7 +6,7 @@ from importlib import resources
 import click
 import numpy as np
 
-from ..device.client import open_device
+from ..device.client import Device, open_device
 from ..device.errors import DeviceError
 from ..device.protocol import Caps, MechConfig
 from ..mech.lattice import to_micro
@@ -27,9 +27,14 @@ def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
 @click.option("--epsilon", "-e", type=EPSILON, default=1.0, show_default=True, help="Per-query epsilon.")
 @click.option("--daily-cap", type=DAILY_CAP, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
 @click.option("--rows", type=click.IntRange(1, 64), default=16, show_default=True)
+@click.option("--images", type=click.IntRange(0, 599), default=100, show_default=True,
+              help="Digits test images sent to the on-device model (INFER), 0 to skip.")
 @handle_errors
-def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> None:
-    """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget."""
+def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images: int) -> None:
+    """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget.
+
+    Then send digits images to the model compiled into the image (INFER) and count the private
+    labels' accuracy."""
     probs, labels = bundled_sample()
     probs, labels = probs[:rows], labels[:rows]
     click.echo("starting the device (QEMU netduinoplus2, test image) ...")
@@ -64,8 +69,49 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> Non
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
             click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
         b = budget_dict(dev.budget())
-    click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
-    click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
-               "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
-    click.echo(f"budget: day {b['day']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
-               f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
+        click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
+        click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
+                   "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
+        click.echo(f"budget: day {b['day']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
+                   f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
+        if images > 0:
+            on_device(dev, key, epsilon, images)
+
+
+def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
+    """The product path: images in, the model runs on the device, only private labels come out."""
+    try:
+        from ..bench.icount import tick_unit
+        from ..model.digits import split
+        from ..model.image import image_model
+    except ImportError as exc:
+        click.echo(f"\n(on-device model part skipped: it needs scikit-learn, pip install edgedp[analysis]: {exc})")
+        return
+
+    model = image_model()
+    s = split()
+    X, y = s.X_test[:images].astype(np.float32), s.y_test[:images]
+    dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(epsilon * len(X))))
+    dev.reset_budget(key)
+    click.echo(f"\non-device model {model.name!r} ({model.head} head, {len(model.nets)} net(s), range "
+               f"[{model.lo:g}, {model.hi:g}], sensitivity {model.sensitivity:g}): {len(X)} held-out digits "
+               f"images in, LABEL mode at epsilon {epsilon}; the raw output never leaves the device")
+    correct, ticks = 0, []
+    for i, (x, label) in enumerate(zip(X, y)):
+        r, t = dev.infer(x, "label")
+        correct += int(r.label == label)
+        ticks.append(t)
+        if i < 8:
+            click.echo(f"  image {i}: true {label}, private label {r.label}")
+    unit = tick_unit(dev.info(), dev.target.name if dev.target else "")
+    n = unit.instructions(float(np.mean(ticks)))
+    cost = f"{n:,.0f} instructions" if n is not None else f"{np.mean(ticks):,.0f} ticks ({unit.describe()})"
+    click.echo(f"  private labels correct on {correct}/{len(X)} images ({correct / len(X):.1%}); "
+               f"the same model without noise scores {model_accuracy(model, X, y):.1%}; "
+               f"inference {cost} per image")
+
+
+def model_accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
+    from ..model.reference import first_argmax, run
+
+    return float(np.mean(first_argmax(run(model, X)) == y))

@@ -137,6 +137,9 @@ TEST_IMAGE_NOTE = ("note: this device runs a test image: its noise comes from th
               help="Input/output range (default: the device's, [0, 1] for probabilities).")
 @click.option("--mode", "-m", default="full", show_default=True,
               help="full | topk:K | label | bucket | round:D | simplex")
+@click.option("--infer", is_flag=True,
+              help="INPUT rows are model inputs (e.g. images.npy): the device runs its model (INFER) and "
+                   "releases only the private output; range and sensitivity are the model's.")
 @click.argument("input_path", metavar="INPUT", default="-")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write what was released: .jsonl (every row and status), or .npy (values for full, round "
@@ -146,10 +149,15 @@ TEST_IMAGE_NOTE = ("note: this device runs a test image: its noise comes from th
 @json_option
 @handle_errors
 def query(target: str | None, epsilon: float | None, sensitivity: float | None,
-          value_range: tuple[float, float] | None, mode: str, input_path: str, out: str | None,
+          value_range: tuple[float, float] | None, mode: str, infer: bool, input_path: str, out: str | None,
           key_file: str | None, as_json: bool) -> None:
-    """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device."""
+    """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device.
+
+    With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
+    into the image; only its private output is released."""
     m = Mode.parse(mode)
+    if infer and (sensitivity is not None or value_range is not None):
+        raise ValueError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
     rows = read_rows(input_path)
     if rows.shape[1] > MAX_CLASSES:
         raise ValueError(f"rows have {rows.shape[1]} classes; a query holds at most {MAX_CLASSES}")
@@ -158,10 +166,11 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     answers: list[tuple[int, QueryResult]] = []
     with open_device(target) as dev:
         cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
-        warn_clamped(rows, cfg)
+        if not infer:  # model inputs are not clamped to the mechanism's range
+            warn_clamped(rows, cfg)
         if not as_json:
             click.echo(f"{'row':>4} {'raw top-1':>10} {'private':>28} {'remaining eps':>14}")
-        for i, (x, r) in enumerate(zip(rows, dev.query_many(rows, m))):
+        for i, (x, r) in enumerate(zip(rows, (dev.infer_many(rows, m) if infer else dev.query_many(rows, m)))):
             if isinstance(r, DeviceError):
                 rec = {"row": i, "status": r.code, "output": None, "remaining": None}
             else:
@@ -171,7 +180,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
             if as_json:
                 emit_json(rec)
             else:
-                raw = f"{int(np.argmax(x))} ({x.max():.3f})"
+                raw = "on device" if infer else f"{int(np.argmax(x))} ({x.max():.3f})"
                 priv = _describe(rec["output"], m) if rec["output"] else rec["status"]
                 rem = f"{rec['remaining']:.3f}" if rec["remaining"] is not None else "-"
                 click.echo(f"{i:>4} {raw:>10} {priv:>28} {rem:>14}")

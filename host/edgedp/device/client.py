@@ -112,6 +112,29 @@ class Device:
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         return P.parse_query(self.request(P.QUERY, P.pack_vector(x, mode)), mode)
 
+    def infer(self, x: np.ndarray, mode: Mode | str = "full") -> tuple[P.QueryResult, int]:
+        """Model inputs in, the private release of the model's output out (charged like QUERY):
+        (answer, ticks of the inference; 0 in production builds)."""
+        mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        return P.parse_infer(self.request(P.INFER, P.pack_vector(x, mode)), mode)
+
+    def infer_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
+                   ) -> Iterator[P.QueryResult | DeviceError]:
+        """``query_many`` for INFER: one private answer (or the refusal) per row of model inputs."""
+        mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        for x in rows:
+            try:
+                yield self.infer(x, mode)[0]
+            except DeviceError as exc:
+                yield exc
+                if exc.error == ErrorCode.ERR_BUDGET:
+                    return
+
+    def infer_local(self, x: np.ndarray) -> tuple[int, int]:
+        """The model's local path (test builds): (argmax of the raw output, crc32 of its float32 bytes)."""
+        _, label, crc = struct.unpack("<HHI", self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(0))))
+        return label, crc
+
     def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
                    ) -> Iterator[P.QueryResult | DeviceError]:
         """Stream rows (a 2-D array, or any iterable of vectors such as a generator) through QUERY.

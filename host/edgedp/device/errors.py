@@ -18,6 +18,7 @@ class ErrorCode(IntEnum):
     ERR_AUTH = 9
     ERR_REPLAY = 10
     ERR_STORE = 11
+    ERR_NO_MODEL = 12
 
 
 MEANING = {
@@ -33,6 +34,7 @@ MEANING = {
     ErrorCode.ERR_AUTH: "missing or invalid authentication (or no device key)",
     ErrorCode.ERR_REPLAY: "authentication counter not above the stored one (replay)",
     ErrorCode.ERR_STORE: "persistent budget store unavailable: external output refused",
+    ErrorCode.ERR_NO_MODEL: "INFER: this image was built without a model (make firmware MODEL=...)",
 }
 
 

@@ -22,6 +22,7 @@ from .errors import TransportError
 
 PING, INFO, BUDGET = 0x01, 0x02, 0x03
 QUERY, LOCAL, SAMPLE, NAIVE = 0x10, 0x11, 0x12, 0x13
+INFER, INFER_LOCAL = 0x14, 0x15
 CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, CHALLENGE = 0x20, 0x21, 0x22, 0x23, 0x24
 ERROR, RESPONSE = 0x7F, 0x80
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
@@ -247,6 +248,12 @@ def parse_query(b: bytes, mode: Mode) -> QueryResult:
         (lab, level) = struct.unpack("<HB", _sized(p, 3, "QUERY"))
         r = Released(label=np.array([lab]), level=np.array([level]))
     return QueryResult.from_release(r, mode, m, k, remaining_micro=remaining, ticks=ticks)
+
+
+def parse_infer(b: bytes, mode: Mode) -> tuple[QueryResult, int]:
+    """An INFER answer: the QUERY layout with infer_ticks u32 after the 16-byte head."""
+    (infer_ticks,) = struct.unpack_from("<I", _sized(b, QUERY_HEAD.size + 4, "INFER", exact=False), 16)
+    return parse_query(b[:16] + b[20:], mode), infer_ticks
 
 
 # ---- test-build commands -----------------------------------------------------------------

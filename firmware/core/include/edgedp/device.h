@@ -1,9 +1,11 @@
 /* The device: frame loop, command dispatcher and the release policy.
  *
  * Release policy (the invariants the tests check):
- *  - an external QUERY answer is sent only after its cost is committed to the
- *    persistent store; entropy, clock and store failures refuse it
+ *  - an external QUERY or INFER answer is sent only after its cost is committed
+ *    to the persistent store; entropy, clock and store failures refuse it
  *    (EDP_ERR_ENTROPY, EDP_ERR_TIME, EDP_ERR_STORE) before any noise is drawn;
+ *  - INFER's raw model output never leaves the device: only the mechanism's
+ *    release of it does (INFER_LOCAL, test builds, answers a checksum);
  *  - PING, INFO, BUDGET and the local path never depend on entropy, clock or budget;
  *  - CONFIG, SET_TIME, RESET_BUDGET and TEST_SEED need an HMAC-SHA256 tag over
  *    "EDP2" | type | nonce | counter u64 | payload with the device's current
@@ -22,6 +24,7 @@
 #include "edgedp/drbg.h"
 #include "edgedp/flog.h"
 #include "edgedp/mech.h"
+#include "edgedp/model.h"
 #include "edgedp/port.h"
 #include "edgedp/proto.h"
 #include "edgedp/store.h"
@@ -46,6 +49,9 @@ typedef struct {
     edp_flog_t flog;
     edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
     edp_naive_fn naive;    /* NULL unless the app installs the baseline */
+    const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */
+    uint8_t infer_plan_valid;
+    edp_mech_plan_t infer_plan;  /* cached for (rec.mech epsilon, the model's range) */
     uint32_t rx_len;
     uint8_t rx_overflow;
     uint8_t rx[EDP_WIRE_MAX];
@@ -77,5 +83,12 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n);
  * lattice vector of x under the current configuration. Costs no budget and
  * never crosses the external interface. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out);
+
+/* The local path of the model: its raw output for inputs x[0..n), in the
+ * model's scratch (valid until the next inference). Costs no budget, needs no
+ * entropy or clock, never crosses the external interface. Returns EDP_OK,
+ * EDP_ERR_NO_MODEL, EDP_ERR_LEN (n is not the model's input length) or
+ * EDP_ERR_BAD_VALUE (an input or output is NaN or Inf). */
+int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const float **y);
 
 #endif

@@ -19,6 +19,7 @@ enum edp_error {
     EDP_ERR_AUTH      = -9,  /* missing/invalid HMAC tag or no device key */
     EDP_ERR_REPLAY    = -10, /* authentication counter not increasing */
     EDP_ERR_STORE     = -11, /* persistent store unreadable or write failed */
+    EDP_ERR_NO_MODEL  = -12, /* INFER on an image built without a model */
 };
 
 #endif

@@ -23,6 +23,8 @@ enum edp_frame_type {
     EDP_T_LOCAL = 0x11,        /* test builds: run the local (un-noised) path on device */
     EDP_T_SAMPLE = 0x12,       /* test builds: raw noise samples */
     EDP_T_NAIVE = 0x13,        /* test builds: the naive rand()+logf baseline, timed */
+    EDP_T_INFER = 0x14,        /* external inference: model inputs in, private release out, charged */
+    EDP_T_INFER_LOCAL = 0x15,  /* test builds: the model's local path (checksum of the raw output) */
     EDP_T_CONFIG = 0x20,       /* authenticated */
     EDP_T_SET_TIME = 0x21,     /* authenticated */
     EDP_T_RESET_BUDGET = 0x22, /* authenticated */

@@ -1,0 +1,96 @@
+#include "edgedp/model.h"
+
+#include <string.h>  /* memset */
+
+/* ln 2 split so that n * LN2_HI is exact for |n| < 2^9; 1/ln 2. */
+#define LN2_HI 0x1.62e400p-1f
+#define LN2_LO 0x1.7f7d1cp-20f
+#define LOG2E 0x1.715476p+0f
+
+float edp_model_exp(float x)
+{
+    union { float f; uint32_t u; } two_n;
+    float r, p;
+    int32_t n;
+    if (!(x >= -87.0f)) return 0.0f;  /* also NaN: never converted to an integer */
+    n = (int32_t)(x * LOG2E - 0.5f);  /* x <= 0: x / ln 2 rounded to nearest, halves away from 0 */
+    r = (x - (float)n * LN2_HI) - (float)n * LN2_LO;
+    p = 0x1.a01a02p-13f;                         /* 1/7! */
+    p = p * r + 0x1.6c16c2p-10f;                 /* 1/6! */
+    p = p * r + 0x1.111112p-7f;                  /* 1/5! */
+    p = p * r + 0x1.555556p-5f;                  /* 1/4! */
+    p = p * r + 0x1.555556p-3f;                  /* 1/3! */
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    two_n.u = (uint32_t)(n + 127) << 23;         /* n >= -126: a normal power of two */
+    return p * two_n.f;
+}
+
+/* y[0..out) = b + x W, accumulated in input order (see model.h); wt is W
+ * transposed (row j holds column j of W), so each sum runs over contiguous
+ * weights with its accumulator in a register. */
+static void dense(const edp_dense_t *l, const float *x, float *y)
+{
+    const uint32_t in = l->in, out = l->out;
+    const float *wt = l->wt;
+    uint32_t i, j;
+    for (j = 0; j < out; j++, wt += in) {
+        float acc = l->b[j];
+#pragma GCC unroll 4
+        for (i = 0; i < in; i++) acc += x[i] * wt[i];
+        y[j] = acc;
+    }
+}
+
+/* Logits of one net; returns where they are (in the scratch ping-pong pair). */
+static const float *net_run(const edp_net_t *net, const float *x, float *a, float *b)
+{
+    uint32_t l, j;
+    for (l = 0; l < net->n_layers; l++) {
+        const edp_dense_t *layer = &net->layers[l];
+        dense(layer, x, a);
+        if (l + 1 < net->n_layers)
+            for (j = 0; j < layer->out; j++) a[j] = a[j] > 0.0f ? a[j] : 0.0f;
+        x = a;
+        a = b;
+        b = (float *)x;
+    }
+    return x;
+}
+
+static uint32_t net_width(const edp_net_t *net)
+{
+    uint32_t l, w = 0;
+    for (l = 0; l < net->n_layers; l++)
+        if (net->layers[l].out > w) w = net->layers[l].out;
+    return w;
+}
+
+const float *edp_model_run(const edp_model_t *m, const float *x)
+{
+    float *out = m->scratch, *a = out + m->n_classes;
+    uint32_t t, j, k = m->n_classes;
+    memset(out, 0, k * sizeof *out);
+    for (t = 0; t < m->n_nets; t++) {
+        const edp_net_t *net = &m->nets[t];
+        const uint32_t n = net->layers[net->n_layers - 1].out;
+        const float *z = net_run(net, x, a, a + net_width(net));
+        if (m->head == EDP_MODEL_VOTES) {
+            uint32_t best = 0;
+            for (j = 1; j < n; j++)
+                if (z[j] > z[best]) best = j;
+            out[net->cls[best]] += 1.0f;
+        } else {
+            float top = z[0], sum = 0.0f;
+            for (j = 1; j < n; j++)
+                if (z[j] > top) top = z[j];
+            for (j = 0; j < n; j++) {
+                out[net->cls[j]] = edp_model_exp(z[j] - top);
+                sum += out[net->cls[j]];
+            }
+            for (j = 0; j < n; j++) out[net->cls[j]] /= sum;
+        }
+    }
+    return out;
+}

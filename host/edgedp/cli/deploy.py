@@ -1,0 +1,38 @@
+"""edgedp deploy: turn a trained model into C data compiled into the firmware image."""
+from __future__ import annotations
+
+import click
+
+from ..model import digits
+from ..model.deploy import deploy as run_deploy
+from .common import emit_json, handle_errors, json_option
+
+
+@click.command()
+@click.argument("model")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="C file to write, e.g. firmware/model/mine.c; build with `make firmware MODEL=that`.")
+@click.option("--seed", type=int, default=digits.SEED, show_default=True,
+              help="Built-in models: digits split and training seed.")
+@click.option("--teachers", type=int, default=30, show_default=True, help="digits-ensemble: teachers T.")
+@json_option
+@handle_errors
+def deploy(model: str, out: str, seed: int, teachers: int, as_json: bool) -> None:
+    """Write MODEL as C data for the image.
+
+    MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
+    a teacher ensemble, output = vote histogram, range [0, T], sensitivity 2), the `edgedp train`
+    model file (.npz with its manifest), or a built-in trained here on the digits:
+    digits-ensemble, digits-logreg, digits-mlp."""
+    d = run_deploy(model, out, seed, teachers)
+    if as_json:
+        emit_json(d.as_dict())
+        return
+    click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
+               f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
+    click.echo(f"  {d.weights} float32 weights = {d.flash_weight_bytes} bytes of flash, "
+               f"{d.scratch_ram_bytes} bytes of scratch RAM, {d.macs} multiply-adds per inference")
+    if d.device_accuracy is not None:
+        click.echo(f"  digits test accuracy: float model {d.float_accuracy:.4f}, device kernels "
+                   f"{d.device_accuracy:.4f} (same label on {d.agreement:.2%})")
+    click.echo(f"  build with: make firmware MODEL={d.out}")

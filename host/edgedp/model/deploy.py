@@ -1,0 +1,83 @@
+"""`edgedp deploy`: a trained model -> C data for the image, with what it costs and how it scores."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import cgen, convert, digits, reference
+from .spec import DeviceModel
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    source: str
+    out: str
+    head: str
+    n_features: int
+    n_classes: int
+    nets: int
+    weights: int
+    flash_weight_bytes: int
+    scratch_ram_bytes: int
+    macs: int
+    lo: float
+    hi: float
+    sensitivity: float
+    sha256: str
+    float_accuracy: float | None = None    # the float64 host model on the digits test set
+    device_accuracy: float | None = None   # the device's float32 kernels (reference) on it
+    agreement: float | None = None         # same label, device vs float model
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[DeviceModel, dict]:
+    """The device model for a built-in name or a model file, and accuracy figures when known."""
+    if source in digits.BUILTIN:
+        model, obj = digits.train(source, seed, teachers)
+        s = digits.split(seed)
+        dev = reference.first_argmax(reference.run(model, s.X_test))
+        flt = digits.float_predict(obj, s.X_test)
+        return model, {"float_accuracy": float((flt == s.y_test).mean()),
+                       "device_accuracy": float((dev == s.y_test).mean()),
+                       "agreement": float((dev == flt).mean())}
+    return convert.load(source), {}
+
+
+def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30) -> Deployment:
+    model, scores = build(source, seed, teachers)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(cgen.generate(model, Path(source).name))
+    d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
+                   len(model.nets), model.n_weights, 4 * model.n_weights, 4 * model.scratch_floats,
+                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **scores)
+    if source.endswith(".npz"):
+        _record_in_manifest(Path(source), d)
+    return d
+
+
+def _record_in_manifest(npz: Path, d: Deployment) -> None:
+    """Add the `deployment` entry (mechanism settings) to NAME.manifest.json when it exists."""
+    manifest = npz.with_name(npz.name[: -len(".npz")] + ".manifest.json")
+    if not manifest.exists():
+        return
+    doc = json.loads(manifest.read_text())
+    doc["deployment"] = {"c_file": d.out, "head": d.head, "lo": d.lo, "hi": d.hi,
+                         "sensitivity": d.sensitivity, "m": None, "weights_sha256": d.sha256}
+    manifest.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def np_inputs(path: str | Path, n_features: int) -> np.ndarray:
+    """Model inputs from .npy (n, n_features) float; a single row is accepted as (n_features,)."""
+    x = np.load(path, allow_pickle=False)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or x.shape[1] != n_features:
+        raise ValueError(f"{path}: inputs must have shape (n, {n_features}), got {x.shape}")
+    return x.astype(np.float32)

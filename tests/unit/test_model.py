@@ -1,0 +1,111 @@
+"""Model kernels, converters and the C generator, host only (the device side: tests/hil)."""
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+
+from edgedp.analysis.data import digits_split
+from edgedp.analysis.models import Constant
+from edgedp.model import cgen, convert, reference
+from edgedp.model.spec import Dense, DeviceModel, Net
+
+S = digits_split(0)
+X, Y = S.X_pool[:300], S.y_pool[:300]
+
+
+def test_exp32_is_within_two_ulps_of_exp() -> None:
+    x = -np.linspace(0, 87, 400_001).astype(np.float32)
+    rel = np.abs(reference.exp32(x) - np.exp(x.astype(np.float64))) / np.exp(x.astype(np.float64))
+    assert rel.max() < 2 * 2.0 ** -24
+    assert reference.exp32(np.float32([-88.0, np.nan]))[0] == 0.0
+    assert reference.exp32(np.float32([np.nan]))[0] == 0.0
+
+
+def test_dense_accumulates_in_input_order_not_blas_order() -> None:
+    w = np.float32([[1e8], [1.0], [-1e8]])
+    layer = Dense(w, np.float32([0.0]))
+    x = np.float32([[1.0, 1.0, 1.0]])
+    # ((0 + 1e8) + 1) - 1e8 = 0 in float32; a pairwise/BLAS order may give 1.
+    assert reference.dense(layer, x)[0, 0] == np.float32(0.0)
+
+
+@pytest.mark.parametrize("kind", ["logreg", "mlp", "binary"])
+def test_converted_sklearn_models_match_predict_proba(kind: str) -> None:
+    y = Y if kind != "binary" else (Y > 4).astype(int)
+    m = (MLPClassifier(hidden_layer_sizes=(16,), max_iter=200, random_state=0) if kind == "mlp"
+         else LogisticRegression(max_iter=500)).fit(X, y)
+    dm = convert.from_sklearn(m, "t")
+    out = reference.run(dm, S.X_test)
+    assert np.abs(out - m.predict_proba(S.X_test)).max() < 1e-5
+    assert np.array_equal(reference.first_argmax(out), m.predict(S.X_test))
+
+
+def test_teacher_votes_count_each_teachers_label() -> None:
+    teachers = [LogisticRegression(max_iter=500).fit(X[i::3], Y[i::3]) for i in range(3)] + [Constant(7)]
+    dm = convert.from_teachers(teachers, 10, 64, "ens")
+    v = reference.run(dm, S.X_test)
+    assert (dm.lo, dm.hi, dm.sensitivity) == (0.0, 4.0, 2.0)
+    want = np.zeros_like(v)
+    for t in teachers:
+        want[np.arange(len(v)), t.predict(S.X_test)] += 1
+    assert np.array_equal(v, want)
+
+
+def test_generated_c_reads_back_identically(tmp_path: Path) -> None:
+    m = MLPClassifier(hidden_layer_sizes=(8, 6), max_iter=50, random_state=1).fit(X, Y)
+    dm = convert.from_sklearn(m, "mlp2")
+    path = tmp_path / "m.c"
+    path.write_text(cgen.generate(dm))
+    back = cgen.read(path)
+    assert cgen.digest(back) == cgen.digest(dm)
+    assert np.array_equal(reference.run(back, S.X_test).view(np.uint32), reference.run(dm, S.X_test).view(np.uint32))
+
+
+def test_signed_zero_and_extremes_survive_c_literals(tmp_path: Path) -> None:
+    w = np.float32([[-0.0, 3.4028235e38, 1e-45, -1.17549435e-38]])
+    dm = DeviceModel("z", "softmax", 4, (Net((Dense(w, np.zeros(4)),), np.arange(4)),), 0.0, 1.0)
+    path = tmp_path / "z.c"
+    path.write_text(cgen.generate(dm))
+    assert cgen.read(path).nets[0].layers[0].w.tobytes() == w.tobytes()
+
+
+def test_train_npz_and_joblib_files_load(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "dp.npz", kind="mlp", n_features=64, n_classes=10, W0=rng.normal(size=(64, 5)),
+             b0=np.zeros(5), W1=rng.normal(size=(5, 10)), b1=np.zeros(10), classes=np.arange(10))
+    dm = convert.load(tmp_path / "dp.npz")
+    assert (dm.head, dm.n_features, dm.n_classes, len(dm.nets[0].layers)) == ("softmax", 64, 10, 2)
+    teachers = [LogisticRegression(max_iter=300).fit(X[i::2], Y[i::2]) for i in range(2)]
+    joblib.dump(teachers, tmp_path / "ens.joblib")
+    assert convert.load(tmp_path / "ens.joblib").head == "votes"
+    with pytest.raises(ValueError, match="only ReLU"):
+        convert.from_sklearn(MLPClassifier(activation="tanh", max_iter=20).fit(X, Y), "x")
+
+
+def test_crc_of_raw_outputs_is_zlib_over_float32_bytes() -> None:
+    dm = cgen.read(Path(__file__).resolve().parents[2] / "firmware/model/digits_ensemble.c")
+    out = reference.run(dm, S.X_test[:1])[0]
+    assert zlib.crc32(out.astype("<f4").tobytes()) == zlib.crc32(out.tobytes())
+    assert out.sum() == len(dm.nets)
+
+
+def test_deploy_command_writes_c_that_reads_back(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from edgedp.cli import main
+
+    m = LogisticRegression(max_iter=300).fit(X, Y)
+    joblib.dump(m, tmp_path / "lr.joblib")
+    out = tmp_path / "lr.c"
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    back = cgen.read(out)
+    assert np.array_equal(reference.run(back, S.X_test), reference.run(convert.from_sklearn(m, "lr"), S.X_test))
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "missing.joblib"), "--out", str(out)])
+    assert r.exit_code != 0 and "error" in r.output
