@@ -117,8 +117,11 @@ build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/s
 demo: setup firmware
 	$(VENV)/bin/edgedp demo
 
+# pytest runs on every core (pytest-xdist, whole files per worker: the QEMU and native
+# fixtures are per file or per worker); the Robot suite follows on QEMU.
+PYTEST_WORKERS ?= $(shell nproc)
 test: setup firmware host
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
 
 clean:
