@@ -27,3 +27,8 @@ for _cmd in _ANALYSIS_COMMANDS:
 from .bench import bench  # noqa: E402
 
 main.add_command(bench)
+
+from .train import COMMANDS as _TRAIN_COMMANDS  # noqa: E402
+
+for _cmd in _TRAIN_COMMANDS:
+    main.add_command(_cmd)
