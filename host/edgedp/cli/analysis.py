@@ -65,9 +65,26 @@ def _command_line() -> str:
 
 # ---- account ----------------------------------------------------------------------------
 
+class Count(click.ParamType):
+    """A non-negative whole number, also written as 1e8."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            v = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (math.isfinite(v) and v >= 0 and v == int(v)):
+            self.fail(f"{value!r} is not a whole number >= 0", param, ctx)
+        return int(v)
+
+
 @click.command()
 @click.option("--epsilon", "-e", type=float, required=True, help="Per-query epsilon.")
-@click.option("--queries", "-n", type=click.IntRange(0), default=None, help="Number of answers to compose.")
+@click.option("--queries", "-n", type=Count(), default=None, help="Number of answers to compose (e.g. 1000, 1e8).")
 @click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
 @click.option("--target-epsilon", type=float, default=None,
               help="Inverse: lifetime epsilon to stay within (with --days).")
@@ -90,7 +107,8 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
         click.echo(f"{queries} answers at ε = {epsilon:g} (δ = {delta:g}):")
         click.echo(f"  basic composition      {c.basic:.6g}")
         click.echo(f"  advanced (DRV)         {c.advanced:.6g}")
-        click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}")
+        click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}" if queries <= accounting.PLD_MAX_QUERIES else
+                   f"  optimal ε-DP comp.     {c.pld:.6g}   (Kairouz et al.; PLD beyond {accounting.PLD_MAX_QUERIES:,} answers is not run)")
         click.echo(f"  seed 000's formula     {c.seed_formula:.6g}   (omits Nε(e^ε−1): not a bound)")
         return
     p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method)
