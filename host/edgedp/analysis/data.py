@@ -13,13 +13,15 @@ TEST_FRACTION = 1 / 3
 @dataclass(frozen=True)
 class Split:
     """Digits split once: a pool (the population models are trained from and the attacker
-    queries) and a held-out test set (accuracy, agreement). Pixels scaled to [0, 1]."""
+    queries) and a held-out test set (accuracy, agreement). Pixels scaled to [0, 1]. Every
+    record has an id (its row in scikit-learn's array) that the teacher partition hashes."""
 
     X_pool: np.ndarray
     y_pool: np.ndarray
     X_test: np.ndarray
     y_test: np.ndarray
     classes: int
+    ids_pool: np.ndarray     # each pool record's id: its row in the original data set
 
     @property
     def name(self) -> str:
@@ -33,7 +35,7 @@ def digits_split(seed: int, test_fraction: float = TEST_FRACTION) -> Split:
     perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED])).permutation(len(y))
     n_test = int(round(len(y) * test_fraction))
     test, pool = perm[:n_test], perm[n_test:]
-    return Split(X_pool=X[pool], y_pool=y[pool], X_test=X[test], y_test=y[test], classes=10)
+    return Split(X_pool=X[pool], y_pool=y[pool], X_test=X[test], y_test=y[test], classes=10, ids_pool=pool)
 
 
 @dataclass(frozen=True)
