@@ -128,11 +128,26 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
 
 # ---- tradeoff ---------------------------------------------------------------------------
 
+def _dpsgd_choice_text(rows: list[dict]) -> list[str]:
+    out = [f"which deployment wins within a per-record budget E over N answers (mode {rows[0]['mode']}; "
+           f"output noise spends E/N-ish per answer by optimal composition, DP-SGD spends E once):",
+           f"  {'E':>5s} {'N':>8s} {'eps/answer':>10s} {'softmax':>8s} {'ensemble':>8s} {'dpsgd':>6s}  winner"]
+    for r in rows:
+        def f(v):
+            return "   n/a" if v is None else f"{v:6.3f}"
+        out.append(f"  {r['total_epsilon']:5g} {r['queries']:8d} {r['per_query_epsilon']:10.3g} {f(r['softmax']):>8s} "
+                   f"{f(r.get('ensemble')):>8s} {f(r['dpsgd']):>6s}  {r['winner']}")
+    return out
+
+
 @click.command("tradeoff")
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
-              help="digits (model trained here) or an .npz with probs|logits, labels [, votes].")
+              help="digits, an .npz of features X and labels y (models trained here, DP-SGD included), "
+                   "or an .npz with probs|logits, labels [, votes] (your model's outputs).")
 @with_grid
 @click.option("--repeats", type=click.IntRange(1), default=None, help="Noise draws over the test set (default 5).")
+@click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
+              help="Also train DP-SGD models at each finite ε (the third deployment).")
 @target_option
 @click.option("--target-queries", type=click.IntRange(1), default=200, show_default=True,
               help="With --target: test rows sent through the device (full mode) and checked against the "
@@ -140,31 +155,43 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
 @common_options
 @handle_errors
 def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None,
-                 repeats: int | None, target: str | None, target_queries: int, seed: int, quick: bool, jobs: int,
-                 as_json: bool, no_progress: bool) -> None:
-    """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode,
-    single model (softmax) beside a teacher ensemble (votes)."""
+                 repeats: int | None, dpsgd: bool, target: str | None, target_queries: int, seed: int, quick: bool,
+                 jobs: int, as_json: bool, no_progress: bool) -> None:
+    """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode:
+    single model (softmax) with output noise, teacher ensemble (votes), and a DP-SGD model."""
     s = make_settings(quick, seed, epsilons, modes, teachers)
     if repeats:
         s = dataclasses.replace(s, repeats=repeats)
     progress = not no_progress
     t0 = time.perf_counter()
-    if data_spec == "digits":
-        split = data.digits_split(seed)
+    md = parse_modes(list(s.modes))
+    dp = split = None
+    if data_spec == "digits" or data.has_features(data_spec):
+        split = data.load_split(data_spec, seed)
         pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
         probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.test_votes[0], pop.teachers
-        info = {"data": "digits", "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
+        info = {"data": split.name, "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
                 "ensemble_test_accuracy": pop.ensemble_test_accuracy, "teachers": T}
+        if dpsgd:
+            from ..analysis import private_training
+            dp = private_training.build(split, pop.masks[:1], list(s.epsilons), seed, progress)
     else:
         out = data.load_npz(data_spec)
         probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
         info = {"data": out.source, "test": int(len(labels)),
                 "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
-    rows = tradeoff.run(probs, labels, parse_modes(list(s.modes)), list(s.epsilons), s.repeats, seed,
-                        votes, T, progress=progress)
+    rows = tradeoff.run(probs, labels, md, list(s.epsilons), s.repeats, seed, votes, T, progress=progress)
     k = probs.shape[1]
-    doc = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict(),
-           "seconds": time.perf_counter() - t0}
+    doc = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict()}
+    if dp is not None:
+        from ..analysis import private_training
+        rows += private_training.tradeoff_rows(dp, labels, probs.argmax(1), md)
+        cmode = next((m for m in md if str(m) == "label"), md[0])
+        doc["choice"] = private_training.choice(dp, probs, votes, T, labels, cmode, seed)
+        doc["dpsgd"] = {"delta": dp.delta, "steps": dp.steps, "sampling_rate": dp.sampling_rate,
+                        "n_train": dp.n_train, "noise_multipliers": dict(zip(map(str, dp.epsilons),
+                                                                              dp.noise_multipliers))}
+    doc["seconds"] = time.perf_counter() - t0
     if target is not None:
         from ..analysis import device_check  # imports the device client only when asked
         doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress)
@@ -177,6 +204,8 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
         for r in rows:
             click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['accuracy']:9.3f} "
                        f"{r['agreement']:10.3f}")
+        if "choice" in doc:
+            click.echo("\n".join(_dpsgd_choice_text(doc["choice"])))
         if "device_check" in doc:
             d = doc["device_check"]
             if "pvalue_values" not in d:

@@ -18,6 +18,7 @@ class TrainData:
     X_test: np.ndarray
     y_test: np.ndarray
     classes: np.ndarray    # label value of each class index
+    ids_train: np.ndarray  # each training record's row in the original data (its id)
 
     @property
     def n_classes(self) -> int:
@@ -30,7 +31,7 @@ class TrainData:
 
 def digits(seed: int) -> TrainData:
     s = digits_split(seed)
-    return TrainData("digits", s.X_pool, s.y_pool, s.X_test, s.y_test, np.arange(10))
+    return TrainData("digits", s.X_pool, s.y_pool, s.X_test, s.y_test, np.arange(10), s.ids_pool)
 
 
 def load_npz(path: str | Path, seed: int, test_fraction: float = TEST_FRACTION) -> TrainData:
@@ -57,7 +58,7 @@ def load_npz(path: str | Path, seed: int, test_fraction: float = TEST_FRACTION) 
     perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED])).permutation(len(y))
     n_test = max(1, int(round(len(y) * test_fraction)))
     test, train = perm[:n_test], perm[n_test:]
-    return TrainData(Path(path).name, X[train], y[train], X[test], y[test], classes)
+    return TrainData(Path(path).name, X[train], y[train], X[test], y[test], classes, train)
 
 
 def load(spec: str, seed: int) -> TrainData:
