@@ -140,12 +140,14 @@ def choice(dp: DpsgdPopulation, probs: np.ndarray, votes: np.ndarray | None, tea
            labels: np.ndarray, mode: Mode, seed: int, volumes: tuple[int, ...] = QUERY_VOLUMES,
            repeats: int = 2) -> list[dict]:
     """For every DP-SGD epsilon E (as a per-record lifetime budget) and query volume N: accuracy
-    of each deployment within E, and the winner."""
+    of each deployment within E, and the winner (none when every accuracy is within 5 points of
+    chance)."""
     mechs: list[tuple[Mechanism, np.ndarray]] = [(SOFTMAX, probs)]
     if votes is not None and teachers:
         from .mechanism import ensemble
         mechs.append((ensemble(teachers), votes))
     rows = []
+    chance = float(np.bincount(labels).max() / len(labels))
     for e, E in enumerate(dp.epsilons):
         dp_acc = float(np.mean(dp.test_probs[e, 0].argmax(1) == labels))
         for N in volumes:
@@ -159,7 +161,8 @@ def choice(dp: DpsgdPopulation, probs: np.ndarray, votes: np.ndarray | None, tea
                     row[mech.name] = float(np.mean(accs))
                 except ValueError:   # the device refuses this small an epsilon (noise scale beyond 2^25 steps)
                     row[mech.name] = None
-            row["winner"] = max((m for m in ("softmax", "ensemble", "dpsgd") if row.get(m) is not None),
-                                key=lambda m: row[m])
+            best = max((m for m in ("softmax", "ensemble", "dpsgd") if row.get(m) is not None), key=lambda m: row[m])
+            # within 5 points of the majority-class share, nobody wins: all answers are about noise
+            row["winner"] = best if row[best] >= chance + 0.05 else "none (all near chance)"
             rows.append(row)
     return rows

@@ -227,7 +227,11 @@ def attack() -> None:
 
 
 @attack.command("mia")
+@click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              help="digits or an .npz of features X and labels y (all models trained here).")
 @with_grid
+@click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
+              help="Also attack DP-SGD models trained at each finite ε.")
 @click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
 @click.option("--daily-cap", type=float, default=10.0, show_default=True,
               help="Daily epsilon cap for the averaging attack.")
@@ -235,18 +239,25 @@ def attack() -> None:
               help="Write ROC (log-log) and AUC plots here.")
 @common_options
 @handle_errors
-def attack_mia(epsilons: str | None, modes: str | None, teachers: int | None, shadows: int | None,
-               daily_cap: float, plot_dir: str | None, seed: int, quick: bool, jobs: int, as_json: bool,
-               no_progress: bool) -> None:
-    """Confidence-threshold and LiRA (online, offline) membership inference for each mode and ε,
-    single model and ensemble; plus the averaging attack within one daily budget."""
+def attack_mia(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None, dpsgd: bool,
+               shadows: int | None, daily_cap: float, plot_dir: str | None, seed: int, quick: bool, jobs: int,
+               as_json: bool, no_progress: bool) -> None:
+    """Confidence-threshold and LiRA (online, offline) membership inference for each mode and ε:
+    single model and ensemble with output noise, DP-SGD models; plus the averaging attack within
+    one daily budget."""
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
     progress = not no_progress
     t0 = time.perf_counter()
-    split = data.digits_split(seed)
+    split = data.load_split(data_spec, seed)
     pop = models.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
     md = parse_modes(list(s.modes))
     res = mia.run(pop, split.y_pool, md, list(s.epsilons), seed, jobs=jobs, progress=progress)
+    if dpsgd:
+        from ..analysis import private_training
+        dp = private_training.build(split, pop.masks, list(s.epsilons), seed, progress)
+        rows, rocs = private_training.mia_rows(dp, pop.masks, split.y_pool, md, seed)
+        res.rows += rows
+        res.rocs.update(rocs)
     n = s.averaging_inputs
     avg = (mia.averaging(pop.test_probs[0][:n], SOFTMAX, list(s.epsilons), daily_cap, seed)
            + mia.averaging(pop.test_votes[0][:n], ensemble(pop.teachers), list(s.epsilons), daily_cap, seed))
@@ -257,7 +268,7 @@ def attack_mia(epsilons: str | None, modes: str | None, teachers: int | None, sh
         for m in s.modes:
             tag = m.replace(":", "")
             plots_written.append(str(plots.auc(res.rows, m, d / f"mia_auc_{tag}.png")))
-            for mech in ("softmax", "ensemble"):
+            for mech in ("softmax", "ensemble") + (("dpsgd",) if dpsgd else ()):
                 for a in mia.ATTACKS:
                     plots_written.append(str(plots.roc(res.rocs, mech, a, m, d / f"roc_{mech}_{a}_{tag}.png")))
     doc = {"rows": res.rows, "averaging": avg, "train_accuracy": pop.train_accuracy,
@@ -326,19 +337,27 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 @click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
 @click.option("--data-sensitivity", type=click.Choice(["high", "medium", "low"]), default="high",
               show_default=True, help="How sensitive the training data is (your declaration).")
+@click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              help="digits or an .npz of features X and labels y (all models trained here).")
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A model from `edgedp train`: its privacy manifest is checked (hash) and reported.")
+@click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
+              help="Include DP-SGD models as the third deployment.")
 @with_grid
 @click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
 @common_options
 @handle_errors
 def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
-           delta: float, data_sensitivity: str, epsilons: str | None, modes: str | None, teachers: int | None,
+           delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, dpsgd: bool,
+           epsilons: str | None, modes: str | None, teachers: int | None,
            shadows: int | None, seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots."""
     from ..analysis import report as rep  # matplotlib only when needed
     cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
                           delta=delta, data_sensitivity=data_sensitivity)
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line())
+    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
+                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path)
     if as_json:
         emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
                                "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],
