@@ -164,17 +164,18 @@ def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float,
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0xD95]))
     sizes = np.zeros(steps, dtype=np.int64)
     over = 0
-    xb = np.zeros((rows, d), np.float32)
-    yb = np.zeros(rows, np.int32)
     for t, idx in enumerate(poisson_batches(n, q, steps, rng)):
         sizes[t] = len(idx)
         gsum = None
         chunks = [idx[i:i + rows] for i in range(0, len(idx), rows)] or [idx]
         over += len(chunks) > 1
         for c in chunks:
+            # fresh host buffers every block: JAX may read a NumPy buffer asynchronously (zero-copy on
+            # CPU), so a buffer handed to a computation is never written again
             m = len(c)
+            xb = np.zeros((rows, d), np.float32)
+            yb = np.zeros(rows, np.int32)
             xb[:m], yb[:m] = Xj[c], yj[c]
-            xb[m:], yb[m:] = 0.0, 0
             mask = (np.arange(rows) < m).astype(np.float32)
             s = clipped_sum(params, xb, yb, mask, clip_j)
             gsum = s if gsum is None else jax.tree_util.tree_map(jnp.add, gsum, s)
