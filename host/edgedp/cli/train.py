@@ -117,9 +117,6 @@ def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) ->
 
     d = audit.read_config(config) if config else {}
     d.update({k: v for k, v in flags.items() if v is not None})
-    if "n" not in d and "epsilon" not in d:
-        raise ValueError("give a configuration file or at least --epsilon, --delta, --n, --clip-norm, "
-                         "--noise-multiplier, --batch-size/--sampling-rate, --epochs/--steps")
     cfg = audit.TrainingConfig.from_mapping(d)
     td = None if no_canary else digits(0)
     checks = audit.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))

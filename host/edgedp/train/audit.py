@@ -125,6 +125,9 @@ class TrainingConfig:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown configuration keys: {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+        missing = [k for k in ("epsilon", "delta", "n", "clip_norm") if k not in d]
+        if missing:
+            raise ValueError(f"the configuration needs {', '.join(missing)}")
         return cls(**d)
 
 
