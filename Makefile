@@ -44,7 +44,7 @@ build/gen/test_keys.c: $(KEY)
 
 QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
-FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
+FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
 firmware: build/qemu/edgedp.elf build/stm32f4/edgedp.elf
 
@@ -103,7 +103,7 @@ demo: setup firmware
 
 test: setup firmware host
 	$(VENV)/bin/python -m pytest -q
-	$(VENV)/bin/robot --outputdir build/robot --consolewidth 100 tests/robot
+	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
 
 clean:
 	rm -rf build

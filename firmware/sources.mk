@@ -1,16 +1,24 @@
 # Source lists and flags shared by the Makefile and PlatformIO (firmware/boards/stm32f4/pio_build.py
 # reads this file): one source of truth for what each image is built from.
 
+# The DP core. arch/<name>/<module>.c holds the architecture-specific part of <module>.c;
+# every file is listed, and only the one the compiler's target selects (core/src/arch/arch.h)
+# is not empty.
 EDP_CORE_SRCS := \
 	firmware/core/src/budget.c \
+	firmware/core/src/cobs.c \
 	firmware/core/src/crc32.c \
 	firmware/core/src/device.c \
 	firmware/core/src/dlap.c \
 	firmware/core/src/drbg.c \
+	firmware/core/src/frame.c \
 	firmware/core/src/mech.c \
-	firmware/core/src/proto.c \
 	firmware/core/src/sha256.c \
-	firmware/core/src/store.c
+	firmware/core/src/store.c \
+	firmware/core/src/arch/armv7m/dlap.c \
+	firmware/core/src/arch/armv7m/drbg.c \
+	firmware/core/src/arch/portable/dlap.c \
+	firmware/core/src/arch/portable/drbg.c
 
 EDP_APP_SRCS := firmware/app/main.c
 EDP_TEST_APP_SRCS := firmware/app/naive.c

@@ -4,9 +4,9 @@ the STM32F4 Discovery platform of renode/edgedp-stm32f4.repl.
 
 The boot banner is a text line, checked with Renode's UART terminal tester
 (Wait For Line On Uart). Everything after it is binary COBS frames, which the
-edgedp host package speaks: the Python keyword library edgedp.robot_keywords
+edgedp host package speaks: the Python keyword library tests/robot/robot_keywords.py
 connects to the console's server socket (renode/edgedp.resc) and drives the
-device through edgedp.client, the code `edgedp --target ...` uses.
+device through edgedp.device.client, the code `edgedp --target ...` uses.
 
 Suite setup writes build/renode/edgedp-testkey.elf: the production image with
 the test key (tests/keys/test-device.key) in its .edp_key section, so the
@@ -14,15 +14,16 @@ suite can set the clock and the budget as an operator would.
 
 Run from the repository root (see renode/README.md):
     make build/stm32f4/edgedp.elf
-    PYTHONPATH=$PWD/host renode-test renode/edgedp.robot
+    PYTHONPATH=$PWD/host:$PWD/tests/robot renode-test renode/edgedp.robot
 
 
 *** Settings ***
-Documentation       edgedp on Renode (STM32F4 Discovery): boot, INFO, a DP query,
-...                 budget exhaustion and recovery from a garbage frame.
+Documentation       edgedp on Renode (STM32F4 Discovery): boot, INFO, fail-closed
+...                 refusals, a DP query, budget exhaustion, recovery from a garbage
+...                 frame, and a machine reset (spend kept, clock lost).
 
 Resource            ${RENODEKEYWORDS}
-Library             edgedp.robot_keywords.EdgedpKeywords
+Library             robot_keywords.EdgedpKeywords
 
 Suite Setup         Set Up Suite
 Suite Teardown      Teardown
@@ -39,6 +40,9 @@ ${UART}             sysbus.usart2
 ${CONSOLE_PORT}     3456
 ${BOARD}            stm32f4
 ${BOOT_TIMEOUT}     10
+# 2026-01-15 12:00 UTC: Renode's RTC model applies the date fields one at a
+# time, and some real dates pass through invalid ones (31 February).
+${TEST_TIME}        1768478400
 
 
 *** Test Cases ***
@@ -48,20 +52,39 @@ Boots And Prints The Banner
     ...    timeout=${BOOT_TIMEOUT}    treatAsRegex=true
 
 Reports INFO Over The Console Socket
+    [Documentation]    A fresh machine: DWT cycle counter found, RNG healthy, backup SRAM usable,
+    ...    no trusted clock yet.
     Connect After Boot
     ${info}=    Device Info
     Should Be Equal    ${info}[board]    ${BOARD}
     Should Be Equal    ${info}[build]    production
     Should Be Equal    ${info}[entropy]    ok
     Should Be Equal    ${info}[tick_kind]    dwt
+    Should Be Equal As Integers    ${info}[tick_hz]    168000000
+    Should Be True    ${info}[store_ok]
+    Should Not Be True    ${info}[time_ok]
 
-Answers A DP Query With DWT Ticks
-    [Documentation]    The DWT of edgedp-stm32f4.repl makes the measured ticks non-zero.
+Refuses Queries Until The Clock And The Budget Are Set
+    [Documentation]    Fail closed: no trusted date (ERR_TIME), then a blank store's daily cap
+    ...    of 0 (ERR_BUDGET); answers only after both authenticated commands.
+    Connect After Boot
+    Query Should Fail With    ERR_TIME    0.5    0.5
+    Set Device Time    ${TEST_TIME}
+    Query Should Fail With    ERR_BUDGET    0.5    0.5
+    Configure Budget    epsilon=1.0    daily_cap=3.0
+    ${answer}=    Query    0.5    0.5
+    Length Should Be    ${answer}[values]    2
+
+Answers A DP Query Without Reporting Its Timing
+    [Documentation]    Production images report ticks = 0: the sampler's running time depends
+    ...    on the noise drawn (docs/privacy.md, "Timing"). The spend is charged.
     Connect After Boot
     Configure For Test
     ${answer}=    Query    0.1    0.7    0.2
     Length Should Be    ${answer}[values]    3
-    Should Be True    ${answer}[ticks] > 0
+    Should Be Equal As Integers    ${answer}[ticks]    0
+    ${budget}=    Budget
+    Should Be Equal As Integers    ${budget}[daily_spent]    ${budget}[epsilon_micro]
 
 Refuses Queries Once The Budget Is Spent And Still Answers PING And INFO
     Connect After Boot
@@ -80,6 +103,26 @@ Recovers From A Garbage Frame
     Configure For Test
     ${answer}=    Query    0.25    0.75
     Length Should Be    ${answer}[values]    2
+
+Keeps The Spend And Loses The Clock Across A Machine Reset
+    [Documentation]    Renode's `machine Reset` resets RCC_BDCR and restarts the RTC model at
+    ...    2020-01-01, unlike a reset of the chip; the backup SRAM (MappedMemory) keeps
+    ...    the store. The device must refuse queries (ERR_TIME) until the clock is set
+    ...    again, and the spend made before the reset still counts.
+    Connect After Boot
+    Configure For Test
+    Query    0.5    0.5
+    Execute Command    machine Reset
+    Wait For Line On Uart    edgedp    timeout=${BOOT_TIMEOUT}
+    Device Should Respond
+    ${info}=    Device Info
+    Should Not Be True    ${info}[time_ok]
+    Query Should Fail With    ERR_TIME    0.5    0.5
+    ${budget}=    Budget
+    Should Be Equal As Integers    ${budget}[daily_spent]    1000000
+    Set Device Time    ${TEST_TIME}
+    ${answered}=    Exhaust Budget    0.2    0.8
+    Should Be Equal As Integers    ${answered}    2
 
 
 *** Keywords ***
@@ -102,9 +145,7 @@ Connect After Boot
 Configure For Test
     [Documentation]    A production device refuses queries until its clock is set and
     ...    its budget configured, both authenticated with the device key.
-    ...    A fixed date (2026-01-15 12:00 UTC): Renode's RTC model applies the date
-    ...    fields one at a time, and some real dates pass through invalid ones (31 February).
-    Set Device Time    1768478400
+    Set Device Time    ${TEST_TIME}
     Configure Budget    epsilon=1.0    daily_cap=3.0
 
 Stop edgedp On Renode

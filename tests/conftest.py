@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from edgedp.client import Device, load_key
-from edgedp.targets.host import HostTarget
-from edgedp.targets.qemu import QemuTarget
+from edgedp.device.client import Device, load_key
+from edgedp.device.targets.host import HostTarget
+from edgedp.device.targets.qemu import QemuTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
@@ -19,6 +19,18 @@ DAY = 86400
 def make(*targets: str) -> None:
     r = subprocess.run(["make", "-C", str(ROOT), *targets], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def empty_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("edgedp-state")
+
+
+@pytest.fixture(autouse=True)
+def no_device_session(empty_state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands and APIs that name no target use a running `edgedp device` session: point
+    them at an empty state directory so a developer's session never stands in for a test's."""
+    monkeypatch.setenv("EDGEDP_STATE_DIR", str(empty_state_dir))
 
 
 @pytest.fixture(scope="session")

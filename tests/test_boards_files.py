@@ -11,8 +11,9 @@
   `robot --dryrun` of the Renode suite against stand-ins with the signatures
   of Renode's C# keywords checks argument names and counts.
 - renode/*.repl / *.resc: the references between the files and to the build,
-  the repl's indentation rule, and the PWR peripheral's Python script run the
-  way Renode runs it.
+  a self-contained platform (nothing fetched at load), Renode's own models
+  under their 1.16 names (no Python peripheral), the repl's indentation rule,
+  and the .resc read hooks run the way Renode runs them.
 """
 from __future__ import annotations
 
@@ -129,22 +130,22 @@ def suite_keyword_calls(path: Path) -> tuple[set[str], set[str]]:
 
 
 def test_renode_suite_calls_only_known_keywords():
-    pytest.importorskip("edgedp.robot_keywords")
+    pytest.importorskip("robot_keywords")
     path = ROOT / "renode" / "edgedp.robot"
     called, defined = suite_keyword_calls(path)
     known = set(RENODE_KEYWORDS) | defined
     for lib in ("BuiltIn", "OperatingSystem", "String", "Collections", "Process",
-                "edgedp.robot_keywords.EdgedpKeywords"):
+                "robot_keywords.EdgedpKeywords"):
         known |= library_keywords(lib)
     assert sorted(called - known) == []
 
 
 def test_qemu_suite_calls_only_known_keywords():
-    pytest.importorskip("edgedp.robot_keywords")
+    pytest.importorskip("robot_keywords")
     for path in sorted((ROOT / "tests" / "robot").glob("*.robot")):
         called, defined = suite_keyword_calls(path)
         known = defined | library_keywords("BuiltIn") | library_keywords("OperatingSystem")
-        known |= library_keywords("edgedp.robot_keywords.EdgedpKeywords")
+        known |= library_keywords("robot_keywords.EdgedpKeywords")
         assert sorted(called - known) == [], path
 
 
@@ -152,31 +153,99 @@ def test_qemu_suite_calls_only_known_keywords():
 # Renode platform and script
 
 
+def repl_entries(text: str) -> dict[str, str]:
+    """name -> type of each peripheral declared in a .repl (`name: Type @ ...`)."""
+    return dict(re.findall(r"^(\w+): ([\w.]+) @", text, re.M))
+
+
+def resc_read_hooks(text: str) -> dict[str, str]:
+    """peripheral -> Python script of each `sysbus SetHookAfterPeripheralRead` in a .resc."""
+    return dict(re.findall(r'^sysbus SetHookAfterPeripheralRead sysbus\.(\w+) "([^"]*)"$', text, re.M))
+
+
+def run_read_hook(script: str, offset: int, value: int) -> int:
+    """The hook the way BusPeripheralsHooksPythonEngine runs it: `value` and `offset` set
+    in the scope, `value` read back (Renode then casts it to the access width)."""
+    scope = {"value": value, "offset": offset}
+    exec(compile(script, "hook", "exec"), scope)
+    return scope["value"] & 0xFFFFFFFF
+
+
 def test_renode_files_reference_each_other():
     repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
     resc = (ROOT / "renode" / "edgedp.resc").read_text()
-    assert re.search(r'^using "platforms/boards/stm32f4_discovery.repl"', repl, re.M)
     assert re.search(r"^dwt: Miscellaneous\.DWT @ sysbus 0xE0001000\n\s+frequency: 168000000", repl, re.M)
     assert "machine LoadPlatformDescription $ORIGIN/edgedp-stm32f4.repl" in resc
     assert "$elf?=$ORIGIN/../" + STM32F4_ELF in resc
     assert re.search(r"^emulation CreateServerSocketTerminal \$port \"(\w+)\" false$", resc, re.M)
     term = re.search(r'CreateServerSocketTerminal \$port "(\w+)"', resc).group(1)
     assert f"connector Connect sysbus.usart2 {term}" in resc
-    # Renode's RTC model reports BYPSHAD = 1; the firmware rejects that (rtc.c).
-    assert 'sysbus SetHookAfterPeripheralRead sysbus.rtc "if offset == 0x08: value = value & ~0x20"' in resc
-    assert re.search(r"^pwr: @none$", repl, re.M) and "pwr_regs: Python.PythonPeripheral @ sysbus 0x40007000" in repl
     assert re.search(r"^bkpsram: Memory\.MappedMemory @ sysbus 0x40024000$", repl, re.M)
+
+
+def test_renode_platform_is_self_contained():
+    """No `using` of Renode's platforms (platforms/cpus/stm32f4.repl runs `ApplySVD @https://...`
+    at load), no URL, no ApplySVD: the platform loads offline."""
+    repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
+    code = "\n".join(line for line in repl.splitlines() if not line.lstrip().startswith("//"))
+    assert not re.search(r"^\s*using\b", code, re.M)
+    assert "ApplySVD" not in code and "http" not in code
+
+
+# The models the firmware needs, as Renode 1.16 names them (renode-infrastructure).
+RENODE_MODELS = {
+    "flash": "Memory.MappedMemory", "sram": "Memory.MappedMemory", "bkpsram": "Memory.MappedMemory",
+    "flash_controller": "MTD.STM32F4_FlashController", "nvic": "IRQControllers.NVIC",
+    "cpu": "CPU.CortexM", "dwt": "Miscellaneous.DWT", "usart2": "UART.STM32_UART",
+    "usart3": "UART.STM32_UART", "rcc": "Miscellaneous.STM32F4_RCC", "rtc": "Timers.STM32F4_RTC",
+    "pwr": "Miscellaneous.STM32_PWR", "rng": "Miscellaneous.STM32F4_RNG",
+    "iwdg": "Timers.STM32_IndependentWatchdog", "gpioPortA": "GPIOPort.STM32_GPIOPort",
+    "gpioPortD": "GPIOPort.STM32_GPIOPort",
+}
+
+
+def test_renode_platform_uses_renode_models_only():
+    repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
+    entries = repl_entries(repl)
+    for name, model in RENODE_MODELS.items():
+        assert entries.get(name) == model, name
+    assert not any(t.startswith("Python.") for t in entries.values())  # no PythonPeripheral
+    assert "script:" not in repl
+
+
+def test_renode_read_hooks_set_what_the_firmware_waits_for():
+    """PWR_CSR.BRR reads 1 (STM32_PWR keeps it as a tag reading 0); RTC_CR.BYPSHAD reads 0
+    (STM32F4_RTC reports it set); every other register reads what the model returns."""
+    hooks = resc_read_hooks((ROOT / "renode" / "edgedp.resc").read_text())
+    assert sorted(hooks) == ["pwr", "rtc"]
+    assert run_read_hook(hooks["pwr"], 0x04, 0x4000) == 0x4008          # VOSRDY kept, BRR set
+    assert run_read_hook(hooks["pwr"], 0x04, 0x4208) == 0x4208
+    assert run_read_hook(hooks["pwr"], 0x00, 0x4100) == 0x4100          # PWR_CR untouched
+    assert run_read_hook(hooks["rtc"], 0x08, 0x60) == 0x40              # BYPSHAD cleared, FMT kept
+    assert run_read_hook(hooks["rtc"], 0x0C, 0x37) == 0x37              # ISR untouched
+    for offset in (0x00, 0x04, 0x10, 0x50):
+        assert run_read_hook(hooks["rtc"], offset, 0x20) == 0x20
+
+
+def test_renode_install_instructions_name_current_packages():
+    """The portable package of Renode's README (`renode-latest.linux-portable.tar.gz`), not the
+    older `-dotnet` name; the Robot Framework pin of renode-test in Renode 1.16 (6.1)."""
+    from edgedp.device.targets import renode as renode_target
+
+    texts = {"README.md": (ROOT / "README.md").read_text(),
+             "renode/README.md": (ROOT / "renode" / "README.md").read_text(),
+             "targets/renode.py": renode_target.INSTALL_HINT}
+    for name, text in texts.items():
+        assert "linux-portable-dotnet" not in text, name
+    assert "renode-latest.linux-portable.tar.gz" in renode_target.INSTALL_HINT
+    assert "renode-latest.linux-portable.tar.gz" in texts["renode/README.md"]
+    assert "6.0.2" not in texts["renode/README.md"] and "robotframework==6.1" in texts["renode/README.md"]
+    assert "STM32_RNG" not in texts["renode/README.md"].replace("STM32F4_RNG", "")
 
 
 def test_renode_repl_indentation_is_in_fours():
     # Renode's platform description format: indentation is a multiple of four spaces, no tabs.
-    in_string = False
     for number, line in enumerate((ROOT / "renode" / "edgedp-stm32f4.repl").read_text().splitlines(), 1):
-        if line.count("'''") % 2:
-            in_string = not in_string
-            continue
-        if in_string or not line.strip():
-            continue
         assert "\t" not in line, number
         indent = len(line) - len(line.lstrip(" "))
         assert indent % 4 == 0, number
@@ -402,12 +471,13 @@ Test Teardown
 
 
 def test_renode_suite_dry_run_against_renode_keyword_signatures(tmp_path):
-    pytest.importorskip("edgedp.robot_keywords")
+    pytest.importorskip("robot_keywords")
     library = tmp_path / "renode_stub.py"
     library.write_text(RENODE_STUB_LIBRARY)
     resource = tmp_path / "renode-keywords.robot"
     resource.write_text(RENODE_STUB_RESOURCE.format(library=library))
-    r = subprocess.run([sys.executable, "-m", "robot", "--dryrun", "--output", "NONE", "--log", "NONE",
+    r = subprocess.run([sys.executable, "-m", "robot", "--dryrun", "--pythonpath", str(ROOT / "tests" / "robot"),
+                        "--output", "NONE", "--log", "NONE",
                         "--report", "NONE", "--variable", f"RENODEKEYWORDS:{resource}",
                         str(ROOT / "renode" / "edgedp.robot")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -459,33 +529,3 @@ def test_pio_script_stages_set_what_the_makefile_uses(env_name, tmp_path):
     assert env["LIBS"] == [] and env["_LIBFLAGS"] == ""
     assert env["LDSCRIPT_PATH"] == str(ROOT / build.ldscript)
     assert env["SRC_FILTER"] == pio.source_filter(build, str(ROOT), str(ROOT / "firmware"))
-
-
-def test_renode_pwr_peripheral_script_behaves():
-    """Run the PythonPeripheral script of edgedp-stm32f4.repl the way Renode does:
-    one shared scope, a `request` per access (isInit / isRead / isWrite, offset, value)."""
-    repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
-    script = re.search(r"script: '''\n(.*?)'''", repl, re.S).group(1)
-    code = compile(script, "pwr_regs", "exec")
-
-    class Request:
-        def __init__(self, kind, offset=0, value=0):
-            self.isInit, self.isRead, self.isWrite = kind == "init", kind == "read", kind == "write"
-            self.offset, self.value = offset, value
-
-    scope: dict = {}
-
-    def access(kind, offset=0, value=0):
-        scope["request"] = r = Request(kind, offset, value)
-        exec(code, scope)
-        return r.value
-
-    access("init")
-    assert access("read", 0x0) == 0x4000                      # PWR_CR reset: VOS scale 1
-    access("write", 0x0, 0x4000 | 0x100)                      # DBP
-    assert access("read", 0x0) & 0x100                        # reads back (backup_access)
-    assert access("read", 0x4) & 0x4000                       # VOSRDY
-    assert not access("read", 0x4) & 0x8                      # BRR clear while BRE is off
-    access("write", 0x4, 0x200)                               # BRE
-    assert access("read", 0x4) & 0x208 == 0x208               # BRR follows BRE
-    assert access("read", 0x10) == 0

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from edgedp.errors import TransportError
-from edgedp.targets import start_target
-from edgedp.targets import renode as renode_target
+from edgedp.device.errors import TransportError
+from edgedp.device.targets import start_target
+from edgedp.device.targets import renode as renode_target
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST_EXE = ROOT / "build" / "host" / "edgedp"
@@ -128,7 +128,7 @@ def fake_renode(tmp_path, monkeypatch):
 def test_renode_target_runs_the_script_and_speaks_the_protocol(fake_renode, tmp_path):
     import json
 
-    from edgedp.client import Device
+    from edgedp.device.client import Device
 
     elf = tmp_path / "my image.elf"  # a space: Monitor paths must escape it
     elf.write_bytes(b"")
@@ -156,7 +156,7 @@ def test_renode_target_runs_the_script_and_speaks_the_protocol(fake_renode, tmp_
 def test_provision_elf_writes_the_key_into_edp_key(tmp_path):
     import subprocess
 
-    from edgedp.robot_keywords import EdgedpKeywords, _section_size
+    from robot_keywords import EdgedpKeywords, _section_size
 
     elf = ROOT / "build" / "stm32f4" / "edgedp.elf"
     if not elf.exists():

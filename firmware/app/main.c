@@ -29,12 +29,11 @@ static void banner(const edp_port_t *port)
 
 int main(void)
 {
-    static edp_port_t port;
+    const edp_port_t *port = edp_board_init();
     uint8_t buf[64];
     int n;
-    edp_board_init(&port);
-    banner(&port);
-    edp_device_init(&device, &port);
+    banner(port);
+    edp_device_init(&device, port);
 #if EDP_TEST_BUILD
     device.naive = edp_naive_laplace;
 #endif

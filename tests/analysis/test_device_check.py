@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgedp import fast
 from edgedp.analysis import device_check
 from edgedp.cli import main
+from edgedp.mech import fast
 
 EPS1 = 1_000_000  # micro-epsilon
 
@@ -30,7 +30,7 @@ def run(x, lattice) -> dict:
 
 
 def test_pit_is_uniform_under_the_law(x) -> None:
-    from edgedp.lattice import make_lattice, quantize
+    from edgedp.mech.lattice import make_lattice, quantize
     lat = make_lattice(10, EPS1, 2.0, 0.0, 1.0)
     y = answers(x, 1.0, 5)
     u = device_check.pit(y, quantize(x, lat, 0.0, 1.0), lat.lo, lat.hi, lat.inv_t, np.random.default_rng(0))

@@ -98,8 +98,8 @@ def test_discrete_lira_on_known_rates() -> None:
 
 def test_clamped_mean_matches_the_device_mechanism() -> None:
     """The attacker's debiasing model E[clamp(x + Z)] against the mechanism's own answers."""
-    from edgedp.lattice import make_lattice
-    from edgedp.modes import Mode
+    from edgedp.mech.lattice import make_lattice
+    from edgedp.mech.modes import Mode
     rng = np.random.default_rng(3)
     x = np.array([[0.05, 0.9, 0.3, 0.5, 0.0, 0.0, 0.1, 0.7, 1.0, 0.2]])
     eps = 1.0

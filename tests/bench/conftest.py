@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def qemu_elf() -> Path:
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc is not installed (make setup)")
-    from edgedp.targets.qemu import ensure_image
+    from edgedp.device.targets.qemu import ensure_image
     return ensure_image("qemu")
 
 

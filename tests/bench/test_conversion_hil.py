@@ -14,7 +14,7 @@ import pytest
 from edgedp.bench import icount
 from edgedp.bench.run import open_target
 from edgedp.bench.trace import TraceLink
-from edgedp.client import Device
+from edgedp.device.client import Device
 
 pytestmark = pytest.mark.hil
 TOLERANCE = 1 + 5  # SysTick rounding + one SysTick_Handler (wraps++) inside the window

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from edgedp.bench.exactness import deviation
-from edgedp.lattice import Lattice, dlap_tables, make_lattice
+from edgedp.mech.lattice import Lattice, dlap_tables, make_lattice
 
 
 @pytest.mark.parametrize("epsilon, k", [(0.01, 1000), (0.1, 1000), (1.0, 10), (1.0, 1000), (10.0, 1), (100.0, 1)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from edgedp.bench import icount, timing
-from edgedp.protocol import Info
+from edgedp.device.protocol import Info
 
 
 def info(kind: str, hz: int = 168_000_000) -> Info:

@@ -7,9 +7,9 @@ import struct
 import numpy as np
 
 from edgedp.bench.trace import Emulator, TraceLink
-from edgedp.client import Device
-from edgedp.reference import ReferenceDevice, encode_mode
-from edgedp.modes import Mode
+from edgedp.device.client import Device
+from edgedp.mech.modes import Mode
+from edgedp.mech.reference import ReferenceDevice, encode_mode
 
 RFC8439_IN = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
               0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c, 0x00000001, 0x09000000, 0x4a000000, 0x00000000]

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgedp import frames, protocol as P
-from edgedp.client import Device
-from edgedp.errors import DeviceError, ErrorCode
-from edgedp.modes import Mode
-from edgedp.targets.qemu import QemuTarget
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device
+from edgedp.device.errors import DeviceError, ErrorCode
+from edgedp.device.targets.qemu import QemuTarget
+from edgedp.mech.modes import Mode
 
 from ..conftest import ROOT
 

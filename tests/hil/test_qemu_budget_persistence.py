@@ -6,9 +6,9 @@ import struct
 import numpy as np
 import pytest
 
-from edgedp import frames, protocol as P
-from edgedp.client import Device
-from edgedp.errors import DeviceError
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device
+from edgedp.device.errors import DeviceError
 
 from ..conftest import DAY
 

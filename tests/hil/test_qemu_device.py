@@ -6,9 +6,9 @@ import struct
 import numpy as np
 import pytest
 
-from edgedp import frames, protocol as P
-from edgedp.errors import DeviceError, ErrorCode
-from edgedp.verify import replay
+from edgedp.device import frames, protocol as P
+from edgedp.device.errors import DeviceError, ErrorCode
+from edgedp.device.verify import replay
 
 from ..native.test_protocol_robustness import CASES
 

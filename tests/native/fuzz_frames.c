@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgedp/cobs.h"
 #include "edgedp/crc32.h"
 #include "edgedp/device.h"
 #include "edgedp/error.h"
@@ -50,8 +51,20 @@ static void p_uart(void *c, const uint8_t *b, size_t n)
     out_len += n;
 }
 
-static const edp_port_t port = {0, p_entropy, p_ticks, p_day, p_set_time, p_read, p_write, p_key, p_uart,
-                                "fuzz", 1, EDP_TICK_HOST};
+static void p_tick_unit(void *c, uint32_t *hz, uint8_t *kind) { (void)c; *hz = 1; *kind = EDP_TICK_HOST; }
+
+static const edp_port_t port = {
+    .entropy = p_entropy,
+    .ticks = p_ticks,
+    .tick_unit = p_tick_unit,
+    .day = p_day,
+    .set_time = p_set_time,
+    .store_read = p_read,
+    .store_write = p_write,
+    .device_key = p_key,
+    .uart_write = p_uart,
+    .board = "fuzz",
+};
 
 static void put_frame(uint8_t *raw, size_t *n, uint8_t type, const uint8_t *body, size_t blen)
 {

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgedp/cobs.h"
 #include "edgedp/crc32.h"
 #include "edgedp/dlap.h"
 #include "edgedp/drbg.h"
-#include "edgedp/proto.h"
 #include "edgedp/sha256.h"
 
 static int failures;

@@ -12,7 +12,7 @@ import pytest
 from cobs import cobs
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
-from edgedp.reference import BitStream
+from edgedp.mech.reference import BitStream
 
 from ..conftest import ROOT
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp.errors import DeviceError
+from edgedp.device.errors import DeviceError
 
 pytestmark = pytest.mark.native
 X = np.array([0.2, 0.5, 0.3])

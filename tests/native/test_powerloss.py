@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp.errors import DeviceError, TransportError
+from edgedp.device.errors import DeviceError, TransportError
 
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from cobs import cobs
 
-from edgedp import frames, protocol as P
-from edgedp.errors import DeviceError
+from edgedp.device import frames, protocol as P
+from edgedp.device.errors import DeviceError
 
 pytestmark = pytest.mark.native
 
@@ -25,7 +25,7 @@ def expect_error(dev, wire: bytes, seq: int, code: str) -> None:
     f = dev.receive()
     assert f.type == P.ERROR, f
     assert f.seq == seq
-    from edgedp.errors import ErrorCode
+    from edgedp.device.errors import ErrorCode
     assert ErrorCode(f.body[0]).name == code
     assert dev.ping(b"alive") == b"alive"
 

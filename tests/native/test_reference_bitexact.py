@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp.reference import ReferenceDevice
-from edgedp.verify import replay
+from edgedp.device.verify import replay
+from edgedp.mech.reference import ReferenceDevice
 
 pytestmark = pytest.mark.native
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgedp.noise import draw_samples
-from edgedp.lattice import make_lattice
-from edgedp.stats import chi_square_dlap
+from edgedp.device.noise import draw_samples
+from edgedp.mech.dlap import chi_square_dlap
+from edgedp.mech.lattice import make_lattice
 
 pytestmark = [pytest.mark.native, pytest.mark.slow]
 ALPHA = 1e-3

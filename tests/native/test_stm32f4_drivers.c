@@ -518,13 +518,20 @@ static void test_rtc(void)
     CHECK(edp_stm32_rtc_set(&b, 1767225600u, 1000, 1000) == EDP_ERR_TIME,
           "rtc: calendar does not resynchronise after set -> ERR_TIME");
 
-    b = rtc_ready();   /* rtc_init: LSE started on a fresh domain only */
+    b = rtc_ready();   /* rtc_init: LSE started on a fresh domain only, RTCEN never written 0 */
     rcc.BDCR = 0;
     edp_stm32_rtc_init(&b);
-    CHECK(rcc.BDCR == RCC_BDCR_LSEON, "rtc: init starts LSE on a fresh backup domain");
+    CHECK(rcc.BDCR == (RCC_BDCR_LSEON | RCC_BDCR_RTCEN),
+          "rtc: init starts LSE on a fresh backup domain and keeps RTCEN set (BDCR=%#x)", (unsigned)rcc.BDCR);
+    CHECK(edp_stm32_rtc_day(&b, &day, 1000) == EDP_ERR_TIME,
+          "rtc: after init on a fresh (or reset) backup domain, no RTC clock selected -> day refused");
     rcc.BDCR = (2u << 8) | RCC_BDCR_RTCEN;
     edp_stm32_rtc_init(&b);
     CHECK(rcc.BDCR == ((2u << 8) | RCC_BDCR_RTCEN), "rtc: init leaves a configured RTC clock alone");
+    rcc.BDCR = RCC_BDCR_LSEON | RCC_BDCR_RTCSEL_LSE | RCC_BDCR_RTCEN;
+    edp_stm32_rtc_init(&b);
+    CHECK(rcc.BDCR == (RCC_BDCR_LSEON | RCC_BDCR_RTCSEL_LSE | RCC_BDCR_RTCEN),
+          "rtc: init leaves a running RTC alone");
 }
 
 /* ---- bkpsram.c ---- */

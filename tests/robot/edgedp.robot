@@ -3,16 +3,16 @@ The scenarios of the Renode suite (renode/edgedp.robot) against the test image
 in QEMU, which runs here: `make test` runs this suite with Robot Framework
 (`robot --outputdir build/robot tests/robot`) after pytest.
 
-Each test starts its own QEMU (edgedp.targets.qemu: build/qemu/edgedp.elf on
+Each test starts its own QEMU (edgedp.device.targets.qemu: build/qemu/edgedp.elf on
 netduinoplus2, console on a loopback socket) through the keyword library
-edgedp.robot_keywords, the same library the Renode suite uses.
+robot_keywords.py beside this file (robot --pythonpath tests/robot), the same library the Renode suite uses.
 
 
 *** Settings ***
 Documentation       edgedp in QEMU: boot, INFO, a DP query, budget exhaustion
 ...                 and recovery from a garbage frame.
 
-Library             edgedp.robot_keywords.EdgedpKeywords
+Library             robot_keywords.EdgedpKeywords
 
 Test Setup          Start Emulator    qemu
 Test Teardown       Stop Emulator

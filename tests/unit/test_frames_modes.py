@@ -6,10 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from edgedp import frames, modes
-from edgedp.inputs import read_rows
-from edgedp.lattice import ConfigError, auto_exponent, exp_neg, make_lattice, quantize
-from edgedp.modes import Mode
+from edgedp.cli.inputs import read_rows
+from edgedp.device import frames
+from edgedp.mech import modes
+from edgedp.mech.lattice import ConfigError, auto_exponent, exp_neg, make_lattice, quantize
+from edgedp.mech.modes import Mode
 
 
 def test_frame_round_trip_and_reader_skips_noise() -> None:

@@ -117,7 +117,27 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     fwrite(buf, 1, n, stdout);
 }
 
-void edp_board_init(edp_port_t *port)
+static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
+{
+    (void)ctx;
+    *hz = 1000000000u;
+    *kind = EDP_TICK_HOST;
+}
+
+static const edp_port_t port = {
+    .entropy = entropy,
+    .ticks = ticks,
+    .tick_unit = tick_unit,
+    .day = day,
+    .set_time = set_time,
+    .store_read = store_read,
+    .store_write = store_write,
+    .device_key = device_key,
+    .uart_write = uart_write,
+    .board = "host",
+};
+
+const edp_port_t *edp_board_init(void)
 {
     const char *t = getenv("EDP_HOST_TIME"), *c = getenv("EDP_STORE_CUT_AFTER");
     store_path = getenv("EDP_STORE_FILE");
@@ -131,18 +151,7 @@ void edp_board_init(edp_port_t *port)
     if (c) cut_after = atol(c);
     if (t && strcmp(t, "unset") == 0) clock_state = 2;
     else if (t) clock_state = 1, clock_base = atoll(t);
-    port->ctx = 0;
-    port->entropy = entropy;
-    port->ticks = ticks;
-    port->day = day;
-    port->set_time = set_time;
-    port->store_read = store_read;
-    port->store_write = store_write;
-    port->device_key = device_key;
-    port->uart_write = uart_write;
-    port->board = "host";
-    port->tick_hz = 1000000000u;
-    port->tick_kind = EDP_TICK_HOST;
+    return &port;
 }
 
 int edp_board_uart_read(uint8_t *buf, size_t max)

@@ -107,7 +107,27 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     }
 }
 
-void edp_board_init(edp_port_t *port)
+static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
+{
+    (void)ctx;
+    *hz = CORE_HZ;
+    *kind = EDP_TICK_SYSTICK;
+}
+
+static const edp_port_t port = {
+    .entropy = entropy,
+    .ticks = ticks,
+    .tick_unit = tick_unit,
+    .day = day,
+    .set_time = set_time,
+    .store_read = store_read,
+    .store_write = store_write,
+    .device_key = device_key,
+    .uart_write = uart_write,
+    .board = "qemu-netduinoplus2",
+};
+
+const edp_port_t *edp_board_init(void)
 {
     USART1_CR1 = (1u << 13) | (1u << 3) | (1u << 2); /* UE | TE | RE */
     edp_systick_start();
@@ -115,18 +135,7 @@ void edp_board_init(edp_port_t *port)
         boot_seconds = clock_rec.seconds_at_boot;
     else
         boot_seconds = EDP_QEMU_TEST_EPOCH;
-    port->ctx = 0;
-    port->entropy = entropy;
-    port->ticks = ticks;
-    port->day = day;
-    port->set_time = set_time;
-    port->store_read = store_read;
-    port->store_write = store_write;
-    port->device_key = device_key;
-    port->uart_write = uart_write;
-    port->board = "qemu-netduinoplus2";
-    port->tick_hz = CORE_HZ;
-    port->tick_kind = EDP_TICK_SYSTICK;
+    return &port;
 }
 
 int edp_board_uart_read(uint8_t *buf, size_t max)

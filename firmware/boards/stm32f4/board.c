@@ -1,7 +1,7 @@
 /* STM32F405/407 board port (production builds).
  *
  *  - clock: 168 MHz PLL from the 8 MHz HSE, or HSI 16 MHz if that fails
- *    (tick_hz and the UART baud divisor follow what the RCC reports);
+ *    (the tick rate and the UART baud divisor follow what the RCC reports);
  *  - console: USART2 (PA2/PA3) or USART3 (PD8/PD9) per EDP_CONSOLE_USART, 115200 8N1;
  *  - entropy: the hardware RNG only (health-checked, fails closed); the core
  *    reseeds from it every EDP_RESEED_BLOCKS ChaCha20 blocks;
@@ -36,7 +36,7 @@ extern const uint8_t edp_stm32_device_key[32];
 
 static edp_stm32_bkd_t bkd;
 static edp_stm32_clocks_t clocks;
-static const edp_port_t *board_port;
+static int tick_kind;  /* EDP_TICK_DWT, or EDP_TICK_SYSTICK where there is no working DWT */
 
 static int entropy(void *ctx, uint8_t key[32])
 {
@@ -44,16 +44,17 @@ static int entropy(void *ctx, uint8_t key[32])
     return edp_stm32_rng_fill(EDP_STM32_RNG, key, 32, EDP_STM32_SPIN_RNG);
 }
 
-static uint32_t ticks_dwt(void *ctx)
+static uint32_t ticks(void *ctx)
 {
     (void)ctx;
-    return EDP_STM32_DWT->CYCCNT;
+    return tick_kind == EDP_TICK_DWT ? EDP_STM32_DWT->CYCCNT : (uint32_t)edp_systick_now();
 }
 
-static uint32_t ticks_systick(void *ctx)
+static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
 {
     (void)ctx;
-    return (uint32_t)edp_systick_now();
+    *hz = clocks.sysclk_hz;
+    *kind = (uint8_t)tick_kind;
 }
 
 static int day(void *ctx, uint32_t *d)
@@ -137,23 +138,35 @@ static void watchdog_start(void)
  * UART continuously, and a refresh per poll would flood QEMU's -d unimp log. */
 static uint32_t kick_last;
 
-static void watchdog_poll(const edp_port_t *port)
+static void watchdog_poll(void)
 {
-    uint32_t now = port->ticks(port->ctx);
-    if (now - kick_last >= port->tick_hz / 4u) {
+    uint32_t now = ticks(0);
+    if (now - kick_last >= clocks.sysclk_hz / 4u) {
         kick_last = now;
         EDP_STM32_IWDG->KR = 0xAAAAu;
     }
 }
 #else
 #define watchdog_start() ((void)0)
-#define watchdog_poll(port) ((void)(port))
+#define watchdog_poll() ((void)0)
 #endif
 
-void edp_board_init(edp_port_t *port)
+static const edp_port_t port = {
+    .entropy = entropy,
+    .ticks = ticks,
+    .tick_unit = tick_unit,
+    .day = day,
+    .set_time = set_time,
+    .store_read = store_read,
+    .store_write = store_write,
+    .device_key = device_key,
+    .uart_write = uart_write,
+    .board = "stm32f4",
+};
+
+const edp_port_t *edp_board_init(void)
 {
     edp_rcc_regs_t *rcc = EDP_STM32_RCC;
-    int tick_kind;
 
     edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
     console_init(rcc);
@@ -172,24 +185,11 @@ void edp_board_init(edp_port_t *port)
     rcc->AHB2ENR |= RCC_AHB2ENR_RNGEN;
     (void)rcc->AHB2ENR;
     edp_stm32_rng_enable(EDP_STM32_RNG);
-
-    port->ctx = 0;
-    port->entropy = entropy;
-    port->ticks = tick_kind == EDP_TICK_DWT ? ticks_dwt : ticks_systick;
-    port->day = day;
-    port->set_time = set_time;
-    port->store_read = store_read;
-    port->store_write = store_write;
-    port->device_key = device_key;
-    port->uart_write = uart_write;
-    port->board = "stm32f4";
-    port->tick_hz = clocks.sysclk_hz;
-    port->tick_kind = (uint8_t)tick_kind;
-    board_port = port;
+    return &port;
 }
 
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
-    watchdog_poll(board_port);
+    watchdog_poll();
     return (int)edp_stm32_uart_read(CONSOLE, buf, max);
 }

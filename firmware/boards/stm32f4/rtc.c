@@ -67,10 +67,16 @@ static int rtc_clock_ok(uint32_t bdcr)
            (bdcr & RCC_BDCR_RTCSEL_MASK) == RCC_BDCR_RTCSEL_LSE;
 }
 
+/* Every BDCR write below sets RTCEN and none clears it. With no RTC clock
+ * selected (RTCSEL = 0) RTCEN gates nothing, so setting it early is harmless
+ * on the chip; writing it as 0 would stop an RTC that runs (Renode's RCC model
+ * switches its RTC off on any BDCR write with RTCEN = 0, which also hides the
+ * backup registers that shadow the store's sequence). */
 void edp_stm32_rtc_init(edp_stm32_bkd_t *b)
 {
-    uint32_t bdcr = b->rcc->BDCR;
-    if (!(bdcr & RCC_BDCR_RTCSEL_MASK) && !(bdcr & RCC_BDCR_LSEON)) b->rcc->BDCR = bdcr | RCC_BDCR_LSEON;
+    uint32_t bdcr = EDP_RD(b->rcc->BDCR);
+    if (!(bdcr & RCC_BDCR_RTCSEL_MASK) && !(bdcr & RCC_BDCR_LSEON))
+        b->rcc->BDCR = bdcr | RCC_BDCR_LSEON | RCC_BDCR_RTCEN;
 }
 
 int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin)
@@ -124,7 +130,7 @@ int edp_stm32_rtc_set(edp_stm32_bkd_t *b, uint64_t unix_seconds, uint32_t spin, 
     bdcr = EDP_RD(rcc->BDCR);
     if ((bdcr & RCC_BDCR_RTCSEL_MASK) && (bdcr & RCC_BDCR_RTCSEL_MASK) != RCC_BDCR_RTCSEL_LSE)
         return EDP_ERR_TIME;
-    if (!(bdcr & RCC_BDCR_LSEON)) rcc->BDCR |= RCC_BDCR_LSEON;
+    if (!(bdcr & RCC_BDCR_LSEON)) rcc->BDCR |= RCC_BDCR_LSEON | RCC_BDCR_RTCEN;
     for (s = spin_lse; !(EDP_RD(rcc->BDCR) & RCC_BDCR_LSERDY);)
         if (!--s) return EDP_ERR_TIME;
     rcc->BDCR |= RCC_BDCR_RTCSEL_LSE | RCC_BDCR_RTCEN;   /* RTCSEL is write-once until a backup-domain reset */

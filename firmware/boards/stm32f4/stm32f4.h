@@ -140,7 +140,11 @@ int32_t edp_stm32_days_from_civil(int32_t y, uint32_t m, uint32_t d);
 void edp_stm32_civil_from_days(int32_t z, int32_t *y, uint32_t *m, uint32_t *d);
 
 /* Boot: if no RTC clock is selected yet, start the LSE oscillator (no wait:
- * it needs up to 2 s; set_time waits for it). Requires backup access. */
+ * it needs up to 2 s; set_time waits for it). Requires backup access. Never
+ * writes RCC_BDCR.RTCEN = 0 (neither does set_time): a running RTC is not
+ * stopped. A backup domain that was reset (VBAT lost; Renode's `machine
+ * Reset`, which clears BDCR and restarts its calendar at 2020-01-01) has no
+ * RTC clock selected, so day() refuses (EDP_ERR_TIME) until SET_TIME. */
 void edp_stm32_rtc_init(edp_stm32_bkd_t *b);
 
 /* UTC day index from the calendar. EDP_ERR_TIME unless LSE is ready, the RTC

@@ -12,20 +12,21 @@ static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n) { (
 static int device_key(void *ctx, const uint8_t **key) { (void)ctx; (void)key; return EDP_ERR_AUTH; }
 static void uart_write(void *ctx, const uint8_t *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
 
-void edp_board_init(edp_port_t *port)
-{
-    port->ctx = 0;
-    port->entropy = entropy;
-    port->ticks = ticks;
-    port->day = day;
-    port->set_time = set_time;
-    port->store_read = store_read;
-    port->store_write = store_write;
-    port->device_key = device_key;
-    port->uart_write = uart_write;
-    port->board = "template";
-    port->tick_hz = 1;
-    port->tick_kind = EDP_TICK_SYSTICK;
-}
+static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind) { (void)ctx; *hz = 1; *kind = EDP_TICK_SYSTICK; }
+
+static const edp_port_t port = {
+    .entropy = entropy,
+    .ticks = ticks,
+    .tick_unit = tick_unit,
+    .day = day,
+    .set_time = set_time,
+    .store_read = store_read,
+    .store_write = store_write,
+    .device_key = device_key,
+    .uart_write = uart_write,
+    .board = "template",
+};
+
+const edp_port_t *edp_board_init(void) { return &port; }
 
 int edp_board_uart_read(uint8_t *buf, size_t max) { (void)buf; (void)max; return 0; }

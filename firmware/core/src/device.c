@@ -1,12 +1,12 @@
 #include "edgedp/device.h"
+#include "edgedp/cobs.h"
 #include "edgedp/crc32.h"
 #include "edgedp/error.h"
+#include "edgedp/frame.h"
 #include "edgedp/sha256.h"
 #include "le.h"
 
 #include <string.h>
-
-/* ---- little-endian helpers: le.h ---- */
 
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
@@ -58,27 +58,6 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
             d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     }
     reseed(d);
-}
-
-/* ---- responses ---- */
-
-static size_t error_frame(edp_device_t *d, uint32_t type, uint32_t seq, int err)
-{
-    uint8_t *o = d->tx;
-    o = edp_wr8(o, EDP_PROTO_VERSION);
-    o = edp_wr8(o, EDP_T_ERROR);
-    o = edp_wr16(o, seq);
-    o = edp_wr8(o, (uint32_t)(-err));
-    o = edp_wr8(o, type);
-    return (size_t)(o - d->tx);
-}
-
-static uint8_t *resp_header(edp_device_t *d, uint32_t type, uint32_t seq)
-{
-    uint8_t *o = d->tx;
-    o = edp_wr8(o, EDP_PROTO_VERSION);
-    o = edp_wr8(o, type | EDP_T_RESPONSE);
-    return edp_wr16(o, seq);
 }
 
 /* ---- commands ---- */
@@ -226,15 +205,17 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 
 static int cmd_info(edp_device_t *d, uint8_t **o)
 {
-    uint32_t day;
+    uint32_t day, tick_hz;
+    uint8_t tick_kind;
+    d->port->tick_unit(d->port->ctx, &tick_hz, &tick_kind);
     *o = edp_wr8(*o, EDP_TEST_BUILD ? 1 : 0);
     *o = edp_wr8(*o, d->entropy_ok ? 0 : 1);
     *o = edp_wr8(*o, d->store_state);
     *o = edp_wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
     *o = edp_wr16(*o, EDP_MAX_CLASSES);
-    *o = edp_wr8(*o, d->port->tick_kind);
+    *o = edp_wr8(*o, tick_kind);
     *o = edp_wr8(*o, d->store_ok);
-    *o = edp_wr32(*o, d->port->tick_hz);
+    *o = edp_wr32(*o, tick_hz);
     *o = wrs(*o, EDP_FIRMWARE_VERSION);
     *o = wrs(*o, d->port->board);
     return EDP_OK;
@@ -346,21 +327,17 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
 
 /* ---- dispatcher ---- */
 
-size_t edp_device_handle(edp_device_t *d, uint8_t *f, size_t n)
+size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
 {
-    uint32_t type, seq;
+    edp_frame_t fr;
+    const uint8_t *f;
     uint8_t *o;
-    int err;
-    if (n < 4) return error_frame(d, 0, 0, EDP_ERR_LEN);
-    type = f[1];
-    seq = edp_rd16(f + 2);
-    if (n < EDP_FRAME_OVERHEAD) return error_frame(d, type, seq, EDP_ERR_LEN);
-    if (edp_rd32(f + n - 4) != edp_crc32(0, f, n - 4)) return error_frame(d, type, seq, EDP_ERR_CRC);
-    if (f[0] != EDP_PROTO_VERSION) return error_frame(d, type, seq, EDP_ERR_VERSION);
-    n -= EDP_FRAME_OVERHEAD;
-    f += 4;
-    o = resp_header(d, type, seq);
-    switch (type) {
+    int err = edp_frame_parse(frame, n, &fr);
+    if (err) return edp_frame_error(d->tx, fr.type, fr.seq, err);
+    f = fr.body;
+    n = fr.len;
+    o = edp_frame_response(d->tx, fr.type, fr.seq);
+    switch (fr.type) {
     case EDP_T_PING:
         if (n > 64) { err = EDP_ERR_LEN; break; }
         memcpy(o, f, n);
@@ -376,11 +353,11 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *f, size_t n)
     case EDP_T_NAIVE: err = cmd_naive(d, f, n, &o); break;
 #endif
     case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED:
-        err = cmd_admin(d, type, f, n, &o);
+        err = cmd_admin(d, fr.type, f, n, &o);
         break;
     default: err = EDP_ERR_UNKNOWN; break;
     }
-    if (err) return error_frame(d, type, seq, err);
+    if (err) return edp_frame_error(d->tx, fr.type, fr.seq, err);
     return (size_t)(o - d->tx);
 }
 
@@ -395,23 +372,12 @@ static void finish_frame(edp_device_t *d)
     size_t len;
     int n;
     if (d->rx_overflow) {
-        len = error_frame(d, 0, 0, EDP_ERR_LEN);
+        len = edp_frame_error(d->tx, 0, 0, EDP_ERR_LEN);
     } else {
         n = edp_cobs_decode(d->rx, d->rx_len);
-        if (n < 0) {
-            uint32_t seq = 0, type = 0;
-            len = error_frame(d, type, seq, EDP_ERR_CRC);
-        } else {
-            len = edp_device_handle(d, d->rx, (size_t)n);
-        }
+        len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(d, d->rx, (size_t)n);
     }
-    /* Append the CRC and send. */
-    {
-        uint32_t crc = edp_crc32(0, d->tx, len);
-        edp_wr32(d->tx + len, crc);
-        len += 4;
-    }
-    edp_cobs_write(d->tx, len, uart_write, (void *)d->port);
+    edp_frame_send(d->tx, len, uart_write, (void *)d->port);
     d->rx_len = 0;
     d->rx_overflow = 0;
 }

@@ -1,6 +1,7 @@
 #include "edgedp/mech.h"
 #include "edgedp/error.h"
 #include "le.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -40,6 +41,17 @@ static int32_t floor_f(float v)
     return (float)i > v ? i - 1 : i;
 }
 
+/* EDP_M_AUTO: the smallest m in -30..30 with k 2^-m <= sensitivity / 256
+ * (lattice.auto_exponent). */
+static int32_t auto_exponent(uint32_t k, double sens)
+{
+    double limit = sens / 256.0;
+    int32_t m;
+    for (m = -30; m < 30 && (double)k * pow2d(-m) > limit; m++) {
+    }
+    return m;
+}
+
 int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
 {
     double sens, inv_t;
@@ -49,12 +61,7 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     if (err) return err;
     if (k < 1 || k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
     sens = (double)c->sensitivity;
-    m = c->m;
-    if (m == EDP_M_AUTO) {
-        double limit = sens / 256.0;
-        for (m = -30; m < 30 && (double)k * pow2d(-m) > limit; m++) {
-        }
-    }
+    m = c->m == EDP_M_AUTO ? auto_exponent(k, sens) : c->m;
     p->scale = (float)pow2d(m);
     slo = c->lo * p->scale;
     shi = c->hi * p->scale;
@@ -88,7 +95,7 @@ void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q)
      * (powers of two, |s| < 2^24), so no comparison on f is needed. */
     const float lo = p->cfg.lo, hi = p->cfg.hi, sc = p->scale, sc2 = 2.0f * p->scale;
     const float *end = x + p->k;
-#pragma GCC unroll 2
+    EDP_UNROLL(2)
     while (x != end) {
         float v = *x++;
         if (v < lo) v = lo;

@@ -5,7 +5,7 @@ Three bounds on the total privacy loss of N answers, each epsilon-DP (pure, delt
 * basic composition: N * eps (exact for pure DP at delta = 0, and what the device charges);
 * advanced composition (Dwork, Rothblum, Vadhan 2010): for any delta' > 0,
   eps * sqrt(2 N ln(1/delta')) + N * eps * (e^eps - 1), at delta = delta'.
-  Seed 000 quotes only the first term; without the second the "bound" is not one;
+  A published design note quotes only the first term; without the second the "bound" is not one;
 * privacy loss distributions: the tight numerical (eps, delta) for N-fold composition of the
   device's own noise, the discrete Laplace on its lattice (``dp_accounting.pld``
   ``from_discrete_laplace_mechanism`` with parameter 1/t and the integer sensitivity
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from dp_accounting.pld import privacy_loss_distribution
 from scipy.stats import binom
 
-from ..lattice import auto_exponent
+from ..mech.lattice import auto_exponent
 
 DEFAULT_DELTA = 1e-6
 DEFAULT_CLASSES = 10        # the softmax / ensemble mechanisms of the analysis: k = 10, Delta = 2
@@ -59,7 +59,7 @@ def advanced(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> floa
 
 
 def seed_formula(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> float:
-    """Seed 000's eps * sqrt(2 N ln(1/delta)): the advanced bound without its N eps (e^eps - 1) term.
+    """The published eps * sqrt(2 N ln(1/delta)): the advanced bound without its N eps (e^eps - 1) term.
 
     Not a valid bound; computed only to show what it leaves out."""
     _check(epsilon, queries, delta)
@@ -163,7 +163,7 @@ class Composition:
 
 
 def compose(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> Composition:
-    """All three bounds (and the seed's formula) for N answers."""
+    """All three bounds (and the published formula) for N answers."""
     iv = pld_interval(epsilon, queries)
     return Composition(epsilon=epsilon, queries=queries, delta=delta,
                        basic=basic(epsilon, queries), advanced=advanced(epsilon, queries, delta),

@@ -120,6 +120,6 @@ def load_npz(path: str | Path) -> Outputs:
 
 
 def duplicate_count(X: np.ndarray) -> int:
-    """Rows of X that repeat an earlier row exactly (seed 002's checklist asks about duplicates)."""
+    """Rows of X that repeat an earlier row exactly (a privacy audit checklist asks about duplicates)."""
     _, counts = np.unique(np.ascontiguousarray(X), axis=0, return_counts=True)
     return int((counts - 1).sum())

@@ -20,11 +20,11 @@ import numpy as np
 from scipy.stats import binomtest, kstest
 from tqdm import tqdm
 
-from .. import fast
-from ..client import open_device
-from ..errors import DeviceError
-from ..lattice import make_lattice, quantize
-from ..modes import Mode
+from ..device.client import open_device
+from ..device.errors import DeviceError
+from ..mech import fast
+from ..mech.lattice import make_lattice, quantize
+from ..mech.modes import Mode
 
 ALPHA = 1e-3
 SIMULATIONS = 2000

@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from ..modes import Mode
+from ..mech.modes import Mode
 from .data import Split
 from .mechanism import SOFTMAX, Mechanism, ensemble, soft_targets
 from .models import Constant, Population

@@ -1,4 +1,4 @@
-"""The protected API as the outside sees it: the device's mechanism (``edgedp.fast``) on either a
+"""The protected API as the outside sees it: the device's mechanism (``edgedp.mech.fast``) on either a
 single model's softmax or a teacher ensemble's vote histogram, and what each output mode
 lets an attacker compute.
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import fast
-from ..modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
+from ..mech import fast
+from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 
 EPSILONS: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, math.inf)
 MODES: tuple[str, ...] = ("full", "topk:3", "label", "bucket", "round:2", "simplex")
@@ -76,7 +76,7 @@ def visible_label(release: dict, mode: Mode) -> np.ndarray:
 
     label, bucket and topk rank the unclamped noisy vector on the device and send the winner;
     full, round and simplex send (clamped, rounded or projected) values only, so the client's
-    label is their argmax, lowest index on ties, as ``edgedp.protocol.parse_query`` does."""
+    label is their argmax, lowest index on ties, as ``edgedp.device.protocol.parse_query`` does."""
     if mode.kind in (MODE_FULL, MODE_ROUND, MODE_SIMPLEX):
         return np.argmax(release["values"], axis=-1)
     return release["label"]

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from ..lattice import make_lattice
-from ..modes import Mode
+from ..mech.lattice import make_lattice
+from ..mech.modes import Mode
 from . import accounting
 from .mechanism import SOFTMAX, Mechanism, ensemble, is_discrete, membership_score
 from .models import Population

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from ..modes import Mode
+from ..mech.modes import Mode
 from . import accounting, mia
 from .data import Split
 from .mechanism import SOFTMAX, Mechanism, is_discrete, membership_score, visible_label

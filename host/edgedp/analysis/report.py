@@ -1,5 +1,5 @@
 """The pre-release privacy audit of one configuration: ``DIR/report.md``, ``DIR/report.json``
-and PNG plots, following seed 002's checklist with measured numbers (digits, models trained
+and PNG plots, following a published privacy audit checklist with measured numbers (digits, models trained
 here) and the accounting of the configured caps."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 from .. import models_io
+from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 from . import accounting, data, extraction, mia, models, plots, private_training, tradeoff
 from .jsonable import finite_json
 from .mechanism import SOFTMAX, ensemble, parse_modes
@@ -68,7 +68,7 @@ class AuditConfig:
 
 
 def granularity(mode: Mode) -> tuple[str, str]:
-    """Seed 002's output-granularity class, and what the mode releases."""
+    """The audit checklist's output-granularity class, and what the mode releases."""
     return {
         MODE_LABEL: ("label-only", "the noisy top-1 label only"),
         MODE_BUCKET: ("label-only + confidence bucket", "the noisy label and a high/medium/low confidence level"),
@@ -100,7 +100,7 @@ def best_attack(rows: list[dict], mechanism: str, mode: str, epsilon: float) -> 
 
 def meaning(cfg: AuditConfig, day: accounting.Composition, life: accounting.Composition | None,
             measured: dict, extract: dict | None) -> str:
-    """Seed 002's advice: say what epsilon covers for this configuration, in words and numbers."""
+    """The audit checklist's advice: say what epsilon covers for this configuration, in words and numbers."""
     e = cfg.epsilon
     s = (f"ε = {e:g} per answer means: whatever else an attacker knows — even every other training record — "
          f"one answer can raise their odds that a given record was in the training set by at most a factor "
@@ -285,7 +285,7 @@ def render(doc: dict) -> str:
              f"Device command: `{cfg['admin_command']}`.\n")
     L.append("## What this ε means\n")
     L.append(doc["meaning"] + "\n")
-    L.append("## Checklist (seed 002)\n")
+    L.append("## Privacy audit checklist\n")
     dup = td["duplicates"]
     L.append(_table(["item", "answer"], [
         ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
@@ -392,15 +392,15 @@ def render(doc: dict) -> str:
         if c:
             arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
                           f"{c['seed_formula']:.4g}"])
-    L.append(_table(["span", "answers", "basic", "advanced (DRV)", "PLD", "seed 000's formula (invalid)"], arows) + "\n")
-    L.append("Basic composition is what the device charges; advanced and PLD hold at the stated δ. Seed 000's "
+    L.append(_table(["span", "answers", "basic", "advanced (DRV)", "PLD", "published formula (invalid)"], arows) + "\n")
+    L.append("Basic composition is what the device charges; advanced and PLD hold at the stated δ. The published "
              "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n")
 
     L.append("## Method\n")
     s = doc["settings"]
     L.append(f"Seed {s['seed']}{' (quick settings)' if s['quick'] else ''}; {s['shadows']} shadow models; "
              f"ε ∈ {{{', '.join(_fmt_eps(x) for x in s['epsilons'])}}}; modes {', '.join(s['modes'])}; "
-             f"noise from `edgedp.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
+             f"noise from `edgedp.mech.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
              f"Wall time {doc['timing_seconds']['total']:.0f} s. Command: `{doc['command']}`. "
              "All rows for every mode are in report.json.\n")
     return "\n".join(L)

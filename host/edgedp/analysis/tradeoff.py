@@ -14,7 +14,7 @@ import math
 import numpy as np
 from tqdm import tqdm
 
-from ..modes import Mode
+from ..mech.modes import Mode
 from .mechanism import SOFTMAX, Mechanism, ensemble, visible_label
 from .parallel import rng_for
 

@@ -1,6 +1,6 @@
 """How far the implemented sampler's law is from the ideal discrete Laplace, computed exactly.
 
-The sampler (firmware/core/src/dlap.c, host/edgedp/reference.py) outputs z = ±G,
+The sampler (firmware/core/src/dlap.c, host/edgedp/mech/reference.py) outputs z = ±G,
 G = W 2^L + V, with (negative, 0) rejected, where
 
 - V is uniform on [0, 2^L) accepted with probability a_V = prod_c chunk[c][u_c] / 2^64
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import mpmath
 
-from ..lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, TAIL_ROUNDS, Lattice
+from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, TAIL_ROUNDS, Lattice
 
 mpmath.mp.dps = 60
 

@@ -2,7 +2,8 @@
 
 Three views:
 
-- per module: every ``firmware/core/src/*.c`` compiled alone with the firmware's own flags
+- per module: every core source (``firmware/core/src/<module>.c`` and its architecture parts
+  ``arch/<arch>/<module>.c``, counted with the module) compiled alone with the firmware's own flags
   (``EDP_ARM_CFLAGS`` from firmware/sources.mk, production ``EDP_TEST_BUILD=0``) and measured
   with ``arm-none-eabi-size`` (text = code + constants, data, bss), before the linker drops
   unused sections;
@@ -28,7 +29,7 @@ ARM_CC = "arm-none-eabi-gcc"
 ARM_SIZE = "arm-none-eabi-size"
 ARM_NM = "arm-none-eabi-nm"
 DP_MODULES = ("drbg", "dlap", "mech", "budget")
-"""The DP core proper; device, proto, crc32, sha256 and store are the protocol/persistence layer."""
+"""The DP core proper; device, frame, cobs, crc32, sha256 and store are the protocol/persistence layer."""
 DP_ENTRY_PREFIXES = ("edp_drbg_", "edp_dlap_", "edp_mech_", "edp_budget_", "edp_chacha20_block", "edp_exp_neg")
 # Naked assembly functions report no stack in -fstack-usage: their frames, from the source.
 NAKED_STACK = {"edp_chacha20_block": 36 + 32, "edp_dlap_add": 36 + 12 + 16}
@@ -116,7 +117,8 @@ def _run(argv: list[str], cwd: Path) -> str:
 
 
 def compile_modules(outdir: Path | None = None) -> dict[str, Path]:
-    """Compile each core source alone (production flags); returns module -> object path."""
+    """Compile each core source alone (production flags); returns source -> object path, the
+    source named by its path under firmware/core/src without ``.c`` (``dlap``, ``arch/armv7m/dlap``)."""
     if shutil.which(ARM_CC) is None:
         raise FootprintError(f"{ARM_CC} not found (run `make setup`)")
     root = project_root()
@@ -126,21 +128,24 @@ def compile_modules(outdir: Path | None = None) -> dict[str, Path]:
     incs = [f"-I{root / p}" for p in v["EDP_INCLUDES"].split()]
     objs = {}
     for src in v["EDP_CORE_SRCS"].split():
-        mod = Path(src).stem
-        obj = outdir / f"{mod}.o"
+        name = Path(src).relative_to("firmware/core/src").with_suffix("").as_posix()
+        obj = outdir / f"{name.replace('/', '_')}.o"
         _run([ARM_CC, *v["EDP_ARM_CFLAGS"].split(), "-DEDP_TEST_BUILD=0", "-fstack-usage", *incs,
               "-c", str(root / src), "-o", str(obj)], root)
-        objs[mod] = obj
+        objs[name] = obj
     return objs
 
 
 def object_sizes(objs: dict[str, Path]) -> list[ModuleSize]:
+    """Sizes per module: a module's architecture parts (arch/<arch>/<module>) add to it."""
     out = _run([ARM_SIZE, "--format=berkeley", *[str(p) for p in objs.values()]], project_root())
-    sizes = []
-    for line, mod in zip(out.splitlines()[1:], objs):
+    sizes: dict[str, ModuleSize] = {}
+    for line, name in zip(out.splitlines()[1:], objs):
         text, data, bss = (int(x) for x in line.split()[:3])
-        sizes.append(ModuleSize(mod, text, data, bss))
-    return sizes
+        mod = name.rsplit("/", 1)[-1]
+        m = sizes.setdefault(mod, ModuleSize(mod, 0, 0, 0))
+        m.text, m.data, m.bss = m.text + text, m.data + data, m.bss + bss
+    return list(sizes.values())
 
 
 def stack_usage(objs: dict[str, Path]) -> dict[str, int]:
@@ -176,7 +181,7 @@ def linked_symbols(elf: Path) -> list[_Symbol]:
             continue
         addr, size, kind, name = int(parts[0], 16), int(parts[1], 16), parts[2], parts[3]
         loc = parts[4] if len(parts) > 4 else ""
-        m = re.search(r"firmware/core/src/(\w+)\.c:", loc)
+        m = re.search(r"firmware/core/src/(?:arch/\w+/)?(\w+)\.c:", loc)
         module = m.group(1) if m else ("runtime" if not loc else Path(loc.split(":")[0]).stem)
         syms.append(_Symbol(name, addr & ~1, size, kind, module))
     return syms
@@ -238,8 +243,8 @@ def _deepest(graph: dict[str, set[str]], frames: dict[str, int], root: str) -> t
 
 def default_image() -> Path:
     """The production image (built or rebuilt if stale), else the QEMU test image."""
-    from ..errors import TransportError
-    from ..targets.qemu import ensure_image
+    from ..device.errors import TransportError
+    from ..device.targets.qemu import ensure_image
     for board in ("stm32f4", "qemu"):
         try:
             return ensure_image(board)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ICOUNT_SHIFT = 3
-"""The qemu target's ``-icount shift=3,sleep=off`` (edgedp.targets.qemu)."""
+"""The qemu target's ``-icount shift=3,sleep=off`` (edgedp.device.targets.qemu)."""
 
 
 def ns_per_instruction(shift: int = ICOUNT_SHIFT) -> float:

@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..client import Device, load_key
-from ..errors import EdgeDPError, TransportError
+from ..device.client import Device, load_key
+from ..device.errors import EdgeDPError, TransportError
+from ..device.targets import start_target
 from ..paths import build_dir, project_root
-from ..targets import start_target
 from . import icount, timing
 
 KS = (1, 10, 100, 1000)
@@ -103,7 +103,7 @@ class _Tracer:
     """The same firmware in Unicorn, driven with the same frames as the target."""
 
     def __init__(self) -> None:
-        from ..targets.qemu import ensure_image
+        from ..device.targets.qemu import ensure_image
         from .trace import Emulator, TraceLink
         self.elf = ensure_image("qemu")
         self.emu = Emulator(self.elf)
@@ -124,8 +124,8 @@ def _mean(v: list[float]) -> float | None:
 
 def reference_rates(n: int, epsilon: float = 1.0, k: int = 1000) -> dict:
     """Samples per second of the bit-exact Python reference and of the vectorised sampler."""
-    from ..fast import noisy_lattice
-    from ..reference import ReferenceDevice
+    from ..mech.fast import noisy_lattice
+    from ..mech.reference import ReferenceDevice
     ref = ReferenceDevice(epsilon_micro=round(epsilon * 1e6))
     t0 = time.perf_counter()
     ref.sample(round(epsilon * 1e6), SENSITIVITY, k, n)

@@ -7,7 +7,7 @@ USART1 and the System Control Space (SysTick, CPACR) as MMIO callbacks. The boar
 ``edp_board_init`` and the core's ``edp_device_init`` boot it exactly as ``main`` does;
 frames go through ``edp_device_rx`` (COBS, CRC, dispatcher, budget commit, response) so
 the trace covers the whole QUERY path, and a :class:`TraceLink` lets the ordinary
-:class:`edgedp.client.Device` talk to it.
+:class:`edgedp.device.client.Device` talk to it.
 
 The DP step is what the QUERY response's ``ticks`` measure: the instructions between the
 two SysTick reads made through ``port->ticks`` around quantize/noise/output. Unicorn
@@ -428,7 +428,7 @@ def _end_of_bss(img: Image) -> int:
 
 
 class TraceLink:
-    """A :class:`edgedp.transport.Link` onto an :class:`Emulator`: ``Device(TraceLink(emu))``."""
+    """A :class:`edgedp.device.transport.Link` onto an :class:`Emulator`: ``Device(TraceLink(emu))``."""
 
     def __init__(self, emu: Emulator):
         self.emu = emu

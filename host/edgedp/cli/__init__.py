@@ -14,9 +14,10 @@ def main() -> None:
 
 from .demo import demo  # noqa: E402
 from .device import COMMANDS as _DEVICE_COMMANDS  # noqa: E402
+from .session import device as _session  # noqa: E402
 from .verify import verify  # noqa: E402
 
-for _cmd in (*_DEVICE_COMMANDS, verify, demo):
+for _cmd in (*_DEVICE_COMMANDS, _session, verify, demo):
     main.add_command(_cmd)
 
 from .analysis import COMMANDS as _ANALYSIS_COMMANDS  # noqa: E402

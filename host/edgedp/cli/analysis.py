@@ -109,7 +109,7 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
         click.echo(f"  advanced (DRV)         {c.advanced:.6g}")
         click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}" if queries <= accounting.PLD_MAX_QUERIES else
                    f"  optimal ε-DP comp.     {c.pld:.6g}   (Kairouz et al.; PLD beyond {accounting.PLD_MAX_QUERIES:,} answers is not run)")
-        click.echo(f"  seed 000's formula     {c.seed_formula:.6g}   (omits Nε(e^ε−1): not a bound)")
+        click.echo(f"  published formula      {c.seed_formula:.6g}   (ε·√(2N ln(1/δ)): omits Nε(e^ε−1), not a bound)")
         return
     p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method)
     if as_json:

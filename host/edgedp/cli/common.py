@@ -10,11 +10,12 @@ from typing import Any
 import click
 import numpy as np
 
-from ..errors import EdgeDPError
+from ..device.errors import EdgeDPError
 
 target_option = click.option(
     "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET",
-    help="qemu (default), qemu:stm32f4, host, renode, or a pyserial URL such as socket://127.0.0.1:4321.")
+    help="qemu, qemu:stm32f4, host, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
+         "Default: the running `edgedp device` session, else a fresh qemu.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 
 

@@ -6,8 +6,8 @@ from importlib import resources
 import click
 import numpy as np
 
-from ..client import open_device
-from ..errors import DeviceError
+from ..device.client import open_device
+from ..device.errors import DeviceError
 from .common import handle_errors, target_option
 from .device import budget_dict, resolve_key
 

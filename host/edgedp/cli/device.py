@@ -8,15 +8,15 @@ from pathlib import Path
 import click
 import numpy as np
 
-from ..client import Device, load_key, open_device
-from ..errors import DeviceError, EdgeDPError
-from ..inputs import read_rows
-from ..lattice import make_lattice
-from ..noise import draw_samples
-from ..modes import BUCKET_NAMES, Mode
+from ..device.client import Device, load_key, open_device
+from ..device.errors import DeviceError, EdgeDPError
+from ..device.noise import draw_samples
+from ..device.protocol import Budget, QueryResult
+from ..mech.lattice import make_lattice
+from ..mech.modes import BUCKET_NAMES, Mode
 from ..paths import project_root
-from ..protocol import Budget, QueryResult
 from .common import emit_json, handle_errors, json_option, target_option
+from .inputs import read_rows
 
 TEST_KEY = "tests/keys/test-device.key"
 key_option = click.option("--key-file", type=click.Path(dir_okay=False), default=None,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..client import open_device
-from ..verify import noise_fit, replay
+from ..device.client import open_device
+from ..device.verify import noise_fit, replay
 from .common import emit_json, handle_errors, json_option, target_option
 from .device import key_option, resolve_key
 

@@ -1,5 +1,5 @@
 """``edgedp audit-config``: a DP-SGD training configuration checked against the errors that make
-its stated epsilon meaningless (the training literature and seeds 001/002), each as pass/fail
+its stated epsilon meaningless (the training literature and published design notes), each as pass/fail
 with the computed consequence.
 
 Checks (``CHECKS``):

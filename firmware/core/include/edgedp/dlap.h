@@ -16,11 +16,11 @@
  * (equal: compare further). Comparisons read random bits MSB first as a binary
  * fraction and stop at the first bit that differs from the threshold.
  * (sign = 1, G = 0) is rejected and the whole sample redrawn.
- * host/edgedp/reference.py (dlap_sample) is the bit-exact executable
+ * host/edgedp/mech/reference.py (dlap_sample) is the bit-exact executable
  * specification. Set-up uses double arithmetic (no libm); sampling uses
  * integers only. On ARMv7-M the ChaCha20 block and the sampling loop are in
- * Thumb-2 assembly (drbg.c, dlap.c), elsewhere portable C; both give the same
- * bits. */
+ * Thumb-2 assembly (core/src/arch/armv7m/), elsewhere portable C
+ * (core/src/arch/portable/); both give the same bits. */
 #ifndef EDGEDP_DLAP_H
 #define EDGEDP_DLAP_H
 #include <stdint.h>
@@ -44,7 +44,7 @@ typedef struct {
 } edp_threshold_t;
 
 typedef struct {
-    /* used per sample (the ARMv7-M loop in dlap.c relies on these offsets) */
+    /* used per sample (the loop in arch/armv7m/dlap.c relies on these offsets) */
     uint32_t n1;       /*  0: fixed draw, L + K + 1 + 6 + KP <= 32 bits */
     uint32_t s1;       /*  4: 32 - n1 */
     uint32_t mk;       /*  8: acceptance bits of the draw; 2^31 (never all ones) if L = 0 */

@@ -1,7 +1,8 @@
 /* The board port as seen by the core: one struct of callbacks (littlefs style).
  *
- * The core never includes a board header; app/ fills this struct from the
- * board's edp_board_* functions. Every callback returning int returns >= 0 on
+ * The core never includes a board header; every board defines one static const
+ * edp_port_t with designated initialisers and hands it to app/ from
+ * edp_board_init (boards/board.h). Every callback returning int returns >= 0 on
  * success or a negative EDP_ERR_* that the core passes through unchanged. No
  * callback may block for longer than a bounded, documented time. */
 #ifndef EDGEDP_PORT_H
@@ -22,8 +23,12 @@ typedef struct edp_port {
      * EDP_ERR_ENTROPY on any health-test or timeout failure. */
     int (*entropy)(void *ctx, uint8_t key[32]);
 
-    /* Free-running counter for measuring the DP step (unit: tick_hz). */
+    /* Free-running counter for measuring the DP step (unit: tick_unit). */
     uint32_t (*ticks)(void *ctx);
+
+    /* The unit of ticks(), fixed after edp_board_init: *hz = ticks per second,
+     * *kind = enum edp_tick_kind. */
+    void (*tick_unit)(void *ctx, uint32_t *hz, uint8_t *kind);
 
     /* Current UTC day index (days since 1970-01-01), or EDP_ERR_TIME when the
      * clock is not set or cannot be trusted. */
@@ -45,8 +50,6 @@ typedef struct edp_port {
     void (*uart_write)(void *ctx, const uint8_t *buf, size_t n);
 
     const char *board;   /* short board name reported by INFO */
-    uint32_t tick_hz;    /* ticks per second of ticks() */
-    uint8_t tick_kind;   /* enum edp_tick_kind */
 } edp_port_t;
 
 #endif

@@ -1,9 +1,6 @@
-/* Wire protocol constants and the frame codec (docs/protocol.md is the reference).
- *
- * A frame on the wire is COBS(version u8 | type u8 | seq u16 | body | crc32)
- * followed by 0x00; integers are little-endian, crc32 is CRC-32/ISO-HDLC over
- * everything before it. A response has the request's seq and type | 0x80, or
- * type EDP_T_ERROR with body {code u8 (positive EDP_ERR_*), request type u8}. */
+/* Wire protocol constants: version, frame sizes, frame types (docs/protocol.md
+ * is the reference; edgedp/frame.h the frame layout, edgedp/cobs.h its byte
+ * stuffing). */
 #ifndef EDGEDP_PROTO_H
 #define EDGEDP_PROTO_H
 #include <stddef.h>
@@ -36,13 +33,5 @@ enum edp_frame_type {
 
 #define EDP_AUTH_TAG 32u
 #define EDP_AUTH_COUNTER 8u
-
-/* COBS-decode in place. Returns the decoded length or EDP_ERR_CRC if the
- * encoding is invalid (a code byte runs past the end, or a zero inside). */
-int edp_cobs_decode(uint8_t *buf, size_t n);
-
-/* Stream the COBS encoding of buf[0..n) followed by the 0x00 delimiter. */
-void edp_cobs_write(const uint8_t *buf, size_t n,
-                    void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx);
 
 #endif

@@ -1,6 +1,7 @@
-"""Robot Framework keywords for an edgedp device, built on edgedp.client.
+"""Robot Framework keywords for an edgedp device, built on edgedp.device.client.
 
-Import in a suite as ``Library    edgedp.robot_keywords.EdgedpKeywords``.
+Import in a suite as ``Library    robot_keywords.EdgedpKeywords`` with this folder on the
+Python path (``robot --pythonpath tests/robot``; pytest adds it through pyproject.toml).
 tests/robot/edgedp.robot runs them against QEMU (``make test``);
 renode/edgedp.robot runs them inside Renode's ``renode-test``, where Renode
 owns the emulator and the suite connects to its console socket.
@@ -20,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, frames, protocol as P
-from .client import Device, load_key
-from .errors import DeviceError, ErrorCode, TransportError
-from .paths import project_root
-from .targets import Target, UrlTarget, start_target
-from .targets.renode import PrefixLink, read_banner
+from edgedp import __version__
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device, load_key
+from edgedp.device.errors import DeviceError, ErrorCode, TransportError
+from edgedp.device.targets import Target, UrlTarget, start_target
+from edgedp.device.targets.renode import PrefixLink, read_banner
+from edgedp.paths import project_root
 
 TEST_KEY = Path("tests") / "keys" / "test-device.key"
 
@@ -259,20 +261,12 @@ class EdgedpKeywords:
 
 def _section_size(elf: str, section: str) -> int:
     """Size in bytes of ``section`` in an ELF file (AssertionError if absent)."""
-    import struct
+    from edgedp.device.elf import sections
 
-    data = Path(elf).read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
-        raise AssertionError(f"{elf} is not a 32-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<I", data, 0x20)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
-    def header(i: int) -> tuple:
-        return struct.unpack_from("<IIIIIIIIII", data, shoff + i * shentsize)
-    strtab = header(shstrndx)
-    names = data[strtab[4]: strtab[4] + strtab[5]]
-    for i in range(shnum):
-        h = header(i)
-        name = names[h[0]: names.index(b"\x00", h[0])].decode()
-        if name == section:
-            return h[5]
-    raise AssertionError(f"{elf} has no section {section}")
+    try:
+        found = sections(Path(elf)).get(section)
+    except ValueError as exc:
+        raise AssertionError(str(exc)) from None
+    if found is None:
+        raise AssertionError(f"{elf} has no section {section}")
+    return found.size

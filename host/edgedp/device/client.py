@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..mech.modes import Mode
 from . import frames, protocol as P
 from .errors import DeviceError, ErrorCode, TransportError
-from .modes import Mode
 from .targets import Target, start_target
 from .transport import Link
 

@@ -1,4 +1,4 @@
-#include "edgedp/proto.h"
+#include "edgedp/cobs.h"
 #include "edgedp/error.h"
 
 int edp_cobs_decode(uint8_t *buf, size_t n)

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
+from ..mech.dlap import chi_square_dlap
+from ..mech.lattice import make_lattice
+from ..mech.modes import Mode
+from ..mech.reference import ReferenceDevice, matches
 from .client import Device
-from .lattice import make_lattice
-from .modes import Mode
 from .noise import draw_samples
-from .reference import ReferenceDevice, matches
-from .stats import chi_square_dlap
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 10.0)
 KS = (1, 2, 3, 5, 10, 16, 33, 64, 100)

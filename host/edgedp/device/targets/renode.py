@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import TransportError
-from ..paths import project_root
+from ...paths import project_root
 from ..transport import Link, SerialLink
 from .qemu import ensure_image, free_port
 
@@ -46,8 +46,8 @@ RENODE_ENV = "EDGEDP_RENODE"
 INSTALL_HINT = (
     "Renode is not installed (no `renode` on PATH and EDGEDP_RENODE is not set). Install it from "
     "https://github.com/renode/renode/releases/latest -- on Linux the portable package: "
-    "mkdir renode_portable && wget https://builds.renode.io/renode-latest.linux-portable-dotnet.tar.gz && "
-    "tar xf renode-latest.linux-portable-dotnet.tar.gz -C renode_portable --strip-components=1 && "
+    "mkdir renode_portable && wget https://builds.renode.io/renode-latest.linux-portable.tar.gz && "
+    "tar xf renode-latest.linux-portable.tar.gz -C renode_portable --strip-components=1 && "
     "export PATH=\"$PWD/renode_portable:$PATH\" -- or use --target qemu. See renode/README.md.")
 
 BANNER = re.compile(rb"(edgedp [^\x00\r\n]*)\r?\n\x00")
@@ -201,7 +201,12 @@ class RenodeTarget:
         return self._link
 
     def reset(self) -> None:
-        """Reset the emulated MCU (reloads the ELF); backup SRAM and RTC registers keep their contents."""
+        """Renode's ``machine Reset``: reloads the ELF and restarts the firmware.
+
+        The backup SRAM (the budget store) keeps its contents, but unlike a reset of
+        the chip it also resets the backup domain: RCC_BDCR is cleared and the RTC
+        restarts at 2020-01-01, so the device has no trusted clock (queries refused
+        with ERR_TIME) until the next SET_TIME."""
         self.monitor("machine Reset")
 
     def _stop(self) -> str:

@@ -17,7 +17,7 @@ from .lattice import ALIAS_BITS, ALIAS_N, TAIL_ROUNDS, Lattice, make_lattice, qu
 from .modes import Mode
 
 TEST_SEED = bytes(range(32))
-"""The documented boot seed of test images (firmware/app/test_keys.h)."""
+"""The documented boot seed of test images (firmware/boards/test_keys.h)."""
 
 _BLOCKS_PER_REFILL = 256
 

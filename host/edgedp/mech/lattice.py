@@ -56,7 +56,7 @@ def threshold64(p: float) -> int:
 
 
 def auto_exponent(k: int, sensitivity: float) -> int:
-    """Smallest m with k * 2^-m <= sensitivity / 256 (mirrors edp_mech_auto_m)."""
+    """Smallest m with k * 2^-m <= sensitivity / 256 (mirrors auto_exponent in mech.c)."""
     limit = float(np.float32(sensitivity)) / 256.0
     m = -30
     while m < 30 and float(k) * (2.0 ** -m) > limit:
@@ -170,7 +170,7 @@ def leading_ones(v: int, nbits: int) -> int:
 
 
 def dlap_tables(inv_t: float, J: int) -> dict:
-    """Sampler tables for 1/t = inv_t (mirrors edp_dlap_setup, same double operations)."""
+    """Sampler tables for 1/t = inv_t (mirrors edp_dlap_setup, one C function per phase, same double operations)."""
     L = J - LOW_SHIFT if J >= LOW_SHIFT else 0
     nc = (L + CHUNK_BITS - 1) // CHUNK_BITS
     chunks = []

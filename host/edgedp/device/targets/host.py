@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 
 from ..errors import TransportError
-from ..paths import build_dir, project_root
+from ...paths import build_dir, project_root
 from ..transport import Link, ProcessLink
 
 

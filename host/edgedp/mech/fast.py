@@ -2,7 +2,7 @@
 
 Same lattice, clamps, noise law (exact discrete Laplace with P(z) ~ exp(-|z|/t), drawn as
 the difference of two geometric variables) and output modes as the firmware, but not
-the device's random stream: use ``edgedp.reference`` for bit-exact replay.
+the device's random stream: use ``edgedp.mech.reference`` for bit-exact replay.
 """
 from __future__ import annotations
 

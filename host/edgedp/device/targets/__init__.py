@@ -1,8 +1,9 @@
 """Targets: where a device runs and how to reach it.
 
 ``qemu`` (test image in QEMU), ``qemu:stm32f4`` (production image in QEMU),
-``host`` (native build on this machine), ``renode`` (when installed), or any
-pyserial URL (``/dev/ttyACM0``, ``socket://host:port``, ``rfc2217://…``)."""
+``host`` (native build on this machine), ``renode`` (when installed), ``session``
+(the running ``edgedp device`` session), or any pyserial URL (``/dev/ttyACM0``,
+``socket://host:port``, ``rfc2217://…``)."""
 from __future__ import annotations
 
 import os
@@ -43,8 +44,17 @@ DEFAULT_TARGET = "qemu"
 
 
 def start_target(spec: str | None = None) -> Target:
-    """Start (or connect to) the target named by spec, EDGEDP_TARGET, or 'qemu'."""
-    spec = spec or os.environ.get("EDGEDP_TARGET") or DEFAULT_TARGET
+    """Start (or connect to) the target named by spec, else by EDGEDP_TARGET, else the running
+    ``edgedp device`` session, else a fresh 'qemu'. ``session`` names the running session.
+
+    A recorded session whose QEMU is gone is an error, not a silent fresh 'qemu'."""
+    spec = spec or os.environ.get("EDGEDP_TARGET")
+    if not spec or spec == "session":
+        from ..session import SessionTarget, running_or_raise
+        s = running_or_raise(required=spec == "session")
+        if s is not None:
+            return SessionTarget(s)
+        spec = DEFAULT_TARGET
     if spec == "qemu" or spec.startswith("qemu:"):
         from .qemu import QemuTarget
         return QemuTarget.from_spec(spec)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..errors import TransportError
-from ..paths import build_dir, project_root
+from ...paths import build_dir, project_root
 from ..transport import Link, SerialLink
 
 IMAGES = {"qemu": ("qemu", 1), "qemu:stm32f4": ("stm32f4", 2)}
@@ -43,25 +43,61 @@ def ensure_image(board: str) -> Path:
     return elf
 
 
+def qemu_argv(elf: Path, usart: int, port: int, qmp_path: str, icount: bool = True,
+              wait: bool = True) -> list[str]:
+    """The qemu-system-arm command line: the image on netduinoplus2, console USART ``usart`` on a
+    loopback TCP server (``wait``: the VM starts only once a client connects), QMP on a Unix socket.
+
+    ``icount``: one instruction is 8 ns of virtual time (deterministic tick counts); without it
+    the virtual clock follows the host's."""
+    if shutil.which(QEMU) is None:
+        raise TransportError(f"{QEMU} not found: install it with `apt-get install qemu-system-arm` "
+                             "(or run `make setup`)")
+    serial = ["-serial", "null"] * (usart - 1)
+    serial += ["-serial", f"tcp:127.0.0.1:{port},server=on,wait={'on' if wait else 'off'},nodelay=on"]
+    argv = [QEMU, "-M", "netduinoplus2", "-nographic", "-monitor", "none",
+            "-kernel", str(elf), *serial,
+            "-qmp", f"unix:{qmp_path},server=on,wait=off"]
+    if os.environ.get("EDGEDP_QEMU_LOG"):
+        # Log accesses to registers QEMU does not model (RCC, RNG, RTC, ...): large.
+        argv += ["-d", "unimp,guest_errors", "-D", os.environ["EDGEDP_QEMU_LOG"]]
+    if icount:
+        argv[1:1] = ["-icount", "shift=3,sleep=off"]
+    return argv
+
+
+def qmp(path: str, command: str, arguments: dict | None = None, timeout: float = 5.0) -> dict:
+    """Run one QMP command on the QMP socket at ``path`` and return its response."""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(timeout)
+            s.connect(path)
+            f = s.makefile("rw")
+            json.loads(f.readline())  # greeting
+            for cmd, args in (("qmp_capabilities", None), (command, arguments)):
+                f.write(json.dumps({"execute": cmd, **({"arguments": args} if args else {})}) + "\n")
+                f.flush()
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise TransportError(f"QMP {command}: QEMU closed the connection")
+                    msg = json.loads(line)
+                    if "return" in msg or "error" in msg:
+                        break
+    except OSError as exc:
+        raise TransportError(f"QMP {command} on {path}: {exc}") from None
+    if "error" in msg:
+        raise TransportError(f"QMP {command}: {msg['error']}")
+    return msg
+
+
 class QemuTarget:
     def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True):
-        if shutil.which(QEMU) is None:
-            raise TransportError(f"{QEMU} not found: install it with `apt-get install qemu-system-arm` "
-                                 "(or run `make setup`)")
         self.name = name
         self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-qemu-")
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         self.port = free_port()
-        serial = ["-serial", "null"] * (usart - 1)
-        serial += ["-serial", f"tcp:127.0.0.1:{self.port},server=on,wait=on,nodelay=on"]
-        argv = [QEMU, "-M", "netduinoplus2", "-nographic", "-monitor", "none",
-                "-kernel", str(elf), *serial,
-                "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
-        if os.environ.get("EDGEDP_QEMU_LOG"):
-            # Log accesses to registers QEMU does not model (RCC, RNG, RTC, ...): large.
-            argv += ["-d", "unimp,guest_errors", "-D", os.environ["EDGEDP_QEMU_LOG"]]
-        if icount:
-            argv[1:1] = ["-icount", "shift=3,sleep=off"]
+        argv = qemu_argv(elf, usart, self.port, self.qmp_path, icount)
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE)
         try:
@@ -80,27 +116,9 @@ class QemuTarget:
     def link(self) -> Link:
         return self._link
 
-    def qmp(self, command: str) -> dict:
-        """Run one QMP command and return its response."""
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(self.qmp_path)
-            f = s.makefile("rw")
-            json.loads(f.readline())  # greeting
-            for cmd in ("qmp_capabilities", command):
-                f.write(json.dumps({"execute": cmd}) + "\n")
-                f.flush()
-                while True:
-                    msg = json.loads(f.readline())
-                    if "return" in msg or "error" in msg:
-                        break
-            if "error" in msg:
-                raise TransportError(f"QMP {command}: {msg['error']}")
-            return msg
-
     def reset(self) -> None:
         """Warm reset of the emulated MCU (QMP system_reset): RAM .noinit survives."""
-        self.qmp("system_reset")
+        qmp(self.qmp_path, "system_reset")
 
     def _stop(self) -> str:
         err = ""

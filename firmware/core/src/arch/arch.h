@@ -1,0 +1,33 @@
+/* What the architecture-specific code in arch/<name>/ shares with the portable
+ * core (core-internal).
+ *
+ * arch/<name>/<module>.c holds the hot loops of <module>.c for one
+ * architecture, arch/portable/<module>.c the portable C of the same functions.
+ * Every file is compiled on every target and is empty unless its architecture
+ * is selected here, so one source list serves all images. Both versions give
+ * the same bits (the QEMU bit-exact replay and tests/bench check it). */
+#ifndef EDGEDP_ARCH_H
+#define EDGEDP_ARCH_H
+#include <stdint.h>
+
+#include "edgedp/dlap.h"
+#include "edgedp/drbg.h"
+
+#if defined(__arm__) && defined(__thumb2__) && (defined(__ARM_ARCH_7EM__) || defined(__ARM_ARCH_7M__))
+#define EDP_ARCH_ARMV7M 1   /* Cortex-M3/M4/M7: Thumb-2 assembly */
+#else
+#define EDP_ARCH_ARMV7M 0
+#endif
+
+/* The slow paths of the sampling loop edp_dlap_add (dlap.c, out of line): both
+ * loops store their bit buffer to r before the call and reload it after.
+ *
+ * Acceptance of the low part V after its K fixed acceptance bits were all ones:
+ * 1 to accept, 0 to reject (draw again). */
+int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v);
+
+/* The high part W for a fast-table entry w with bit 7 set at index idx (a tie
+ * of the keep prefix, or the tail outcome). */
+uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uint32_t idx, uint32_t w);
+
+#endif

@@ -1,0 +1,36 @@
+/* Compiler-specific features used by the core (core-internal): every builtin,
+ * attribute and pragma goes through this header, with a plain C99 fallback
+ * where one exists. */
+#ifndef EDGEDP_UTIL_H
+#define EDGEDP_UTIL_H
+#include <stdint.h>
+
+#if defined(__GNUC__)
+/* Number of leading zero bits of v; v must not be 0. */
+#define EDP_CLZ32(v) ((uint32_t)__builtin_clz(v))
+/* Keep a function out of line (slow paths called from a hot loop). */
+#define EDP_NOINLINE __attribute__((noinline))
+/* A function whose body is one asm statement (no prologue or epilogue). */
+#define EDP_NAKED __attribute__((naked))
+/* A parameter only an asm body reads. */
+#define EDP_UNUSED __attribute__((unused))
+/* Unroll the loop that follows n times. */
+#define EDP_UNROLL(n) _Pragma(EDP_STR_(GCC unroll n))
+#define EDP_STR_(x) #x
+#else
+static inline uint32_t edp_clz32_(uint32_t v)
+{
+    uint32_t n = 0;
+    while (!(v & 0x80000000u)) v <<= 1, n++;
+    return n;
+}
+#define EDP_CLZ32(v) edp_clz32_(v)
+#define EDP_NOINLINE
+#define EDP_UNUSED
+#define EDP_UNROLL(n)
+#endif
+
+/* Compile-time check: a negative array size if cond is false. */
+#define EDP_STATIC_ASSERT(name, cond) typedef char edp_static_assert_##name[(cond) ? 1 : -1]
+
+#endif

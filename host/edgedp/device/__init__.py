@@ -1,0 +1,1 @@
+"""Talking to a device: frames, the wire schema, links, targets, the client and its errors."""

@@ -1,0 +1,134 @@
+"""`edgedp device start|status|stop` with the firmware in QEMU, through the installed command.
+
+Every test runs the `edgedp` command in a child process, as a user would, with its own
+state directory (EDGEDP_STATE_DIR); QEMU outlives each command and is stopped at the end."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgedp.device.elf import sections
+from edgedp.device.session import persistent_regions
+
+from ..conftest import DAY, ROOT, make
+
+pytestmark = pytest.mark.hil
+EDGEDP = str(Path(sys.executable).parent / "edgedp")
+KEY = str(ROOT / "tests/keys/test-device.key")
+NOON = 1796040000 // DAY * DAY + DAY // 2  # mid-day: the clock restored at start stays on this day
+
+
+class Cli:
+    def __init__(self, state: Path):
+        self.state = state
+        self.env = {k: v for k, v in os.environ.items() if k != "EDGEDP_TARGET"}
+        self.env["EDGEDP_STATE_DIR"] = str(state)
+
+    def __call__(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([EDGEDP, *args], capture_output=True, text=True, timeout=120,
+                              env={**self.env, **(env or {})})
+
+    def ok(self, *args: str) -> str:
+        r = self(*args)
+        assert r.returncode == 0, f"edgedp {' '.join(args)}: rc {r.returncode}\n{r.stdout}{r.stderr}"
+        return r.stdout
+
+    def json(self, *args: str) -> dict:
+        return json.loads(self.ok(*args, "--json"))
+
+    def pid(self) -> int:
+        return json.loads((self.state / "session.json").read_text())["pid"]
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    c = Cli(tmp_path / "state")
+    yield c
+    if (c.state / "session.json").exists():
+        c("device", "stop")
+
+
+def test_restored_memory_is_outside_what_the_startup_code_writes() -> None:
+    """start loads the saved bytes before reset; the startup code then copies .data and
+    zeroes .bss (firmware/boards/cortexm/startup.c): .noinit must overlap neither."""
+    make("build/qemu/edgedp.elf")
+    elf = ROOT / "build/qemu/edgedp.elf"
+    secs = sections(elf)
+    regions = persistent_regions(elf)
+    assert [r.name for r in regions] == [".noinit"] and regions[0].size >= 256  # the store's two slots
+    for name in (".data", ".bss"):
+        s = secs[name]
+        for r in regions:
+            assert r.addr >= s.addr + s.size or r.addr + r.size <= s.addr, (name, r)
+
+
+def test_config_clock_and_spend_survive_stop_and_start(cli: Cli, tmp_path: Path) -> None:
+    """The README's sequence: start, config, set-time, query, stop, start, budget."""
+    rows = tmp_path / "rows.npy"
+    np.save(rows, np.array([[0.1, 0.7, 0.2], [0.3, 0.3, 0.4]], dtype=np.float32))
+
+    started = cli.json("device", "start")
+    assert started["target"] == "qemu" and not started["restored"]
+    assert [r["name"] for r in started["regions"]] == [".noinit"]
+    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
+    cli.ok("query", str(rows))
+    before = cli.json("budget")
+    assert before["daily_spent"] == pytest.approx(2.0) and before["day"] == NOON // DAY
+
+    stopped = cli.json("device", "stop")
+    assert stopped["saved"] and len(stopped["files"]) == 1
+    assert Path(stopped["files"][0]).stat().st_size == started["regions"][0]["size"]
+
+    assert cli.json("device", "start")["restored"]
+    after = cli.json("budget")
+    assert after["store"] == "loaded"
+    for k in ("daily_spent", "lifetime_spent", "daily_cap", "epsilon_per_query", "auth_counter", "day"):
+        assert after[k] == before[k], k
+    # A fresh QEMU (--target qemu) does not see the session's store.
+    assert cli.json("budget", "--target", "qemu")["store"] == "fresh"
+
+
+def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
+    r = cli("device", "stop")
+    assert r.returncode == 1 and "no device session is running" in r.stderr
+    r = cli("info", "--target", "session")
+    assert r.returncode == 3 and "no device session is running" in r.stderr
+
+    first = cli.json("device", "start")
+    r = cli("device", "start")
+    assert r.returncode == 1 and "already running" in r.stderr and str(first["pid"]) in r.stderr
+    status = cli.json("device", "status")
+    assert status["running"] and status["session"]["pid"] == first["pid"]
+    # EDGEDP_TARGET (like --target) beats the session.
+    r = cli("info", "--json", env={"EDGEDP_TARGET": "host"})
+    assert r.returncode == 0 and json.loads(r.stdout)["board"] == "host"
+
+    os.kill(first["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while (status := json.loads(cli("device", "status", "--json").stdout))["running"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert status["stale"]
+    r = cli("budget")  # no silent fallback to a fresh QEMU
+    assert r.returncode == 3 and "no longer running" in r.stderr
+    r = cli("device", "start")
+    assert r.returncode == 0 and "removed the state" in r.stderr and cli.pid() != first["pid"]
+    cli.ok("device", "stop")
+
+    manifest = cli.state / "memory" / "qemu.json"
+    m = json.loads(manifest.read_text())
+    m["regions"][0]["addr"] += 4
+    manifest.write_text(json.dumps(m))
+    r = cli("device", "start")
+    assert r.returncode == 1 and "--fresh" in r.stderr and not (cli.state / "session.json").exists()
+    assert not cli.json("device", "start", "--fresh")["restored"]
