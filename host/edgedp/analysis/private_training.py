@@ -57,7 +57,10 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 def build(split: Split, masks: np.ndarray, epsilons: list[float], seed: int,
           progress: bool = True) -> DpsgdPopulation:
     """DP-SGD models for every (finite epsilon, model); model i trains on split.X_pool[masks[i]]."""
-    from ..train import dpsgd
+    try:
+        from ..train import dpsgd
+    except ImportError as exc:
+        raise ValueError(f"DP-SGD needs JAX ({exc}): pip install 'edgedp[train]', or pass --no-dpsgd") from None
     eps_list = tuple(e for e in epsilons if math.isfinite(e))
     hyper = dpsgd.Hyper()
     sizes = masks.sum(axis=1)

@@ -41,8 +41,12 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
     from tqdm import tqdm
 
     from .. import models_io
-    from ..train import data, dpsgd
-    from ..train.run import TrainConfig, run
+    try:
+        from ..train import dpsgd
+        from ..train.run import TrainConfig, run
+    except ImportError as exc:
+        raise ValueError(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
+    from ..train import data
 
     try:
         layers = tuple(int(h) for h in hidden.split(",") if h.strip())
