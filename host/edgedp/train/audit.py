@@ -188,13 +188,17 @@ def audit(cfg: TrainingConfig, X: np.ndarray | None = None, y: np.ndarray | None
     s1 = single_release_multiplier(cfg.epsilon, d)
     looks_single = math.isclose(cfg.stated_multiplier, s1, rel_tol=0.02)
     eps_pld = eps_real["pld"]
+    eps_composed = eps_pld if cfg.stated_multiplier == nm_real else _eps(cfg.stated_multiplier, q, T, d)
     out.append(Check("single_release", not looks_single,
                      (f"noise multiplier {cfg.stated_multiplier:.4g} is the single-release Gaussian value "
                       f"√(2 ln(1.25/δ))/ε = {s1:.4g}, which covers one step; composed over {T} steps at q = {q:.4g} "
-                      f"the run is ({eps_pld:.4g}, {d:g})-DP, not ε = {cfg.epsilon:g}") if looks_single else
+                      + (f"the run is ({eps_composed:.4g}, {d:g})-DP, not ε = {cfg.epsilon:g}"
+                         if eps_composed > cfg.epsilon * (1 + TOLERANCE) else
+                         f"the run is ({eps_composed:.4g}, {d:g})-DP: right only by the luck of subsampling, with "
+                         f"more noise than ε = {cfg.epsilon:g} needs (calibrate with the accountant)")) if looks_single else
                      f"noise multiplier {cfg.stated_multiplier:.4g} is not the single-release value {s1:.4g}",
                      {"single_release_multiplier": s1, "stated_multiplier": cfg.stated_multiplier,
-                      "epsilon_composed": eps_pld}))
+                      "epsilon_composed": eps_composed}))
 
     if cfg.noise_std is not None and cfg.noise_multiplier is not None:
         want = cfg.noise_multiplier * cfg.clip_norm
