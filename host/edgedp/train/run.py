@@ -66,8 +66,8 @@ class TrainConfig:
 
 
 def check_delta(delta: float, n: int, allow: bool) -> None:
-    """delta must be below 1/n: a mechanism that publishes one record in the clear with probability
-    delta*n satisfies (0, delta)... Refused unless allowed, then warned."""
+    """delta must be below 1/n: publishing each record in the clear with probability delta is
+    (0, delta)-DP and leaks about delta*n records.  Refused unless allowed, then warned."""
     if delta < 1.0 / n:
         return
     msg = (f"delta = {delta:g} >= 1/n = {1.0 / n:.3g}: an (eps, delta) guarantee with delta >= 1/n allows "
@@ -85,7 +85,7 @@ class TrainResult:
     summary: dict           # the --json document
 
 
-def noise_for(cfg: TrainConfig, n: int) -> float:
+def noise_for(cfg: TrainConfig) -> float:
     if cfg.noise_multiplier is not None:
         return cfg.noise_multiplier
     return accountant.calibrate(cfg.target_epsilon, cfg.hyper.sampling_rate, cfg.steps, cfg.delta, cfg.accountant)
@@ -96,7 +96,7 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
     n = len(data.y_train)
     check_delta(cfg.delta, n, cfg.allow_large_delta)
     t0 = time.perf_counter()
-    nm = noise_for(cfg, n)
+    nm = noise_for(cfg)
     t_acc = time.perf_counter() - t0
     steps = cfg.steps
     hyper = replace(cfg.hyper, hidden=cfg.layers)
