@@ -64,13 +64,16 @@ build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) $(EDP_STM32F4_LDSCRIPT) 
 #   build/stm32f4/edgedp-provisioned.elf  image with the key in .edp_key (flash it whole)
 #   build/stm32f4/edp_key.bin             the 32 bytes alone, for sector 11 at 0x080E0000:
 #     openocd -f board/stm32f4discovery.cfg -c "program build/stm32f4/edp_key.bin 0x080E0000 verify reset exit"
-# Both hold the secret key. KEY must be given explicitly: its default is the public test key.
+# Both hold the secret key. KEY must be given explicitly, and a key equal to the public test key
+# (tests/keys/test-device.key, whatever file holds it) is refused.
 provision: build/stm32f4/edgedp.elf
 	@if [ "$(origin KEY)" = file ]; then echo "usage: make provision KEY=path/to/device.key (64 hex digits)" >&2; exit 2; fi
 	@umask 077 && python3 -c 'import sys; k = bytes.fromhex(open(sys.argv[1]).read().strip()); \
 	assert len(k) == 32, "the key file must hold 64 hex digits"; \
 	assert k not in (bytes(32), bytes([255]) * 32), "an all-0x00 or all-0xFF key reads as unprovisioned"; \
-	open(sys.argv[2], "wb").write(k)' "$(KEY)" build/stm32f4/edp_key.bin
+	t = bytes.fromhex(open(sys.argv[3]).read().strip()); \
+	k != t or sys.exit("refusing the public test key (" + sys.argv[3] + "): anyone can sign admin frames with it; generate a device key: python3 -c \"import secrets; print(secrets.token_hex(32))\" > device.key"); \
+	open(sys.argv[2], "wb").write(k)' "$(KEY)" build/stm32f4/edp_key.bin tests/keys/test-device.key
 	umask 077 && arm-none-eabi-objcopy --update-section .edp_key=build/stm32f4/edp_key.bin \
 	  build/stm32f4/edgedp.elf build/stm32f4/edgedp-provisioned.elf
 

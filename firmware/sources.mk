@@ -11,6 +11,7 @@ EDP_CORE_SRCS := \
 	firmware/core/src/device.c \
 	firmware/core/src/dlap.c \
 	firmware/core/src/drbg.c \
+	firmware/core/src/flog.c \
 	firmware/core/src/frame.c \
 	firmware/core/src/mech.c \
 	firmware/core/src/sha256.c \
@@ -34,15 +35,16 @@ EDP_STM32F4_SRCS := \
 	firmware/boards/stm32f4/rng.c \
 	firmware/boards/stm32f4/rtc.c \
 	firmware/boards/stm32f4/bkpsram.c \
-	firmware/boards/stm32f4/cycles.c
+	firmware/boards/stm32f4/cycles.c \
+	firmware/boards/stm32f4/flash.c
 
 # Everything the production stm32f4 image is built from (PlatformIO builds this list).
 EDP_STM32F4_IMAGE_SRCS = $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_STM32F4_SRCS)
 
-EDP_QEMU_SRCS := firmware/boards/qemu/board.c
-EDP_HOST_SRCS := firmware/boards/host/board.c
+EDP_QEMU_SRCS := firmware/boards/qemu/board.c firmware/boards/ramflash/ramflash.c
+EDP_HOST_SRCS := firmware/boards/host/board.c firmware/boards/ramflash/ramflash.c
 
-EDP_INCLUDES := firmware/core/include firmware/boards firmware/app firmware/boards/cortexm
+EDP_INCLUDES := firmware/core/include firmware/boards firmware/app firmware/boards/cortexm firmware/boards/ramflash
 
 EDP_ARM_CFLAGS := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 \
 	-std=c99 -O2 -g -ffunction-sections -fdata-sections -ffp-contract=off \

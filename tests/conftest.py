@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from edgedp.device.client import Device, load_key
+from edgedp.device.client import Device, connect, load_key
+from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.host import HostTarget
 from edgedp.device.targets.qemu import QemuTarget
+from edgedp.mech.lattice import MICRO
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
@@ -35,7 +37,7 @@ def no_device_session(empty_state_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture(scope="session")
 def test_key() -> bytes:
-    return load_key(ROOT / "tests/keys/test-device.key")
+    return load_key()
 
 
 @pytest.fixture(scope="session")
@@ -54,9 +56,7 @@ class HostDevice:
     def start(self, **env: str) -> Device:
         self.stop()
         self.target = HostTarget(sanitized=True, env={**self.env, **env})
-        dev = Device(self.target.link(), timeout=10)
-        dev.sync()
-        return dev
+        return connect(self.target, timeout=10)
 
     def stop(self) -> int | None:
         if self.target is None:
@@ -97,6 +97,6 @@ def qemu(qemu_target: QemuTarget, test_key: bytes) -> Device:
     dev.sync()
     dev.epoch = next(_epochs)  # type: ignore[attr-defined]
     dev.set_time(test_key, dev.epoch)  # type: ignore[attr-defined]
-    dev.configure(test_key, 1.0, daily_cap=1000.0, lifetime_cap=None)
+    dev.configure(test_key, MechConfig(), Caps(daily=1000 * MICRO))
     dev.reset_budget(test_key)
     return dev

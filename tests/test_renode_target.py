@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from edgedp.device.client import load_key
 from edgedp.device.errors import TransportError
 from edgedp.device.targets import start_target
 from edgedp.device.targets import renode as renode_target
@@ -128,7 +129,7 @@ def fake_renode(tmp_path, monkeypatch):
 def test_renode_target_runs_the_script_and_speaks_the_protocol(fake_renode, tmp_path):
     import json
 
-    from edgedp.device.client import Device
+    from edgedp.device.client import connect
 
     elf = tmp_path / "my image.elf"  # a space: Monitor paths must escape it
     elf.write_bytes(b"")
@@ -136,8 +137,7 @@ def test_renode_target_runs_the_script_and_speaks_the_protocol(fake_renode, tmp_
     try:
         assert t.url == f"socket://127.0.0.1:{t.port}"
         assert t.banner.startswith("edgedp ")
-        dev = Device(t.link(), timeout=10, target=t)
-        dev.sync()
+        dev = connect(t, timeout=10)
         assert dev.info().board
         t.reset()
         time.sleep(0.5)
@@ -166,5 +166,5 @@ def test_provision_elf_writes_the_key_into_edp_key(tmp_path):
     dump = subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".edp_key", out,
                            str(tmp_path / "key.bin")], capture_output=True)
     assert dump.returncode == 0
-    key = bytes.fromhex((ROOT / "tests" / "keys" / "test-device.key").read_text().strip())
+    key = load_key()
     assert (tmp_path / "key.bin").read_bytes() == key

@@ -15,3 +15,8 @@ def project_root() -> Path:
 
 def build_dir() -> Path:
     return project_root() / "build"
+
+
+def test_key_path() -> Path:
+    """The public HMAC key built into test images (never a production key)."""
+    return project_root() / "tests" / "keys" / "test-device.key"

@@ -16,7 +16,7 @@ def test_bench_json(tmp_path) -> None:
     r = CliRunner().invoke(main, ["bench", "--target", "qemu", "--quick", "--k", "1", "--k", "10",
                                   "--epsilon", "1", "--no-footprint", "--plot", str(png), "--json"])
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert [row["k"] for row in out["rows"]] == [1, 10]
     for row in out["rows"]:
         for key in ("dp_instructions", "naive_instructions", "est_cycles", "est_us_168mhz", "queries_per_second"):

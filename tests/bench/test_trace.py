@@ -8,8 +8,8 @@ import numpy as np
 
 from edgedp.bench.trace import Emulator, TraceLink
 from edgedp.device.client import Device
-from edgedp.mech.modes import Mode
-from edgedp.mech.reference import ReferenceDevice, encode_mode
+from edgedp.device.protocol import Caps, MechConfig, SampleRequest
+from edgedp.mech.reference import ReferenceDevice
 
 RFC8439_IN = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
               0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c, 0x00000001, 0x09000000, 0x4a000000, 0x00000000]
@@ -30,17 +30,17 @@ def test_arm_sampler_matches_reference(emulator: Emulator, test_key: bytes) -> N
     dev = Device(TraceLink(emulator))
     seed = bytes(range(40, 72))
     dev.test_seed(test_key, seed)
-    ref = ReferenceDevice(seed)
-    for eps, k in [(1.0, 10), (0.1, 1000), (10.0, 1), (50.0, 1), (0.03, 300)]:
-        _, _, z = dev.sample(eps, 2.0, k, 1000)
-        assert (z == ref.sample(round(eps * 1e6), 2.0, k, len(z))[1]).all(), (eps, k)
-    dev.configure(test_key, 0.5, daily_cap=1e6)
-    ref.configure(500_000, 2.0, 0.0, 1.0)
+    ref = ReferenceDevice(seed=seed)
+    for eps_micro, k in [(1_000_000, 10), (100_000, 1000), (10_000_000, 1), (50_000_000, 1), (30_000, 300)]:
+        req = SampleRequest(eps_micro, 2.0, k, 1000)
+        assert (dev.sample(req).noise == ref.sample(req).noise).all(), (eps_micro, k)
+    cfg = MechConfig(500_000)
+    dev.configure(test_key, cfg, Caps(daily=10**12))
+    ref.configure(cfg)
     rng = np.random.default_rng(3)
     for k in (1, 7, 100):
         x = rng.dirichlet(np.ones(k)).astype(np.float32)
-        got = dev.query(x, "full")
-        assert np.array_equal(got.lattice, encode_mode(*ref.noisy(x), Mode.parse("full"))["lattice"])
+        assert dev.query(x, "full").same_answer(ref.query(x, "full"))
 
 
 def test_step_trace_is_consistent(emulator: Emulator, test_key: bytes) -> None:

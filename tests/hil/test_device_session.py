@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgedp.device.client import Device
 from edgedp.device.elf import sections
 from edgedp.device.session import persistent_regions
+from edgedp.device.targets import start_target
 
 from ..conftest import DAY, ROOT, make
 
@@ -96,6 +98,24 @@ def test_config_clock_and_spend_survive_stop_and_start(cli: Cli, tmp_path: Path)
         assert after[k] == before[k], k
     # A fresh QEMU (--target qemu) does not see the session's store.
     assert cli.json("budget", "--target", "qemu")["store"] == "fresh"
+
+    # Resetting the session's device keeps the spend made since the start. (A QMP
+    # system_reset would not: QEMU writes the loader's bytes, the memory of the last stop,
+    # again at every reset.)
+    cli.ok("query", str(rows))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EDGEDP_STATE_DIR", str(cli.state))
+        t = start_target("session")
+        try:
+            dev = Device(t.link(), timeout=20, target=t)
+            dev.sync()
+            assert dev.budget().daily_spent == 4_000_000
+            t.reset()
+            dev.sync()
+            assert dev.budget().daily_spent == 4_000_000
+        finally:
+            t.close()
+    assert cli.json("budget")["daily_spent"] == pytest.approx(4.0)
 
 
 def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:

@@ -20,7 +20,9 @@ import pytest
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError, ErrorCode
+from edgedp.device.protocol import Caps, MechConfig, SampleRequest
 from edgedp.device.targets.qemu import QemuTarget
+from edgedp.mech.lattice import MICRO
 from edgedp.mech.modes import Mode
 
 from ..conftest import ROOT
@@ -123,7 +125,7 @@ def test_test_commands_do_not_exist(dev: Device, test_key: bytes) -> None:
     x = np.array([0.5, 0.5], dtype=np.float32)
     calls = {
         "local": lambda: dev.local(x),
-        "sample": lambda: dev.sample(1.0, 2.0, 10, 16),
+        "sample": lambda: dev.sample(SampleRequest(MICRO, 2.0, 10, 16)),
         "naive": lambda: dev.naive(x, 2.0),
         "test_seed": lambda: dev.test_seed(test_key, bytes(32)),
     }
@@ -136,7 +138,7 @@ def test_test_commands_do_not_exist(dev: Device, test_key: bytes) -> None:
 @pytest.mark.parametrize("cmd", ["config", "set_time", "reset_budget"])
 def test_admin_refused_without_provisioned_key(dev: Device, test_key: bytes, cmd: str) -> None:
     calls = {
-        "config": lambda: dev.configure(test_key, 1.0, daily_cap=100.0),
+        "config": lambda: dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO)),
         "set_time": lambda: dev.set_time(test_key, 1767225600),
         "reset_budget": lambda: dev.reset_budget(test_key),
     }
@@ -208,21 +210,19 @@ def provisioned_elf(booted: Booted, test_key: bytes, tmp_path_factory: pytest.Te
 
 
 def test_provisioned_key_is_read_from_flash(provisioned_elf: Path, test_key: bytes) -> None:
-    """With a key in sector 11, admin commands authenticate: a wrong key is ERR_AUTH, the right
-    one passes and then meets the store QEMU lacks (ERR_STORE). Production still has no TEST_SEED."""
+    """With a key in sector 11, CHALLENGE passes the key check and then needs the nonce generator,
+    which QEMU's missing RNG cannot key: every admin command is refused with ERR_ENTROPY (fail
+    closed: no fresh nonce, no admin). Production still has no TEST_SEED."""
     target = QemuTarget(provisioned_elf, 2, "qemu:stm32f4-provisioned")
     try:
         dev = Device(target.link(), timeout=20, target=target)
         dev.sync()
-        with pytest.raises(DeviceError) as e:
-            dev.set_time(bytes(range(32)), 1767225600)
-        assert e.value.error == ErrorCode.ERR_AUTH
-        with pytest.raises(DeviceError) as e:
-            dev.configure(test_key, 1.0, daily_cap=100.0)
-        assert e.value.error == ErrorCode.ERR_STORE
-        with pytest.raises(DeviceError) as e:
-            dev.test_seed(test_key, bytes(32))
-        assert e.value.error == ErrorCode.ERR_UNKNOWN
+        for call in (lambda: dev.set_time(bytes(range(32)), 1767225600),
+                     lambda: dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO)),
+                     lambda: dev.test_seed(test_key, bytes(32))):
+            with pytest.raises(DeviceError) as e:
+                call()
+            assert e.value.error == ErrorCode.ERR_ENTROPY
         with pytest.raises(DeviceError) as e:
             dev.query(np.array([0.3, 0.7], dtype=np.float32), "full")
         assert e.value.error in REFUSALS

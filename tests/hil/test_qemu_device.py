@@ -1,14 +1,15 @@
 """Hardware-in-loop: the test image in QEMU over a real TCP serial link (one QEMU per session)."""
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pytest
 
 from edgedp.device import frames, protocol as P
 from edgedp.device.errors import DeviceError, ErrorCode
+from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.verify import replay
+from edgedp.mech.lattice import MICRO
 
 from ..native.test_protocol_robustness import CASES
 
@@ -29,14 +30,14 @@ def test_thousand_queries_bit_exact(qemu, test_key: bytes) -> None:
 
 
 def test_budget_exhaustion_refuses_external_but_not_local(qemu, test_key: bytes) -> None:
-    qemu.configure(test_key, 0.5, daily_cap=2.0)
+    qemu.configure(test_key, MechConfig(MICRO // 2), Caps(daily=2 * MICRO))
     for i in range(4):
         r = qemu.query(X, "label")
-        assert r.remaining == 2_000_000 - (i + 1) * 500_000
+        assert r.remaining_micro == 2_000_000 - (i + 1) * 500_000
     with pytest.raises(DeviceError) as e:
         qemu.query(X, "label")
     assert e.value.code == "ERR_BUDGET"
-    label, _ = qemu.local(X)
+    label = qemu.local(X).label
     assert label == 1
     assert qemu.budget().daily_spent == 2_000_000
 
@@ -61,7 +62,7 @@ def test_random_garbage_then_valid_request(qemu) -> None:
 def test_query_carries_ticks_and_remaining(qemu) -> None:
     r = qemu.query(np.full(10, 0.1), "full")
     assert r.ticks > 0
-    assert r.remaining == qemu.budget().remaining
+    assert r.remaining_micro == qemu.budget().remaining
 
 
 def test_seq_is_echoed(qemu) -> None:

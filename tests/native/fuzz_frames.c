@@ -79,11 +79,12 @@ static void put_frame(uint8_t *raw, size_t *n, uint8_t type, const uint8_t *body
 /* A valid frame of a random type, with plausible bodies. */
 static void seed_frame(uint8_t *raw, size_t *n)
 {
-    uint8_t body[4 + 4 * 64];
+    uint8_t body[4 + 4 * 64] = {0};
     uint32_t k = 1 + rnd() % 64, i;
     float v;
-    switch (rnd() % 6) {
+    switch (rnd() % 7) {
     case 0: put_frame(raw, n, EDP_T_PING, (const uint8_t *)"hello", 5); return;
+    case 4: put_frame(raw, n, EDP_T_CHALLENGE, body, 0); return;
     case 1: put_frame(raw, n, EDP_T_INFO, body, 0); return;
     case 2: put_frame(raw, n, EDP_T_BUDGET, body, 0); return;
     case 3: put_frame(raw, n, EDP_T_RESET_BUDGET, body, 40); return;

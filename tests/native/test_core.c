@@ -1,10 +1,11 @@
 /* Native unit tests of the DP core: RFC vectors and a vector tool for pytest.
  *
  *   test_core rfc                 built-in known-answer tests; exit 0 iff all pass
- *   test_core chacha KEY N        N keystream blocks (counter 0) of the DRBG, hex
+ *   test_core chacha KEY N        the DRBG output of N batches (56 words each), hex
  *   test_core bits KEY N          N DRBG bits via edp_drbg_bits in odd-sized pulls, as 0/1 text
  *   test_core hmac KEY MSG        HMAC-SHA256 tag, hex (arguments in hex)
  *   test_core crc HEX             CRC-32 of the bytes, decimal
+ *   test_core dlap INV_T SHIFT    sampler set-up: "J L K KP tail tail_rounds" or "error CODE"
  *   test_core cobs HEX            COBS round trip through edp_cobs_write/edp_cobs_decode, hex
  */
 #include <stdio.h>
@@ -72,8 +73,13 @@ static void rfc8439_keystream(void)
     edp_drbg_seed(&d, zero);
     w0 = edp_drbg_bits(&d, 32);
     w1 = edp_drbg_bits(&d, 32);
-    /* keystream bytes 76 b8 e0 ad a0 f1 3d 90 -> little-endian words */
-    check(w0 == 0xade0b876u && w1 == 0x903df1a0u, "RFC 8439 A.1 #1 keystream through the DRBG");
+    /* Keystream bytes 0..31 of the first batch are the next key (fast key
+     * erasure); output starts at bytes 32..39: da 41 59 7c 51 57 48 8d. */
+    check(w0 == 0x7c5941dau && w1 == 0x8d485751u, "RFC 8439 A.1 #1 keystream (bytes 32..39) through the DRBG");
+    /* The key of the first batch is gone: state holds keystream words 0..7 (bytes
+     * 76 b8 e0 ad ... 8b 77 0d c7) and the buffer no longer holds them. */
+    check(d.state[4] == 0xade0b876u && d.state[11] == 0xc70d778bu && d.block[0] == 0 && d.block[7] == 0,
+          "fast key erasure: next key from the batch, wiped from the buffer");
 }
 
 static void sha_vectors(void)
@@ -161,7 +167,7 @@ int main(int argc, char **argv)
         long n = atol(argv[3]), i;
         unhex(argv[2], a, 32);
         edp_drbg_seed(&d, a);
-        for (i = 0; i < 16 * n; i++) {
+        for (i = 0; i < (EDP_DRBG_BATCH_WORDS - EDP_DRBG_KEY_WORDS) * n; i++) {
             uint32_t w = edp_drbg_bits(&d, 32);
             printf("%02x%02x%02x%02x", w & 0xff, (w >> 8) & 0xff, (w >> 16) & 0xff, w >> 24);
         }
@@ -199,6 +205,13 @@ int main(int argc, char **argv)
         printf("%u\n", (unsigned)edp_crc32(0, a, n));
         return 0;
     }
+    if (argc == 4 && strcmp(argv[1], "dlap") == 0) {
+        static edp_dlap_t t;
+        int err = edp_dlap_setup(&t, strtod(argv[2], NULL), strtod(argv[3], NULL));
+        if (err) printf("error %d\n", err);
+        else printf("%u %u %u %u %u %u\n", t.J, t.L, t.K, t.KP, t.tail, t.tail_rounds);
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "cobs") == 0) {
         size_t n = unhex(argv[2], a, sizeof a), i, m;
         uint8_t *o = b;
@@ -214,6 +227,6 @@ int main(int argc, char **argv)
         printf("\n");
         return 0;
     }
-    fprintf(stderr, "usage: test_core rfc | chacha KEY N | bits KEY N | hmac KEY MSG | crc HEX | cobs HEX\n");
+    fprintf(stderr, "usage: test_core rfc | chacha KEY N | bits KEY N | hmac KEY MSG | crc HEX | dlap INV_T SHIFT | cobs HEX\n");
     return 2;
 }

@@ -29,16 +29,27 @@ def run(*args: str) -> str:
 def test_rfc_known_answers(native_builds: None) -> None:
     out = run("rfc")
     assert "FAIL" not in out
-    assert out.count("ok ") == 12
+    assert out.count("ok ") == 13
+
+
+def chacha20(key: bytes, counter: int, nbytes: int) -> bytes:
+    nonce = struct.pack("<Q", counter) + bytes(8)
+    return Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(nbytes))
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_chacha_keystream_matches_cryptography(native_builds: None, seed: int) -> None:
+def test_chacha_keystream_with_fast_key_erasure_matches_cryptography(native_builds: None, seed: int) -> None:
+    """Batch i: 4 ChaCha20 blocks (counter 4i) of key_i; bytes 0..31 are key_(i+1) and never
+    output, bytes 32..255 are (written independently of edgedp's reference)."""
     key = np.random.default_rng(seed).bytes(32)
     got = bytes.fromhex(run("chacha", key.hex(), "5"))
-    nonce = struct.pack("<Q", 0) + bytes(8)
-    want = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(64 * 5))
+    want = b""
+    for i in range(5):
+        raw = chacha20(key, 4 * i, 256)
+        key, want = raw[:32], want + raw[32:]
     assert got == want
+    # past outputs do not depend on the key left in the device: a plain stream differs
+    assert got[:224] != chacha20(np.random.default_rng(seed).bytes(32), 0, 224)
 
 
 def test_lazy_bits_match_reference_stream(native_builds: None) -> None:
@@ -69,3 +80,26 @@ def test_cobs_matches_python_package(native_builds: None, data: bytes) -> None:
     assert enc_b[-1] == 0 and 0 not in enc_b[:-1]
     assert cobs.decode(enc_b[:-1]) == data
     assert bytes.fromhex(dec) == data
+
+
+@pytest.mark.parametrize("epsilon_micro, sensitivity, m, k", [
+    (1_000_000, 2.0, None, 10), (100_000, 2.0, None, 1000), (8_000_000, 2.0, 7, 1),
+    (1_000_000_000, 2.0, 9, 1), (0xFFFFFFFF, 2.0, 12, 1), (0xFFFFFFFF, 1.0, 16, 3),
+    (0xFFFFFFFF, 2.0 ** 11, 21, 1), (0xFFFFFFFF, 2.0 ** 11, 20, 1), (1, 2.0, -6, 1),
+])
+def test_sampler_setup_matches_lattice_including_the_tail_cap(native_builds: None, epsilon_micro: int,
+                                                             sensitivity: float, m: int | None, k: int) -> None:
+    """edp_dlap_setup and lattice.dlap_tables agree on the table shape and the ε-dependent
+    tail cap, and refuse the same configurations (ERR_BAD_VALUE = -5)."""
+    from edgedp.mech.lattice import ConfigError, auto_exponent, make_lattice
+
+    mm = auto_exponent(k, sensitivity) if m is None else m
+    shift = float(np.float32(sensitivity)) * (2.0 ** mm) + float(k)
+    inv_t = float(epsilon_micro) / 1e6 / shift
+    got = run("dlap", repr(inv_t), repr(shift))
+    try:
+        lat = make_lattice(k, epsilon_micro, sensitivity, 0.0, 1.0, m)
+    except ConfigError:
+        assert got == "error -5"
+        return
+    assert got == f"{lat.J} {lat.L} {lat.K} {lat.KP} {lat.tail} {lat.tail_rounds}"

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from edgedp.device.errors import DeviceError
+from edgedp.device.protocol import Caps, MechConfig, SampleRequest
+from edgedp.mech.lattice import MICRO
 
 pytestmark = pytest.mark.native
 X = np.array([0.2, 0.5, 0.3])
@@ -19,7 +21,7 @@ def assert_closed(dev, code: str) -> None:
     assert dev.ping(b"up") == b"up"
     assert dev.info().board == "host"
     assert dev.budget().daily_spent == 0
-    assert dev.local(X)[0] == 1
+    assert dev.local(X).label == 1
 
 
 def test_entropy_failure_refuses_external_output(host_device) -> None:
@@ -39,7 +41,7 @@ def test_untrusted_clock_refuses_external_output(host_device, test_key: bytes) -
 def test_no_device_key_refuses_every_admin_command(host_device, test_key: bytes) -> None:
     dev = host_device.start(EDP_HOST_KEY="none")
     with pytest.raises(DeviceError, match="ERR_AUTH"):
-        dev.configure(test_key, 5.0, 1e6)
+        dev.configure(test_key, MechConfig(5 * MICRO), Caps(daily=10**12))
     assert dev.budget().epsilon_micro == 1_000_000
 
 
@@ -47,8 +49,9 @@ def test_test_seed_changes_the_stream_only_when_authenticated(host_device, test_
     dev = host_device.start()
     with pytest.raises(DeviceError, match="ERR_AUTH"):
         dev.test_seed(bytes(32), bytes(32))
-    a = dev.sample(1.0, 2.0, 10, 8)[2]
+    req = SampleRequest(MICRO, 2.0, 10, 8)
+    a = dev.sample(req).noise
     dev.test_seed(test_key, bytes(range(1, 33)))
-    b = dev.sample(1.0, 2.0, 10, 8)[2]
+    b = dev.sample(req).noise
     dev.test_seed(test_key, bytes(range(1, 33)))
-    assert (dev.sample(1.0, 2.0, 10, 8)[2] == b).all() and not (a == b).all()
+    assert (dev.sample(req).noise == b).all() and not (a == b).all()

@@ -6,22 +6,24 @@ import pytest
 from scipy import stats
 
 from edgedp.device.noise import draw_samples
-from edgedp.mech.dlap import chi_square_dlap
+from edgedp.device.protocol import SampleRequest
+from edgedp.mech import dlap
 from edgedp.mech.lattice import make_lattice
 
 pytestmark = [pytest.mark.native, pytest.mark.slow]
 ALPHA = 1e-3
 
 
-@pytest.mark.parametrize("epsilon,sensitivity,k", [(1.0, 2.0, 10), (0.1, 2.0, 1000), (10.0, 2.0, 1), (2.0, 0.5, 3)])
-def test_million_samples_fit_exact_pmf(host_device, epsilon: float, sensitivity: float, k: int) -> None:
+@pytest.mark.parametrize("eps_micro,sensitivity,k", [(1_000_000, 2.0, 10), (100_000, 2.0, 1000), (10_000_000, 2.0, 1),
+                                                     (2_000_000, 0.5, 3)])
+def test_million_samples_fit_exact_pmf(host_device, eps_micro: int, sensitivity: float, k: int) -> None:
     dev = host_device.start()
     n = 1_000_000
-    z = draw_samples(dev, epsilon, sensitivity, k, n, progress=False)
-    lat = make_lattice(k, round(epsilon * 1e6), sensitivity, 0.0, 1.0)
-    c = chi_square_dlap(z, lat.inv_t)
+    z = draw_samples(dev, SampleRequest(eps_micro, sensitivity, k, n), progress=False)
+    lat = make_lattice(k, eps_micro, sensitivity, 0.0, 1.0)
+    c = dlap.chi_square(z, lat.inv_t)
     assert c.n == n and c.dof >= 10
-    assert c.pvalue > ALPHA, f"chi-square p = {c.pvalue:.2e} at eps={epsilon}, k={k}"
+    assert c.pvalue > ALPHA, f"chi-square p = {c.pvalue:.2e} at eps_micro={eps_micro}, k={k}"
 
     r = np.exp(-lat.inv_t)
     p_zero = (1 - r) / (1 + r)
@@ -38,6 +40,6 @@ def test_million_samples_fit_exact_pmf(host_device, epsilon: float, sensitivity:
 def test_chi_square_rejects_a_wrong_scale(host_device) -> None:
     """The test has power: the same device samples fail against a 2% larger scale."""
     dev = host_device.start()
-    z = draw_samples(dev, 1.0, 2.0, 10, 1_000_000, progress=False)
+    z = draw_samples(dev, SampleRequest(1_000_000, 2.0, 10, 1_000_000), progress=False)
     lat = make_lattice(10, 1_000_000, 2.0, 0.0, 1.0)
-    assert chi_square_dlap(z, lat.inv_t / 1.02).pvalue < ALPHA
+    assert dlap.chi_square(z, lat.inv_t / 1.02).pvalue < ALPHA

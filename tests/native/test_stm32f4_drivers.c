@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "edgedp/error.h"
+#include "edgedp/flog.h"
 #include "edgedp/port.h"
 #include "edgedp/store.h"
 #include "stm32f4.h"
@@ -58,6 +59,8 @@ static edp_gpio_regs_t gpio;
 static edp_dwt_regs_t dwt;
 static volatile uint32_t demcr;
 static uint8_t sram[4096];
+#define FLOG_SECTOR_BYTES 1024u
+static uint32_t flog_mem[2 * FLOG_SECTOR_BYTES / 4];
 
 static struct {
     /* RCC: 1 = the ready bit follows its enable; 0 = never ready (QEMU reads 0) */
@@ -81,6 +84,11 @@ static struct {
     uint32_t usart_rx_left;
     uint8_t usart_rx_next;
     int usart_txe;
+    /* FLASH controller: keys unlock it, STRT erases at the next SR read */
+    int flash_keys_ok, flash_busy_forever;
+    uint32_t flash_error;      /* SR error flag raised by every operation */
+    uint32_t flash_strt_cr;    /* CR when the last erase started */
+    unsigned long flash_erases;
     /* read counters */
     unsigned long reads;
 } hw;
@@ -120,6 +128,23 @@ uint32_t edp_stm32_reg_read(const volatile uint32_t *reg)
     } else if (reg == &dwt.CYCCNT && hw.cyccnt_runs) {
         hw.cyccnt += 7;
         v = hw.cyccnt;
+    } else if (reg == &flash.CR) {
+        if ((v & FLASH_CR_LOCK) && flash.KEYR == FLASH_KEY2 && hw.flash_keys_ok) flash.CR = v &= ~FLASH_CR_LOCK;
+        flash.KEYR = 0;
+    } else if (reg == &flash.SR) {
+        if (flash.SR == (FLASH_SR_ERRORS | FLASH_SR_EOP)) flash.SR = 0;   /* the driver's write-1-to-clear */
+        if (flash.CR & FLASH_CR_STRT) {
+            uint32_t snb = (flash.CR & FLASH_CR_SNB_MASK) >> FLASH_CR_SNB_SHIFT, i;
+            hw.flash_strt_cr = flash.CR;
+            flash.CR &= ~FLASH_CR_STRT;
+            hw.flash_erases++;
+            if (snb == 9 || snb == 10)
+                for (i = 0; i < FLOG_SECTOR_BYTES / 4; i++) flog_mem[(snb - 9) * FLOG_SECTOR_BYTES / 4 + i] = 0xFFFFFFFFu;
+            flash.SR |= hw.flash_error;
+        } else if (flash.CR & FLASH_CR_PG) {
+            flash.SR |= hw.flash_error;
+        }
+        v = flash.SR | (hw.flash_busy_forever ? FLASH_SR_BSY : 0);
     } else if (reg == &usart.SR) {
         v = (hw.usart_txe ? USART_SR_TXE : 0) | (hw.usart_rx_left ? USART_SR_RXNE : 0);
     } else if (reg == &usart.DR) {
@@ -141,7 +166,9 @@ static void reset_all(void)
     memset(&dwt, 0, sizeof dwt);
     demcr = 0;
     memset(sram, 0, sizeof sram);
+    memset(flog_mem, 0xFF, sizeof flog_mem);
     memset(&hw, 0, sizeof hw);
+    flash.CR = FLASH_CR_LOCK;
     hw.flash_latency_sticks = 1;
 }
 
@@ -716,6 +743,89 @@ static void test_cycles(void)
           "cycles: CYCCNT advancing -> DWT");
 }
 
+/* ---- flash.c ---- */
+
+static void flash_bind(edp_flash_t *f, edp_stm32_flash_t *d)
+{
+    d->regs = &flash;
+    d->base = flog_mem;
+    d->first_sector = EDP_STM32_FLOG_SECTOR;
+    d->sector_size = FLOG_SECTOR_BYTES;
+    d->spin_program = 1000;
+    d->spin_erase = 5000;
+    d->before_erase = 0;
+    edp_stm32_flash_bind(f, d);
+}
+
+static void test_flash(void)
+{
+    static const uint8_t word8[8] = {1, 2, 3, 4, 0xF0, 0x0F, 0xAA, 0x55};
+    edp_stm32_flash_t d;
+    edp_flash_t f;
+    edp_flog_t log, again;
+    edp_flog_mark_t m = {0, 0, 0, 0};
+    uint8_t back[8];
+    uint32_t i;
+    int ok;
+
+    reset_all();   /* QEMU: the controller is not modelled, LOCK never clears */
+    flash_bind(&f, &d);
+    CHECK(f.program(f.ctx, 0, word8, 8) == EDP_ERR_STORE && f.erase(f.ctx, 0) == EDP_ERR_STORE &&
+              flog_mem[0] == 0xFFFFFFFFu && hw.flash_erases == 0,
+          "flash: keys refused (LOCK stays) -> ERR_STORE, nothing written");
+
+    reset_all();
+    hw.flash_keys_ok = 1;
+    flash_bind(&f, &d);
+    CHECK(f.program(f.ctx, 8, word8, 8) == EDP_OK && flog_mem[2] == 0x04030201u && flog_mem[3] == 0x55AA0FF0u &&
+              flash.CR == FLASH_CR_LOCK,
+          "flash: word program after KEY1/KEY2, relocked (CR=%#x)", (unsigned)flash.CR);
+    CHECK(f.read(f.ctx, 8, back, 8) == EDP_OK && memcmp(back, word8, 8) == 0, "flash: read back through the map");
+    CHECK(f.program(f.ctx, 2, word8, 4) == EDP_ERR_STORE && f.program(f.ctx, 0, word8, 6) == EDP_ERR_STORE &&
+              f.program(f.ctx, 2 * FLOG_SECTOR_BYTES - 4, word8, 8) == EDP_ERR_STORE && f.erase(f.ctx, 2) == EDP_ERR_STORE,
+          "flash: unaligned or outside the two log sectors -> ERR_STORE");
+    ok = f.erase(f.ctx, 1) == EDP_OK;
+    CHECK(ok && hw.flash_erases == 1 &&
+              hw.flash_strt_cr == (FLASH_CR_PSIZE_X32 | FLASH_CR_SER | 10u << FLASH_CR_SNB_SHIFT | FLASH_CR_STRT) &&
+              flash.CR == FLASH_CR_LOCK,
+          "flash: erase of log sector 1 = SER, SNB 10, PSIZE x32, STRT, relocked (CR at start %#x)",
+          (unsigned)hw.flash_strt_cr);
+    CHECK(flog_mem[2] == 0x04030201u, "flash: erasing sector 10 leaves sector 9");
+
+    reset_all();
+    hw.flash_keys_ok = 1;
+    hw.flash_error = FLASH_SR_WRPERR;
+    flash_bind(&f, &d);
+    CHECK(f.program(f.ctx, 0, word8, 8) == EDP_ERR_STORE && f.erase(f.ctx, 0) == EDP_ERR_STORE && flash.CR == FLASH_CR_LOCK,
+          "flash: WRPERR -> ERR_STORE, relocked");
+
+    reset_all();
+    hw.flash_keys_ok = 1;
+    hw.flash_busy_forever = 1;
+    flash_bind(&f, &d);
+    ok = f.program(f.ctx, 0, word8, 4) == EDP_ERR_STORE && f.erase(f.ctx, 0) == EDP_ERR_STORE;
+    CHECK(ok && hw.reads < 3000,
+          "flash: BSY never clears -> ERR_STORE, bounded (%lu reads)", hw.reads);
+
+    reset_all();
+    hw.flash_keys_ok = 1;
+    flash_bind(&f, &d);
+    flog_mem[FLOG_SECTOR_BYTES / 4 + 3] = 0;   /* a word the erase must clear */
+    ok = edp_flog_open(&log, &f) == 0;
+    for (i = 1; ok && i <= 100; i++) {
+        m.lifetime = i * 1000u;
+        m.counter = i / 10u;
+        m.day = 20000u + i / 30u;
+        m.daily = i % 30u;
+        ok = edp_flog_raise(&log, &m) == EDP_OK;
+    }
+    CHECK(ok && hw.flash_erases == 3, "flash: high-water log on the driver, 100 raises over 28-slot sectors (%lu erases)",
+          hw.flash_erases);
+    CHECK(edp_flog_open(&again, &f) > 0 && again.mark.lifetime == 100000u && again.mark.counter == 10u &&
+              again.mark.day == 20003u && again.mark.daily == 10u,
+          "flash: reopened log holds the last mark");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -725,6 +835,7 @@ int main(void)
     test_rtc();
     test_bkpsram();
     test_cycles();
+    test_flash();
     printf("1..%d\n# passed %d failed %d\n", n_checks, n_checks - n_failed, n_failed);
     return n_failed ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 """The stm32f4 port's drivers natively (ASan/UBSan) against fake register blocks.
 
 Builds tests/native/test_stm32f4_drivers.c with the driver sources
-(firmware/boards/stm32f4/{clock,uart,rng,rtc,bkpsram,cycles}.c) and the core's
+(firmware/boards/stm32f4/{clock,uart,rng,rtc,bkpsram,cycles,flash}.c) and the core's
 store, runs it, and checks its TAP-like output; the RTC's date arithmetic and
 BCD encoding are compared with Python's datetime."""
 from __future__ import annotations
@@ -19,8 +19,8 @@ from ..conftest import ROOT
 pytestmark = pytest.mark.native
 
 SRC = ROOT / "tests/native/test_stm32f4_drivers.c"
-DRIVERS = [ROOT / f"firmware/boards/stm32f4/{n}.c" for n in ("clock", "uart", "rng", "rtc", "bkpsram", "cycles")]
-CORE = [ROOT / f"firmware/core/src/{n}.c" for n in ("store", "crc32")]
+DRIVERS = [ROOT / f"firmware/boards/stm32f4/{n}.c" for n in ("clock", "uart", "rng", "rtc", "bkpsram", "cycles", "flash")]
+CORE = [ROOT / f"firmware/core/src/{n}.c" for n in ("store", "crc32", "flog")]
 OUT = ROOT / "build/native/test_stm32f4_drivers"
 CC = shutil.which("gcc") or "cc"
 CFLAGS = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-DEDP_STM32_REG_HOOK",
@@ -52,7 +52,7 @@ def test_every_check_passes(output: str) -> None:
     assert f"# passed {len(oks)} failed 0" in output
 
 
-@pytest.mark.parametrize("topic", ["clock:", "uart:", "rng:", "rtc:", "bkpsram:", "cycles:"])
+@pytest.mark.parametrize("topic", ["clock:", "uart:", "rng:", "rtc:", "bkpsram:", "cycles:", "flash:"])
 def test_each_driver_is_covered(output: str, topic: str) -> None:
     assert sum(f" {topic} " in line for line in output.splitlines() if line.startswith("ok ")) >= 3
 
@@ -62,7 +62,8 @@ def test_each_driver_is_covered(output: str, topic: str) -> None:
     "two identical consecutive words -> ERR_ENTROPY", "good words -> OK, first word discarded",
     "INITS = 0", "INITF never set -> ERR_TIME", "backup regulator never ready -> ERR_STORE",
     "commit/load round trip", "rolled-back backup SRAM", "HSE never ready -> HSI 16 MHz fallback",
-    "CYCCNT standing still -> SysTick fallback",
+    "CYCCNT standing still -> SysTick fallback", "keys refused (LOCK stays) -> ERR_STORE",
+    "WRPERR -> ERR_STORE, relocked", "BSY never clears -> ERR_STORE", "high-water log on the driver",
 ])
 def test_required_behaviour_checked(output: str, behaviour: str) -> None:
     assert any(line.startswith("ok ") and behaviour in line for line in output.splitlines()), behaviour
@@ -102,7 +103,8 @@ def test_drivers_reference_no_fixed_addresses() -> None:
 
 
 def test_image_layout(tmp_path: Path) -> None:
-    """The production ELF: vectors at 0x08000000, erased 32-byte key at 0x080E0000 (own sector)."""
+    """The production ELF: vectors at 0x08000000, nothing in the flash log's sectors 9-10
+    (0x080A0000-0x080DFFFF), erased 32-byte key at 0x080E0000 (own sector)."""
     objdump = shutil.which("arm-none-eabi-objdump")
     if objdump is None:
         pytest.skip("arm-none-eabi-objdump not installed")
@@ -116,7 +118,8 @@ def test_image_layout(tmp_path: Path) -> None:
     assert sections[".edp_key"] == (32, 0x080E0000)
     end_of_flash_use = max(vma + size for name, (size, vma) in sections.items()
                            if name in (".isr_vector", ".text", ".ARM.exidx"))
-    assert end_of_flash_use <= 0x080E0000
+    assert end_of_flash_use <= 0x080A0000
+    assert not [name for name, (size, vma) in sections.items() if size and 0x080A0000 <= vma < 0x080E0000]
     key = tmp_path / "key.bin"
     subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".edp_key", str(elf), str(key)], check=True)
     assert key.read_bytes() == b"\xff" * 32

@@ -23,18 +23,15 @@ import numpy as np
 
 from edgedp import __version__
 from edgedp.device import frames, protocol as P
-from edgedp.device.client import Device, load_key
+from edgedp.device.client import Device, connect, load_key
 from edgedp.device.errors import DeviceError, ErrorCode, TransportError
+from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets import Target, UrlTarget, start_target
 from edgedp.device.targets.renode import PrefixLink, read_banner
-from edgedp.paths import project_root
-
-TEST_KEY = Path("tests") / "keys" / "test-device.key"
-
+from edgedp.mech.lattice import to_micro
 
 def _key(key_file: str | None) -> bytes:
-    path = Path(key_file) if key_file else project_root() / TEST_KEY
-    return load_key(path)
+    return load_key(key_file or None)
 
 
 def _vector(values: tuple) -> np.ndarray:
@@ -93,8 +90,7 @@ class EdgedpKeywords:
 
     def _open(self, t: Target, link, timeout: float | None) -> None:
         self._target = t
-        self._device = Device(link, timeout=float(timeout or self.timeout), target=t)
-        self._device.sync()
+        self._device = connect(t, float(timeout or self.timeout), link=link)
 
     def stop_emulator(self) -> None:
         """Close the connection and stop the emulator started by ``Start Emulator`` (no-op if none)."""
@@ -165,7 +161,7 @@ class EdgedpKeywords:
             "indices": None if r.indices is None else [int(i) for i in r.indices],
             "label": int(r.label),
             "level": r.level,
-            "remaining": int(r.remaining),
+            "remaining": int(r.remaining_micro),
             "ticks": int(r.ticks),
             "m": int(r.m),
             "k": int(r.k),
@@ -229,8 +225,9 @@ class EdgedpKeywords:
     def configure_budget(self, epsilon: float, daily_cap: float, lifetime_cap: float | None = None,
                          key_file: str | None = None) -> None:
         """Set the per-query epsilon and the daily (and lifetime) cap with an authenticated CONFIG."""
-        self._dev().configure(_key(key_file), float(epsilon), float(daily_cap),
-                              None if lifetime_cap in (None, "", "None") else float(lifetime_cap))
+        lifetime = 0 if lifetime_cap in (None, "", "None") else to_micro(float(lifetime_cap))
+        self._dev().configure(_key(key_file), MechConfig(to_micro(float(epsilon))),
+                              Caps(to_micro(float(daily_cap)), lifetime))
 
     # ---- provisioning (production images) -----------------------------------
     def provision_elf(self, elf: str, output: str, key_file: str | None = None,

@@ -7,10 +7,12 @@ import subprocess
 import numpy as np
 import pytest
 
+from edgedp import paths
+
 from ..conftest import ROOT
 
 EDGEDP = str(ROOT / ".venv/bin/edgedp")
-KEY = str(ROOT / "tests/keys/test-device.key")
+KEY = str(paths.test_key_path())
 
 
 def cli(*args: str, target: str = "host", stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -3,8 +3,14 @@
  * Environment:
  *   EDP_STORE_FILE      persistent store file (default: in memory only)
  *   EDP_STORE_CUT_AFTER cut power (exit 99) after this many 4-byte store writes
+ *   EDP_FLASH_FILE      the flash high-water log's two sectors (RAM NOR model,
+ *                       EDP_HOST_FLASH_SECTOR bytes each; default: in memory only)
+ *   EDP_FLASH_CUT_AFTER cut power (exit 99) after this many flash word programs
+ *                       and erases (the cut one torn, ramflash.h)
  *   EDP_HOST_TIME       fixed unix seconds for the clock; "unset" = no trusted time
- *   EDP_HOST_ENTROPY    "fail" makes the entropy source fail
+ *   EDP_HOST_ENTROPY    "fail" makes the entropy source fail; "fail:N" fails its
+ *                       first N calls, then works
+ * The admin nonce generator is keyed from /dev/urandom (fresh at every start).
  *   EDP_HOST_KEY        "none" = no device key provisioned
  * Test builds only: the DRBG is keyed with the documented test seed. */
 #define _POSIX_C_SOURCE 200809L
@@ -17,13 +23,21 @@
 #include "board.h"
 #include "edgedp/error.h"
 #include "edgedp/store.h"
+#include "ramflash.h"
 #include "test_keys.h"
 
 #if !EDP_TEST_BUILD
 #error "the host port is a test port: build it with EDP_TEST_BUILD=1"
 #endif
 
+#define EDP_HOST_FLASH_SECTOR 1008u  /* 28 log slots: tests cross sector switches */
+
 static uint8_t store[2 * EDP_STORE_SLOT_SIZE];
+static uint8_t flash_mem[2 * EDP_HOST_FLASH_SECTOR];
+static edp_ramflash_t flash_model;
+static edp_flash_t flash_model_ops;
+static const char *flash_path;
+static long entropy_failures;
 static const char *store_path;
 static long cut_after = -1;
 static int clock_state;          /* 0 real time, 1 fixed, 2 unset */
@@ -31,11 +45,72 @@ static int64_t clock_base;       /* fixed seconds, or offset added to time() */
 
 static int entropy(void *ctx, uint8_t key[32])
 {
-    const char *e = getenv("EDP_HOST_ENTROPY");
     (void)ctx;
-    if (e && strcmp(e, "fail") == 0) return EDP_ERR_ENTROPY;
+    if (entropy_failures) {
+        if (entropy_failures > 0) entropy_failures--;
+        return EDP_ERR_ENTROPY;
+    }
     memcpy(key, edp_test_seed, 32);
     return EDP_OK;
+}
+
+static int auth_entropy(void *ctx, uint8_t key[32])
+{
+    FILE *f = fopen("/dev/urandom", "rb");
+    size_t got = 0;
+    (void)ctx;
+    if (f) {
+        got = fread(key, 1, 32, f);
+        fclose(f);
+    }
+    return got == 32 ? EDP_OK : EDP_ERR_ENTROPY;
+}
+
+static void save(const char *path, const void *buf, size_t n)
+{
+    FILE *f;
+    if (!path) return;
+    f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(buf, 1, n, f);
+    fclose(f);
+}
+
+static void load(const char *path, void *buf, size_t n)
+{
+    FILE *f = path ? fopen(path, "rb") : 0;
+    if (!f) return;
+    if (fread(buf, 1, n, f) != n) memset(buf, 0, n);
+    fclose(f);
+}
+
+/* The flash model's operations, persisted after each, power cut on request. */
+static void flash_after(void)
+{
+    save(flash_path, flash_mem, sizeof flash_mem);
+    if (flash_model.dead) _exit(99);
+}
+
+static int flash_read(void *ctx, uint32_t off, void *buf, uint32_t n)
+{
+    (void)ctx;
+    return flash_model_ops.read(flash_model_ops.ctx, off, buf, n);
+}
+
+static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    int err = flash_model_ops.program(flash_model_ops.ctx, off, buf, n);
+    (void)ctx;
+    flash_after();
+    return err;
+}
+
+static int flash_erase(void *ctx, uint32_t sector)
+{
+    int err = flash_model_ops.erase(flash_model_ops.ctx, sector);
+    (void)ctx;
+    flash_after();
+    return err;
 }
 
 static uint32_t ticks(void *ctx)
@@ -75,12 +150,7 @@ static int store_read(void *ctx, uint32_t off, void *buf, uint32_t n)
 
 static void store_flush(void)
 {
-    FILE *f;
-    if (!store_path) return;
-    f = fopen(store_path, "wb");
-    if (!f) return;
-    fwrite(store, 1, sizeof store, f);
-    fclose(f);
+    save(store_path, store, sizeof store);
 }
 
 /* One "write step" per 4-byte word, so power can be cut between any two. */
@@ -124,6 +194,13 @@ static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
     *kind = EDP_TICK_HOST;
 }
 
+static const edp_flash_t flash = {
+    .sector_size = EDP_HOST_FLASH_SECTOR,
+    .read = flash_read,
+    .program = flash_program,
+    .erase = flash_erase,
+};
+
 static const edp_port_t port = {
     .entropy = entropy,
     .ticks = ticks,
@@ -135,20 +212,24 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "host",
+    .auth_entropy = auth_entropy,
+    .flash = &flash,
 };
 
 const edp_port_t *edp_board_init(void)
 {
     const char *t = getenv("EDP_HOST_TIME"), *c = getenv("EDP_STORE_CUT_AFTER");
+    const char *fc = getenv("EDP_FLASH_CUT_AFTER"), *e = getenv("EDP_HOST_ENTROPY");
     store_path = getenv("EDP_STORE_FILE");
-    if (store_path) {
-        FILE *f = fopen(store_path, "rb");
-        if (f) {
-            if (fread(store, 1, sizeof store, f) != sizeof store) memset(store, 0, sizeof store);
-            fclose(f);
-        }
-    }
+    load(store_path, store, sizeof store);
     if (c) cut_after = atol(c);
+    if (e && strcmp(e, "fail") == 0) entropy_failures = -1;
+    else if (e && strncmp(e, "fail:", 5) == 0) entropy_failures = atol(e + 5);
+    flash_path = getenv("EDP_FLASH_FILE");
+    edp_ramflash_bind(&flash_model_ops, &flash_model, flash_mem, EDP_HOST_FLASH_SECTOR);
+    edp_ramflash_format(&flash_model_ops);
+    load(flash_path, flash_mem, sizeof flash_mem);
+    if (fc) flash_model.cut_after = atol(fc);
     if (t && strcmp(t, "unset") == 0) clock_state = 2;
     else if (t) clock_state = 1, clock_base = atoll(t);
     return &port;

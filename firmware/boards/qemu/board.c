@@ -5,10 +5,18 @@
  *  - entropy: the documented test seed (bytes 0x00..0x1f); TEST_SEED re-keys.
  *  - clock: SysTick at 168 MHz plus an epoch; boots at EDP_QEMU_TEST_EPOCH
  *    (2026-01-01T00:00:00Z) unless a SET_TIME survived a warm reset in .noinit.
- *  - store: 256 bytes in .noinit RAM, kept across QMP system_reset. */
+ *  - store: 256 bytes in .noinit RAM, kept across QMP system_reset;
+ *  - flash high-water log: a RAM NOR model (ramflash.h) in .noinit, formatted
+ *    on the first boot of the process (QEMU's flash is read-only);
+ *  - admin nonce key: SHA-256 of the 32 bytes the host's QEMU launcher writes
+ *    at 0x2001FFE0 (generic loader) and a .noinit boot counter, so the nonce
+ *    differs across processes and warm resets; all-zero bytes (no loader) =
+ *    EDP_ERR_ENTROPY, every admin command refused. */
 #include "board.h"
 #include "edgedp/error.h"
+#include "edgedp/sha256.h"
 #include "edgedp/store.h"
+#include "ramflash.h"
 #include "systick.h"
 #include "test_keys.h"
 
@@ -24,6 +32,10 @@
 #define CORE_HZ 168000000u
 #define EDP_QEMU_TEST_EPOCH 1767225600u
 #define CLOCK_MAGIC 0x4B4C4345u
+#define FLASH_MAGIC 0x48534C46u
+#define FLASH_SECTOR 1008u  /* 28 log slots per sector */
+
+extern const volatile uint8_t edp_qemu_host_entropy[32];
 
 static uint8_t store[2 * EDP_STORE_SLOT_SIZE] __attribute__((section(".noinit")));
 static struct {
@@ -32,7 +44,32 @@ static struct {
     uint64_t seconds_at_boot;
 } clock_rec __attribute__((section(".noinit")));
 
+static struct {
+    uint32_t magic;
+    uint32_t boots;
+    uint8_t mem[2 * FLASH_SECTOR];
+} flash_ram __attribute__((section(".noinit")));
+static edp_ramflash_t flash_model;
+static edp_flash_t flash;
+
 static uint64_t boot_seconds;
+
+static int auth_entropy(void *ctx, uint8_t key[32])
+{
+    edp_sha256_t h;
+    uint8_t host[32], any = 0;
+    uint32_t i;
+    (void)ctx;
+    for (i = 0; i < 32; i++) any |= host[i] = edp_qemu_host_entropy[i];
+    if (!any) return EDP_ERR_ENTROPY;
+    flash_ram.boots++;
+    edp_sha256_init(&h);
+    edp_sha256_update(&h, host, sizeof host);
+    edp_sha256_update(&h, &flash_ram.boots, sizeof flash_ram.boots);
+    edp_sha256_final(&h, key);
+    edp_wipe(host, sizeof host);
+    return EDP_OK;
+}
 
 static int entropy(void *ctx, uint8_t key[32])
 {
@@ -125,6 +162,8 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "qemu-netduinoplus2",
+    .auth_entropy = auth_entropy,
+    .flash = &flash,
 };
 
 const edp_port_t *edp_board_init(void)
@@ -135,6 +174,11 @@ const edp_port_t *edp_board_init(void)
         boot_seconds = clock_rec.seconds_at_boot;
     else
         boot_seconds = EDP_QEMU_TEST_EPOCH;
+    edp_ramflash_bind(&flash, &flash_model, flash_ram.mem, FLASH_SECTOR);
+    if (flash_ram.magic != FLASH_MAGIC) {
+        edp_ramflash_format(&flash);
+        flash_ram.magic = FLASH_MAGIC;
+    }
     return &port;
 }
 

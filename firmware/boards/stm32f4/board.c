@@ -7,6 +7,9 @@
  *    reseeds from it every EDP_RESEED_BLOCKS ChaCha20 blocks;
  *  - day index and SET_TIME: the LSE-clocked RTC calendar (UTC);
  *  - store: backup SRAM on VBAT, sequence shadow in RTC_BKP0R/BKP1R;
+ *  - flash high-water log: sectors 9 and 10 (flash.c, reserved by stm32f4.ld);
+ *    the watchdog is refreshed before each sector erase (1-2 s);
+ *  - admin nonce key: the hardware RNG (port->auth_entropy = NULL);
  *  - device key: 32 bytes at 0x080E0000 (flash sector 11, section .edp_key
  *    of stm32f4.ld); all 0xFF (erased) or all 0x00 = not provisioned;
  *  - ticks: DWT CYCCNT, or SysTick where there is no working DWT;
@@ -33,10 +36,14 @@
 /* Defined by stm32f4.ld: the 32-byte key in its own flash sector. Only the
  * linker knows its contents, so the compiler cannot fold the erased value. */
 extern const uint8_t edp_stm32_device_key[32];
+/* Defined by stm32f4.ld: the first word of the flash log's sector 9. */
+extern uint32_t edp_stm32_flog[];
 
 static edp_stm32_bkd_t bkd;
 static edp_stm32_clocks_t clocks;
 static int tick_kind;  /* EDP_TICK_DWT, or EDP_TICK_SYSTICK where there is no working DWT */
+static edp_stm32_flash_t flog_driver;
+static edp_flash_t flog_flash;
 
 static int entropy(void *ctx, uint8_t key[32])
 {
@@ -146,9 +153,14 @@ static void watchdog_poll(void)
         EDP_STM32_IWDG->KR = 0xAAAAu;
     }
 }
+static void watchdog_kick(void)
+{
+    EDP_STM32_IWDG->KR = 0xAAAAu;
+}
 #else
 #define watchdog_start() ((void)0)
 #define watchdog_poll() ((void)0)
+#define watchdog_kick 0
 #endif
 
 static const edp_port_t port = {
@@ -162,6 +174,8 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "stm32f4",
+    .auth_entropy = 0,  /* the hardware RNG, through entropy() */
+    .flash = &flog_flash,
 };
 
 const edp_port_t *edp_board_init(void)
@@ -185,6 +199,15 @@ const edp_port_t *edp_board_init(void)
     rcc->AHB2ENR |= RCC_AHB2ENR_RNGEN;
     (void)rcc->AHB2ENR;
     edp_stm32_rng_enable(EDP_STM32_RNG);
+
+    flog_driver.regs = EDP_STM32_FLASH;
+    flog_driver.base = edp_stm32_flog;
+    flog_driver.first_sector = EDP_STM32_FLOG_SECTOR;
+    flog_driver.sector_size = EDP_STM32_FLOG_SECTOR_SIZE;
+    flog_driver.spin_program = EDP_STM32_SPIN_PROGRAM;
+    flog_driver.spin_erase = EDP_STM32_SPIN_ERASE;
+    flog_driver.before_erase = watchdog_kick;
+    edp_stm32_flash_bind(&flog_flash, &flog_driver);
     return &port;
 }
 

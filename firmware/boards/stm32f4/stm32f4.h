@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "edgedp/flog.h"
 #include "stm32f4_regs.h"
 
 /* ---- options (override with -D) ---- */
@@ -185,6 +186,46 @@ int edp_stm32_bkpsram_enable(edp_stm32_bkd_t *b, uint32_t spin);
  * that completes a valid slot newer than it; the shadow never moves back. */
 int edp_stm32_store_read(edp_stm32_bkd_t *b, uint32_t off, void *buf, uint32_t n);
 int edp_stm32_store_write(edp_stm32_bkd_t *b, uint32_t off, const void *buf, uint32_t n);
+
+/* ---- flash.c: the flash high-water log's two sectors (edgedp/flog.h) ---- */
+
+/* Log sectors: 9 and 10 (128 KiB each, 0x080A0000-0x080DFFFF), reserved by
+ * stm32f4.ld; code lives in sectors 0-8, the device key in sector 11. */
+#ifndef EDP_STM32_FLOG_SECTOR
+#define EDP_STM32_FLOG_SECTOR 9u
+#endif
+#define EDP_STM32_FLOG_SECTOR_SIZE (128u * 1024u)
+
+/* Poll budgets of the flash controller's BSY bit at 168 MHz (>= 4 cycles a poll):
+ *   PROGRAM  one word (x32): >= 2.4 ms (RM0090/datasheet: 16 us typical, 100 us max)
+ *   ERASE    one 128 KiB sector (x32): >= 4 s (1 s typical, 2 s max) */
+#ifndef EDP_STM32_SPIN_PROGRAM
+#define EDP_STM32_SPIN_PROGRAM 100000u
+#endif
+#ifndef EDP_STM32_SPIN_ERASE
+#define EDP_STM32_SPIN_ERASE 170000000u
+#endif
+
+typedef struct {
+    edp_flash_regs_t *regs;
+    volatile uint32_t *base;   /* first word of log sector 0 (memory-mapped flash) */
+    uint32_t first_sector;     /* sector number (SNB) of log sector 0; log sector 1 is the next */
+    uint32_t sector_size;      /* bytes per log sector */
+    uint32_t spin_program;     /* BSY polls per word program */
+    uint32_t spin_erase;       /* BSY polls per sector erase */
+    void (*before_erase)(void);  /* optional: called before each erase (watchdog refresh) */
+} edp_stm32_flash_t;
+
+/* Bind the three edp_flash_t callbacks to the controller (ctx = d). Every
+ * operation unlocks the controller (KEYR: KEY1, KEY2; LOCK must clear), waits
+ * for BSY within its spin budget, clears stale error flags, programs with
+ * PSIZE x32 (VDD 2.7-3.6 V), checks OPERR/WRPERR/PGAERR/PGPERR/PGSERR and reads
+ * the result back, and relocks (CR = LOCK) whatever the outcome.
+ *   program: word by word (PG), each word must read back as written;
+ *   erase:   SER with SNB = first_sector + sector, STRT, then every word must read 0xFFFFFFFF.
+ * Errors: EDP_ERR_STORE (locked, busy past the budget, an error flag, a
+ * mismatch, off/n not word-aligned or outside the two sectors). */
+void edp_stm32_flash_bind(edp_flash_t *f, edp_stm32_flash_t *d);
 
 /* ---- cycles.c ---- */
 

@@ -83,7 +83,11 @@ typedef struct {
 
 /* ---- FLASH interface (0x40023C00) ---- */
 typedef struct {
-    volatile uint32_t ACR;
+    volatile uint32_t ACR;       /* 0x00 */
+    volatile uint32_t KEYR;      /* 0x04 */
+    volatile uint32_t OPTKEYR;   /* 0x08 */
+    volatile uint32_t SR;        /* 0x0C */
+    volatile uint32_t CR;        /* 0x10 */
 } edp_flash_regs_t;
 
 #define FLASH_ACR_LATENCY_MASK 7u
@@ -92,6 +96,23 @@ typedef struct {
 #define FLASH_ACR_DCEN       (1u << 10)
 #define FLASH_ACR_ICRST      (1u << 11)
 #define FLASH_ACR_DCRST      (1u << 12)
+#define FLASH_KEY1           0x45670123u
+#define FLASH_KEY2           0xCDEF89ABu
+#define FLASH_SR_EOP         (1u << 0)
+#define FLASH_SR_OPERR       (1u << 1)
+#define FLASH_SR_WRPERR      (1u << 4)
+#define FLASH_SR_PGAERR      (1u << 5)
+#define FLASH_SR_PGPERR      (1u << 6)
+#define FLASH_SR_PGSERR      (1u << 7)
+#define FLASH_SR_ERRORS      (FLASH_SR_OPERR | FLASH_SR_WRPERR | FLASH_SR_PGAERR | FLASH_SR_PGPERR | FLASH_SR_PGSERR)
+#define FLASH_SR_BSY         (1u << 16)
+#define FLASH_CR_PG          (1u << 0)
+#define FLASH_CR_SER         (1u << 1)
+#define FLASH_CR_SNB_SHIFT   3u
+#define FLASH_CR_SNB_MASK    (0xFu << 3)
+#define FLASH_CR_PSIZE_X32   (2u << 8)
+#define FLASH_CR_STRT        (1u << 16)
+#define FLASH_CR_LOCK        (1u << 31)
 
 /* ---- PWR (0x40007000) ---- */
 typedef struct {
@@ -194,6 +215,7 @@ EDP_STM32_OFFSET_CHECK(gpio_afr, edp_gpio_regs_t, AFR, 0x20);
 EDP_STM32_OFFSET_CHECK(usart_cr1, edp_usart_regs_t, CR1, 0x0C);
 EDP_STM32_OFFSET_CHECK(rtc_wpr, edp_rtc_regs_t, WPR, 0x24);
 EDP_STM32_OFFSET_CHECK(rtc_bkp, edp_rtc_regs_t, BKP, 0x50);
+EDP_STM32_OFFSET_CHECK(flash_cr, edp_flash_regs_t, CR, 0x10);
 
 /* ---- addresses (board.c only) ---- */
 #define EDP_STM32_RCC      ((edp_rcc_regs_t *)0x40023800u)

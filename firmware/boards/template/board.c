@@ -25,6 +25,8 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "template",
+    .auth_entropy = 0,  /* NULL: the admin nonce key comes from entropy() (a hardware RNG) */
+    .flash = 0,         /* or two flash sectors for the high-water log (edgedp/flog.h) */
 };
 
 const edp_port_t *edp_board_init(void) { return &port; }

@@ -39,25 +39,80 @@ static void reseed(edp_device_t *d)
     edp_wipe(key, sizeof key);
 }
 
+static void new_nonce(edp_device_t *d)
+{
+    uint32_t i;
+    for (i = 0; i < EDP_AUTH_NONCE; i += 4) (void)edp_wr32(d->nonce + i, edp_drbg_word(&d->auth_drbg));
+}
+
+static void auth_seed(edp_device_t *d)
+{
+    uint8_t key[32];
+    int (*src)(void *, uint8_t *) = d->port->auth_entropy ? d->port->auth_entropy : d->port->entropy;
+    d->auth_ok = src(d->port->ctx, key) >= 0;
+    if (d->auth_ok) {
+        edp_drbg_seed(&d->auth_drbg, key);
+        new_nonce(d);
+    }
+    edp_wipe(key, sizeof key);
+}
+
+static edp_flog_mark_t mark_of(const edp_record_t *r)
+{
+    edp_flog_mark_t m;
+    m.day = r->budget.day;
+    m.daily = r->budget.daily_spent;
+    m.lifetime = r->budget.lifetime_spent;
+    m.counter = r->auth_counter;
+    return m;
+}
+
+/* Raise the flash mark to cover r before r is committed and acted on. */
+static int mark_raise(edp_device_t *d, const edp_record_t *r)
+{
+    edp_flog_mark_t m = mark_of(r);
+    if (!d->port->flash) return EDP_OK;
+    if (!d->flog_ok) return EDP_ERR_STORE;
+    return edp_flog_raise(&d->flog, &m);
+}
+
+/* Lift spend and counter of the record to at least the flash mark. */
+static void mark_restore(edp_device_t *d)
+{
+    const edp_flog_mark_t *m = &d->flog.mark;
+    edp_budget_t *b = &d->rec.budget;
+    if (m->lifetime > b->lifetime_spent) b->lifetime_spent = m->lifetime;
+    if (m->counter > d->rec.auth_counter) d->rec.auth_counter = m->counter;
+    if (m->day > b->day) {
+        b->day = m->day;
+        b->daily_spent = m->daily;
+    } else if (m->day == b->day && m->daily > b->daily_spent) {
+        b->daily_spent = m->daily;
+    }
+}
+
 void edp_device_init(edp_device_t *d, const edp_port_t *port)
 {
     memset(d, 0, sizeof *d);
     d->port = port;
+    d->flog_ok = !port->flash || edp_flog_open(&d->flog, port->flash) >= 0;
     d->store_state = (uint8_t)edp_store_load(port, &d->rec, &d->slot);
     d->store_ok = d->store_state == EDP_STORE_LOADED;
+    if (d->store_state != EDP_STORE_LOADED && d->store_state != EDP_STORE_TORN) default_record(&d->rec);
+    if (port->flash && d->flog_ok) mark_restore(d);
     if (d->store_state == EDP_STORE_TORN) {
         /* The damaged slot may hold a newer commit whose answer was sent: count
          * one more query against both budgets (over-count, never under-count). */
         edp_budget_charge(&d->rec.budget, d->rec.mech.eps_micro);
         d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     } else if (d->store_state != EDP_STORE_LOADED) {
-        default_record(&d->rec);
         /* Test builds start a blank store with the documented defaults; production
          * builds stay closed until an authenticated CONFIG writes a record. */
         if (EDP_TEST_BUILD && d->store_state == EDP_STORE_FRESH)
             d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     }
     reseed(d);
+    auth_seed(d);
 }
 
 /* ---- commands ---- */
@@ -101,9 +156,9 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     int err = parse_vector(d, b, n, &mode, &arg, &k), len;
     if (err) return err;
     if ((err = ensure_plan(d, k))) return err;
-    if (mode == EDP_MODE_SIMPLEX && d->plan.m < 0) return EDP_ERR_BAD_VALUE;
-    if (!d->entropy_ok) return EDP_ERR_ENTROPY;
-    if (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS) {
+    if ((err = edp_mech_mode_fits(&d->plan, mode, arg))) return err;
+    /* A failed (re)seed is retried at every query; no answer while it fails. */
+    if (!d->entropy_ok || (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS)) {
         reseed(d);
         if (!d->entropy_ok) return EDP_ERR_ENTROPY;
     }
@@ -114,7 +169,7 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     edp_budget_roll(&next.budget, day);
     if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
-    if ((err = edp_store_commit(d->port, &next, &d->slot))) {
+    if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) {
         d->store_ok = 0;
         return err;
     }
@@ -250,17 +305,19 @@ static int cmd_budget(edp_device_t *d, uint8_t **o)
 static int authenticate(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
                         const uint8_t **payload, size_t *plen, uint64_t *counter)
 {
-    static const uint8_t prefix[4] = {'E', 'D', 'P', '1'};
+    static const uint8_t prefix[4] = {'E', 'D', 'P', '2'};
     const uint8_t *key;
     uint8_t tag[32], t8 = (uint8_t)type;
     edp_hmac_t h;
     int err;
     if (n < EDP_AUTH_COUNTER + EDP_AUTH_TAG) return EDP_ERR_AUTH;
+    if (!d->auth_ok) return EDP_ERR_ENTROPY;
     if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
     *plen = n - EDP_AUTH_COUNTER - EDP_AUTH_TAG;
     edp_hmac_init(&h, key, 32);
     edp_hmac_update(&h, prefix, 4);
     edp_hmac_update(&h, &t8, 1);
+    edp_hmac_update(&h, d->nonce, EDP_AUTH_NONCE);
     edp_hmac_update(&h, b, EDP_AUTH_COUNTER + *plen);
     edp_hmac_final(&h, tag);
     err = edp_verify32(tag, b + n - EDP_AUTH_TAG);
@@ -309,8 +366,9 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
     default:
         return EDP_ERR_UNKNOWN;
     }
-    /* The counter (and any change) is durable before the command takes effect. */
-    if ((err = edp_store_commit(d->port, &next, &d->slot))) return err;
+    /* The counter (and any change) is durable, in flash and in the store,
+     * before the command takes effect. */
+    if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) return err;
     d->rec = next;
     if (type == EDP_T_CONFIG) {
         d->store_ok = 1;
@@ -322,6 +380,30 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
         d->entropy_ok = 1;
     }
     *o = edp_wr64(*o, counter);
+    return EDP_OK;
+}
+
+/* nonce 16 | counter u64 | HMAC-SHA256(key, "EDPC" | nonce | counter): the
+ * tag lets the host trust the counter it will sign (a man in the middle cannot
+ * make it sign a future one). */
+static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
+{
+    static const uint8_t prefix[4] = {'E', 'D', 'P', 'C'};
+    const uint8_t *key;
+    edp_hmac_t h;
+    uint8_t *start = *o;
+    int err;
+    if (n) return EDP_ERR_LEN;
+    if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
+    if (!d->auth_ok) auth_seed(d);
+    if (!d->auth_ok) return EDP_ERR_ENTROPY;
+    memcpy(*o, d->nonce, EDP_AUTH_NONCE);
+    *o = edp_wr64(*o + EDP_AUTH_NONCE, d->rec.auth_counter);
+    edp_hmac_init(&h, key, 32);
+    edp_hmac_update(&h, prefix, 4);
+    edp_hmac_update(&h, start, (size_t)(*o - start));
+    edp_hmac_final(&h, *o);
+    *o += EDP_AUTH_TAG;
     return EDP_OK;
 }
 
@@ -352,8 +434,10 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     case EDP_T_SAMPLE: err = cmd_sample(d, f, n, &o); break;
     case EDP_T_NAIVE: err = cmd_naive(d, f, n, &o); break;
 #endif
+    case EDP_T_CHALLENGE: err = cmd_challenge(d, n, &o); break;
     case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED:
         err = cmd_admin(d, fr.type, f, n, &o);
+        if (d->auth_ok) new_nonce(d);  /* one use, whatever the outcome */
         break;
     default: err = EDP_ERR_UNKNOWN; break;
     }

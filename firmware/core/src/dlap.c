@@ -188,6 +188,36 @@ static void alias_masses(edp_dlap_t *d, double inv_t)
     for (w++; w < EDP_DLAP_ALIAS_N; w++) d->keep[w] = split(0);
 }
 
+/* tail_rounds R': W reaches the cap (R' + 1) tail, a point mass, only after
+ * R' + 1 tail outcomes of probability p each (p = the tail's mass / 2^64). With
+ * span = tail 2^L lattice steps, a neighbour s steps away puts mass where the
+ * capped law differs from the uncapped one only at |z| >= (R' + 1) span - s,
+ * which has probability <= 2 p^(R' + 1 - ceil(s / span)); with the other sign,
+ * at most 4 p^(R' + 1 - ceil(s / span)) of delta per coordinate. R' is the least
+ * with p^(R' + 1 - ceil(shift / span)) <= 2^-EDP_DLAP_CAP_BITS, so that this
+ * delta stays below 2^-66 (docs/privacy.md section 2; the double product's
+ * relative error is far below 2^-40). EDP_ERR_BAD_VALUE if the largest |z|,
+ * (R' + 2) span - 1, would reach EDP_DLAP_Z_LIMIT. Reads the tail mass from
+ * d->keep, so it runs before alias_pairs. Mirrored by lattice.tail_rounds. */
+static int tail_cap(edp_dlap_t *d, double shift)
+{
+    double p = (double)join(d->keep[d->tail]) / 18446744073709551616.0, pr = 1.0, span = (double)d->tail;
+    double floor_bound = 1.0, need;
+    uint32_t c, j = 0;
+    for (c = 0; c < d->L; c++) span *= 2.0;
+    for (c = 0; c < EDP_DLAP_CAP_BITS; c++) floor_bound *= 0.5;
+    while (pr > floor_bound) {
+        pr *= p;
+        j++;
+    }
+    if (!(shift < EDP_DLAP_Z_LIMIT)) return EDP_ERR_BAD_VALUE;
+    need = (double)(uint32_t)(shift / span);
+    if (need * span < shift) need += 1.0;
+    if ((need + (double)j + 1.0) * span > EDP_DLAP_Z_LIMIT) return EDP_ERR_BAD_VALUE;
+    d->tail_rounds = (uint32_t)need + j - 1;
+    return EDP_OK;
+}
+
 /* Vose's pairing of the masses into 64 columns: a finished column's mass
  * becomes its keep threshold, its alias the column that filled it; full
  * columns keep 2^64 - 1 and alias themselves. */
@@ -243,13 +273,14 @@ static void fast_table(edp_dlap_t *d)
     }
 }
 
-int edp_dlap_setup(edp_dlap_t *d, double inv_t)
+int edp_dlap_setup(edp_dlap_t *d, double inv_t, double shift)
 {
     int err = scale_bits(d, inv_t);
     if (err) return err;
     chunk_tables(d, inv_t);
     accept_bits(d);
     alias_masses(d, inv_t);
+    if ((err = tail_cap(d, shift))) return err;
     alias_pairs(d);
     fixed_draw(d, inv_t);
     fast_table(d);
@@ -325,7 +356,7 @@ EDP_NOINLINE uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uin
     for (;;) {
         if (w == 0xFFu) w = tie(d, r, idx >> d->KP);
         w &= 0x7Fu;
-        if (w != d->tail || rounds == EDP_DLAP_TAIL_ROUNDS) return total + w;
+        if (w != d->tail || rounds == d->tail_rounds) return total + w;
         total += d->tail;
         rounds++;
         idx = peek32(r) >> (32 - n);

@@ -12,7 +12,7 @@ void edp_drbg_seed(edp_drbg_t *d, const uint8_t key32[32])
     d->state[0] = 0x61707865u; d->state[1] = 0x3320646eu; d->state[2] = 0x79622d32u; d->state[3] = 0x6b206574u;
     for (i = 0; i < 8; i++) d->state[4 + i] = load_le32(key32 + 4 * i);
     d->state[12] = d->state[13] = d->state[14] = d->state[15] = 0;
-    d->word = 16;
+    d->word = EDP_DRBG_BATCH_WORDS;
     d->acc = 0;
     d->nbits = 0;
     d->blocks_since_seed = 0;
@@ -21,16 +21,23 @@ void edp_drbg_seed(edp_drbg_t *d, const uint8_t key32[32])
 /* The key stays in d->state (wiped by edp_drbg_wipe): no copy on the stack. */
 void edp_drbg_next_block(edp_drbg_t *d)
 {
-    edp_chacha20_block(d->state, d->block);
-    if (++d->state[12] == 0) d->state[13]++;
-    d->blocks_since_seed++;
-    d->word = 0;
+    uint32_t i;
+    for (i = 0; i < EDP_DRBG_BATCH_BLOCKS; i++) {
+        edp_chacha20_block(d->state, d->block + 16 * i);
+        if (++d->state[12] == 0) d->state[13]++;
+    }
+    for (i = 0; i < EDP_DRBG_KEY_WORDS; i++) {  /* fast key erasure */
+        d->state[4 + i] = d->block[i];
+        d->block[i] = 0;
+    }
+    d->blocks_since_seed += EDP_DRBG_BATCH_BLOCKS;
+    d->word = EDP_DRBG_KEY_WORDS;
 }
 
 void edp_drbg_refill(edp_drbg_t *d)
 {
     while (d->nbits <= 32) {
-        if (d->word >= 16) edp_drbg_next_block(d);
+        if (d->word >= EDP_DRBG_BATCH_WORDS) edp_drbg_next_block(d);
         d->acc |= (uint64_t)d->block[d->word++] << (32 - d->nbits);
         d->nbits += 32;
     }
@@ -39,5 +46,5 @@ void edp_drbg_refill(edp_drbg_t *d)
 void edp_drbg_wipe(edp_drbg_t *d)
 {
     edp_wipe(d, sizeof *d);
-    d->word = 16;
+    d->word = EDP_DRBG_BATCH_WORDS;
 }

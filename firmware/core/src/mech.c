@@ -54,7 +54,7 @@ static int32_t auto_exponent(uint32_t k, double sens)
 
 int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
 {
-    double sens, inv_t;
+    double sens, shift, inv_t;
     float slo, shi;
     int32_t m;
     int err = edp_mech_config_check(c);
@@ -70,8 +70,9 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     p->ylo = ceil_f(slo);
     p->yhi = floor_f(shi);
     if (p->ylo > p->yhi) return EDP_ERR_BAD_VALUE;
-    inv_t = ((double)c->eps_micro / 1e6) / (sens * pow2d(m) + (double)k);
-    err = edp_dlap_setup(&p->dlap, inv_t);
+    shift = sens * pow2d(m) + (double)k;  /* L1 bound of neighbouring lattice vectors */
+    inv_t = ((double)c->eps_micro / 1e6) / shift;
+    err = edp_dlap_setup(&p->dlap, inv_t, shift);
     if (err) return err;
     p->cfg = *c;
     p->k = k;
@@ -133,6 +134,35 @@ int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k)
         (void)k;
         return EDP_ERR_BAD_VALUE;
     }
+}
+
+static int64_t pow10_i64(uint32_t digits)
+{
+    int64_t v = 1;
+    while (digits--) v *= 10;
+    return v;
+}
+
+/* 1 iff round(num 2^-m) (ROUND's value in units of 10^-D, num = y 10^D with
+ * |num| < 2^44) lies in int32, decided without overflowing int64. */
+static int round_fits(int32_t m, int64_t num)
+{
+    int64_t r;
+    if (m <= 0) return num <= (INT64_C(0x7FFFFFFF) >> -m) && num >= -((int64_t)1 << (31 + m));
+    r = (num + ((int64_t)1 << (m - 1))) >> m;
+    return r <= INT64_C(0x7FFFFFFF) && r >= -INT64_C(0x80000000);
+}
+
+int edp_mech_mode_fits(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg)
+{
+    if (mode == EDP_MODE_SIMPLEX && p->m < 0) return EDP_ERR_BAD_VALUE;
+    if (mode == EDP_MODE_ROUND) {
+        /* Monotone in y, and y is clamped to [ylo, yhi]: the two ends decide. */
+        int64_t pow10 = pow10_i64(arg);
+        if (!round_fits(p->m, (int64_t)p->ylo * pow10) || !round_fits(p->m, (int64_t)p->yhi * pow10))
+            return EDP_ERR_BAD_VALUE;
+    }
+    return EDP_OK;
 }
 
 uint32_t edp_mech_argmax(const int32_t *y, uint32_t k)
@@ -198,9 +228,9 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         for (i = 0; i < k; i++) o = edp_wr32(o, (uint32_t)(y[i] < ylo ? ylo : y[i] > yhi ? yhi : y[i]));
         break;
     case EDP_MODE_ROUND: {
-        int64_t pow10 = 1;
+        int64_t pow10 = pow10_i64(arg);
+        if (edp_mech_mode_fits(p, mode, arg)) return EDP_ERR_BAD_VALUE;
         if (cap < 4u * k) return EDP_ERR_LEN;
-        for (i = 0; i < arg; i++) pow10 *= 10;
         for (i = 0; i < k; i++) {
             int64_t num = (int64_t)clamp(p, y[i]) * pow10, r;
             if (p->m <= 0) r = num * ((int64_t)1 << -p->m);

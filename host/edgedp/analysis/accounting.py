@@ -35,12 +35,13 @@ from scipy.stats import binom
 
 from ..mech.lattice import auto_exponent
 
+from ..mech.lattice import MICRO, to_micro
+
 DEFAULT_DELTA = 1e-6
 DEFAULT_CLASSES = 10        # the softmax / ensemble mechanisms of the analysis: k = 10, Delta = 2
 DEFAULT_SENSITIVITY = 2.0
 PLD_MAX_QUERIES = 100_000   # above: the O(1) optimal pure-DP composition bound only
 METHODS = ("basic", "advanced", "pld")
-MICRO = 1_000_000
 
 
 def basic(epsilon: float, queries: int) -> float:
@@ -235,7 +236,7 @@ def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: 
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     q = lo
-    eps_micro = round(epsilon * MICRO)
+    eps_micro = to_micro(epsilon)
     return Plan(epsilon=epsilon, target_epsilon=target_epsilon, days=days, delta=delta, method=method,
                 daily_queries=q, total_queries=q * days,
                 achieved_epsilon=total(epsilon, q * days, delta, method) if q else 0.0,

@@ -22,8 +22,8 @@ from tqdm import tqdm
 
 from ..device.client import open_device
 from ..device.errors import DeviceError
-from ..mech import fast
-from ..mech.lattice import make_lattice, quantize
+from ..mech import dlap, fast
+from ..mech.lattice import make_lattice, quantize, to_epsilon
 from ..mech.modes import Mode
 
 ALPHA = 1e-3
@@ -31,17 +31,10 @@ SIMULATIONS = 2000
 FULL = Mode.parse("full")
 
 
-def dlap_cdf(z: np.ndarray, inv_t: float) -> np.ndarray:
-    """P(Z <= z) for the discrete Laplace with P(z) proportional to exp(-|z| inv_t)."""
-    r = np.exp(-inv_t)
-    z = np.asarray(z, dtype=np.float64)
-    return np.where(z >= 0, 1.0 - r ** (np.abs(z) + 1) / (1 + r), r ** np.abs(z) / (1 + r))
-
-
 def pit(y: np.ndarray, q: np.ndarray, lo: int, hi: int, inv_t: float, rng: np.random.Generator) -> np.ndarray:
     """Randomised PIT of clamped lattice answers y given quantised inputs q: U(0,1) under the law."""
-    below = np.where(y <= lo, 0.0, dlap_cdf(y - 1 - q, inv_t))   # P(Y < y)
-    upto = np.where(y >= hi, 1.0, dlap_cdf(y - q, inv_t))        # P(Y <= y)
+    below = np.where(y <= lo, 0.0, dlap.cdf(y - 1 - q, inv_t))   # P(Y < y)
+    upto = np.where(y >= hi, 1.0, dlap.cdf(y - q, inv_t))        # P(Y <= y)
     return below + rng.random(y.shape) * (upto - below)
 
 
@@ -49,7 +42,7 @@ def compare(x: np.ndarray, lattice: np.ndarray, eps_micro: int, sens: float, lo:
             m: int | None, rng: np.random.Generator) -> dict:
     """Test the device's full-mode lattice answers (n, k) for inputs x (n, k)."""
     n, k = x.shape
-    eps = eps_micro / 1e6
+    eps = to_epsilon(eps_micro)
     lat = make_lattice(k, eps_micro, sens, lo, hi, m)
     q = quantize(x, lat, lo, hi)
     if lattice.shape != q.shape or lattice.min() < lat.lo or lattice.max() > lat.hi:
@@ -79,12 +72,12 @@ def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progre
     x = probs[idx].astype(np.float32).astype(np.float64)  # what the wire carries
     with open_device(target) as dev:
         b = dev.budget()
-        eps = b.epsilon_micro / 1e6
+        eps = to_epsilon(b.epsilon_micro)
         if (b.lo, b.hi) != (0.0, 1.0):
             raise ValueError(f"the device is configured for range [{b.lo:g}, {b.hi:g}]; the trade-off check sends "
                              "softmax probabilities: configure range 0 1 (edgedp admin config --range 0 1)")
         if b.remaining < len(x) * b.epsilon_micro:
-            raise ValueError(f"the device has {b.remaining / 1e6:g} of today's budget left; {len(x)} queries at "
+            raise ValueError(f"the device has {to_epsilon(b.remaining):g} of today's budget left; {len(x)} queries at "
                              f"ε = {eps:g} need {len(x) * eps:g} (edgedp admin reset-budget, or fewer --target-queries)")
         rows, ms = [], set()
         for row in tqdm(x, desc="device queries", disable=not progress, leave=False):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from ..mech.lattice import make_lattice
+from ..mech.lattice import make_lattice, to_micro
 from ..mech.modes import Mode
 from . import accounting
 from .mechanism import SOFTMAX, Mechanism, ensemble, is_discrete, membership_score
@@ -216,7 +216,7 @@ def averaging(x: np.ndarray, mech: Mechanism, epsilons: list[float], daily_cap: 
         q = int(math.floor(days * daily_cap / eps + 1e-9))
         if q < 1:
             continue
-        lat = make_lattice(k, round(eps * 1e6), mech.sensitivity, mech.lo, mech.hi)
+        lat = make_lattice(k, to_micro(eps), mech.sensitivity, mech.lo, mech.hi)
         b = lat.t * lat.granularity
         total = np.zeros((n, k))
         rng = rng_for(seed, "averaging", mech.name, str(eps))

@@ -3,15 +3,18 @@ and PNG plots, following a published privacy audit checklist with measured numbe
 here) and the accounting of the configured caps."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import models_io
+from ..mech.lattice import to_micro
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 from . import accounting, data, extraction, mia, models, plots, private_training, tradeoff
 from .jsonable import finite_json
@@ -19,7 +22,6 @@ from .mechanism import SOFTMAX, ensemble, parse_modes
 from .settings import Settings
 
 SENSITIVITY_LEVELS = ("high", "medium", "low")
-MICRO = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -49,16 +51,16 @@ class AuditConfig:
 
     @property
     def eps_micro(self) -> int:
-        return round(self.epsilon * MICRO)
+        return to_micro(self.epsilon)
 
     @property
     def daily_queries(self) -> int:
         """Answers per day the device allows (it charges micro-epsilon integers)."""
-        return round(self.daily_cap * MICRO) // self.eps_micro
+        return to_micro(self.daily_cap) // self.eps_micro
 
     @property
     def lifetime_queries(self) -> int | None:
-        return None if self.lifetime_cap is None else round(self.lifetime_cap * MICRO) // self.eps_micro
+        return None if self.lifetime_cap is None else to_micro(self.lifetime_cap) // self.eps_micro
 
     @property
     def horizon_queries(self) -> int:
@@ -144,87 +146,138 @@ def trained_model(path: str | Path, split: data.Split) -> dict:
     return doc
 
 
+@dataclass
+class _Results:
+    """Everything the pipeline computes for one report."""
+
+    split: data.Split
+    pop: models.Population
+    trade: list[dict]
+    mia: mia.MiaResult
+    averaging: list[dict]
+    budgets: list[int]
+    extraction: list[dict]
+    compositions: dict[str, accounting.Composition | None]
+    chance: float
+    dp: private_training.DpsgdPopulation | None = None   # the DP-SGD deployment
+    choice: list[dict] | None = None                      # which deployment wins per budget and volume
+    model_doc: dict | None = None                         # a trained model's checked manifest
+
+
+class _Stopwatch:
+    """Wall time of each phase, and the total since creation."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - t
+
+    def stop(self) -> dict[str, float]:
+        self.seconds["total"] = time.perf_counter() - self.t0
+        return self.seconds
+
+
 def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progress: bool = True,
           command: str = "", data_spec: str = "digits", dpsgd: bool = True,
           model_path: str | Path | None = None) -> dict:
     """Run the whole pipeline (digits or an X, y .npz) and write the report; returns the JSON document."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    settings = _settings_for(cfg, settings)
+    clock = _Stopwatch()
+    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path)
+    with clock.phase("plots"):
+        figs = _plots(res, cfg.mode, out)
+    doc = _document(cfg, settings, res, figs, command, clock)
+    (out / "report.json").write_text(json.dumps(finite_json(doc), indent=1))
+    (out / "report.md").write_text(render(doc))
+    return doc
+
+
+def _settings_for(cfg: AuditConfig, settings: Settings) -> Settings:
+    """The settings with the audited mode and epsilon among those evaluated."""
     settings = settings.with_mode(cfg.mode)
     if not any(math.isclose(e, cfg.epsilon) for e in settings.epsilons):
         settings = replace(settings, epsilons=tuple(sorted((*settings.epsilons, cfg.epsilon))))
+    return settings
+
+
+def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int, progress: bool,
+             data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None) -> _Results:
+    """Train the models, then measure the trade-off, the attacks and the accounting."""
     modes = parse_modes(list(settings.modes))
     eps_list = list(settings.epsilons)
     seed = settings.seed
-    timing: dict[str, float] = {}
-    t0 = time.perf_counter()
+    with clock.phase("train"):
+        split = data.load_split(data_spec, seed)
+        model_doc = trained_model(model_path, split) if model_path else None
+        pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
+                                      jobs=jobs, progress=progress)
+        dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
+    with clock.phase("tradeoff"):
+        trade = tradeoff.run(pop.test_probs[0], split.y_test, modes, eps_list, settings.repeats, seed,
+                             pop.test_votes[0], pop.teachers, progress=progress)
+        choice = None
+        if dp is not None:
+            trade += private_training.tradeoff_rows(dp, split.y_test, pop.test_probs[0].argmax(1), modes)
+            choice = private_training.choice(dp, pop.test_probs[0], pop.test_votes[0], pop.teachers, split.y_test,
+                                             Mode.parse(cfg.mode), seed)
+    with clock.phase("mia"):
+        mres = mia.run(pop, split.y_pool, modes, eps_list, seed, jobs=jobs, progress=progress)
+        if dp is not None:
+            drows, drocs = private_training.mia_rows(dp, pop.masks, split.y_pool, modes, seed)
+            mres.rows += drows
+            mres.rocs.update(drocs)
+        avg_x = pop.test_probs[0][: settings.averaging_inputs]
+        avg_v = pop.test_votes[0][: settings.averaging_inputs]
+        averaging = (mia.averaging(avg_x, SOFTMAX, eps_list, cfg.daily_cap, seed, delta=cfg.delta)
+                     + mia.averaging(avg_v, ensemble(pop.teachers), eps_list, cfg.daily_cap, seed, delta=cfg.delta))
+    with clock.phase("extraction"):
+        budgets = extraction.budgets_for(len(split.y_pool), settings.quick)
+        ext = extraction.run(split, pop, modes, eps_list, budgets, seed, jobs=jobs, progress=progress)
+    with clock.phase("accounting"):
+        compositions = {
+            "per_query": accounting.compose(cfg.epsilon, 1, cfg.delta),
+            "daily": accounting.compose(cfg.epsilon, cfg.daily_queries, cfg.delta),
+            "horizon": accounting.compose(cfg.epsilon, cfg.horizon_queries, cfg.delta),
+            "lifetime": (accounting.compose(cfg.epsilon, cfg.lifetime_queries, cfg.delta)
+                         if cfg.lifetime_queries is not None else None),
+        }
+    return _Results(split, pop, trade, mres, averaging, budgets, ext, compositions,
+                    tradeoff.chance(split.y_test, split.classes), dp, choice, model_doc)
 
-    split = data.load_split(data_spec, seed)
-    model_doc = trained_model(model_path, split) if model_path else None
-    pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
-                                  jobs=jobs, progress=progress)
-    dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
-    timing["train"] = time.perf_counter() - t0
 
-    t = time.perf_counter()
-    trade = tradeoff.run(pop.test_probs[0], split.y_test, modes, eps_list, settings.repeats, seed,
-                         pop.test_votes[0], pop.teachers, progress=progress)
-    choice = None
-    if dp is not None:
-        trade += private_training.tradeoff_rows(dp, split.y_test, pop.test_probs[0].argmax(1), modes)
-        choice = private_training.choice(dp, pop.test_probs[0], pop.test_votes[0], pop.teachers, split.y_test,
-                                         Mode.parse(cfg.mode), seed)
-    timing["tradeoff"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    mres = mia.run(pop, split.y_pool, modes, eps_list, seed, jobs=jobs, progress=progress)
-    if dp is not None:
-        drows, drocs = private_training.mia_rows(dp, pop.masks, split.y_pool, modes, seed)
-        mres.rows += drows
-        mres.rocs.update(drocs)
-    avg_x = pop.test_probs[0][: settings.averaging_inputs]
-    avg_v = pop.test_votes[0][: settings.averaging_inputs]
-    averaging = (mia.averaging(avg_x, SOFTMAX, eps_list, cfg.daily_cap, seed, delta=cfg.delta)
-                 + mia.averaging(avg_v, ensemble(pop.teachers), eps_list, cfg.daily_cap, seed, delta=cfg.delta))
-    timing["mia"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    budgets = extraction.budgets_for(len(split.y_pool), settings.quick)
-    ext = extraction.run(split, pop, modes, eps_list, budgets, seed, jobs=jobs, progress=progress)
-    timing["extraction"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    per_query = accounting.compose(cfg.epsilon, 1, cfg.delta)
-    day = accounting.compose(cfg.epsilon, cfg.daily_queries, cfg.delta)
-    horizon = accounting.compose(cfg.epsilon, cfg.horizon_queries, cfg.delta)
-    lifetime = (accounting.compose(cfg.epsilon, cfg.lifetime_queries, cfg.delta)
-                if cfg.lifetime_queries is not None else None)
-    timing["accounting"] = time.perf_counter() - t
-
-    cmode = cfg.mode
-    chance = tradeoff.chance(split.y_test, split.classes)
-    t = time.perf_counter()
-    figs = {
-        "tradeoff": plots.tradeoff(trade, cmode, chance, out / "tradeoff.png"),
-        "mia_auc": plots.auc(mres.rows, cmode, out / "mia_auc.png"),
-        "mia_roc_softmax": plots.roc(mres.rocs, "softmax", "lira_online", cmode, out / "mia_roc_softmax.png"),
-        "mia_roc_ensemble": plots.roc(mres.rocs, "ensemble", "lira_online", cmode, out / "mia_roc_ensemble.png"),
-        **({"mia_roc_dpsgd": plots.roc(mres.rocs, "dpsgd", "lira_online", cmode, out / "mia_roc_dpsgd.png")}
-           if dp is not None else {}),
-        "extraction_softmax": plots.extraction(ext, "softmax", cmode, out / "extraction_softmax.png"),
-        "extraction_ensemble": plots.extraction(ext, "ensemble", cmode, out / "extraction_ensemble.png"),
+def _plots(res: _Results, cmode: str, out: Path) -> dict[str, Path]:
+    return {
+        "tradeoff": plots.tradeoff(res.trade, cmode, res.chance, out / "tradeoff.png"),
+        "mia_auc": plots.auc(res.mia.rows, cmode, out / "mia_auc.png"),
+        "mia_roc_softmax": plots.roc(res.mia.rocs, "softmax", "lira_online", cmode, out / "mia_roc_softmax.png"),
+        "mia_roc_ensemble": plots.roc(res.mia.rocs, "ensemble", "lira_online", cmode, out / "mia_roc_ensemble.png"),
+        **({"mia_roc_dpsgd": plots.roc(res.mia.rocs, "dpsgd", "lira_online", cmode, out / "mia_roc_dpsgd.png")}
+           if res.dp is not None else {}),
+        "extraction_softmax": plots.extraction(res.extraction, "softmax", cmode, out / "extraction_softmax.png"),
+        "extraction_ensemble": plots.extraction(res.extraction, "ensemble", cmode, out / "extraction_ensemble.png"),
     }
-    timing["plots"] = time.perf_counter() - t
 
-    measured = best_attack(mres.rows, "softmax", cmode, cfg.epsilon)
-    ext_cfg = max(_pick(ext, mechanism="softmax", mode=cmode, epsilon=cfg.epsilon), key=lambda r: r["queries"])
-    mode = Mode.parse(cmode)
-    gran, releases = granularity(mode)
+
+def _document(cfg: AuditConfig, settings: Settings, res: _Results, figs: dict[str, Path], command: str,
+              clock: _Stopwatch) -> dict:
+    """The JSON document of the report (report.md is rendered from it)."""
+    cmode = cfg.mode
+    split, pop, comp = res.split, res.pop, res.compositions
+    measured = best_attack(res.mia.rows, "softmax", cmode, cfg.epsilon)
+    ext_cfg = max(_pick(res.extraction, mechanism="softmax", mode=cmode, epsilon=cfg.epsilon),
+                  key=lambda r: r["queries"])
+    gran, releases = granularity(Mode.parse(cmode))
     members = split.X_pool[pop.masks[0]]
-    sentence = meaning(cfg, day, horizon, measured, ext_cfg)
-    timing["total"] = time.perf_counter() - t0
-
-    doc = {
+    sentence = meaning(cfg, comp["daily"], comp["horizon"], measured, ext_cfg)
+    timing = clock.stop()
+    return {
         "config": {**asdict(cfg), "daily_queries": cfg.daily_queries, "lifetime_queries": cfg.lifetime_queries,
                    "horizon_queries": cfg.horizon_queries, "mechanism": "single-model softmax, range [0, 1], Δ = 2",
                    "admin_command": (f"edgedp admin config --epsilon {cfg.epsilon:g} --daily-cap {cfg.daily_cap:g}"
@@ -238,19 +291,19 @@ def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progre
             "classes": split.classes, "pool": int(len(split.y_pool)), "test": int(len(split.y_test)),
             "model": "MLPClassifier" + str(settings.model.hidden), "train_accuracy": pop.train_accuracy,
             "test_accuracy": pop.test_accuracy, "teachers": pop.teachers,
-            "ensemble_test_accuracy": pop.ensemble_test_accuracy, "chance": chance},
+            "ensemble_test_accuracy": pop.ensemble_test_accuracy, "chance": res.chance},
         "output_granularity": {"mode": cmode, "class": gran, "releases": releases},
-        "accounting": {"per_query": per_query.as_dict(), "daily": day.as_dict(), "horizon": horizon.as_dict(),
-                       "lifetime": lifetime.as_dict() if lifetime else None},
-        "membership_inference": {"configured": measured, "rows": mres.rows},
-        "averaging": averaging,
-        "extraction": {"configured": ext_cfg, "budgets": budgets, "rows": ext},
-        "tradeoff": trade,
-        "deployments": {"choice": choice, "dpsgd": None if dp is None else {
-            "delta": dp.delta, "steps": dp.steps, "sampling_rate": dp.sampling_rate, "n_train": dp.n_train,
-            "epsilons": dp.epsilons, "noise_multipliers": dp.noise_multipliers, "test_accuracy": dp.test_accuracy,
+        "accounting": {name: c.as_dict() if c else None for name, c in comp.items()},
+        "membership_inference": {"configured": measured, "rows": res.mia.rows},
+        "averaging": res.averaging,
+        "extraction": {"configured": ext_cfg, "budgets": res.budgets, "rows": res.extraction},
+        "tradeoff": res.trade,
+        "deployments": {"choice": res.choice, "dpsgd": None if res.dp is None else {
+            "delta": res.dp.delta, "steps": res.dp.steps, "sampling_rate": res.dp.sampling_rate,
+            "n_train": res.dp.n_train, "epsilons": res.dp.epsilons, "noise_multipliers": res.dp.noise_multipliers,
+            "test_accuracy": res.dp.test_accuracy,
             "model": "logistic regression, DP-SGD (edgedp.train defaults), PLD accounting"}},
-        "trained_model": model_doc,
+        "trained_model": res.model_doc,
         "logged_and_kept": {
             "device": ["UTC day index of the last spend", "daily spend and lifetime spend (micro-ε)",
                        "per-query ε, daily and lifetime caps, range, Δ, lattice exponent",
@@ -263,35 +316,35 @@ def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progre
         "timing_seconds": timing,
         "command": command,
     }
-    (out / "report.json").write_text(json.dumps(finite_json(doc), indent=1))
-    (out / "report.md").write_text(render(doc))
-    return doc
 
 
 def render(doc: dict) -> str:
     """report.md from the JSON document (every number in it comes from the document)."""
+    return "\n".join(line for section in SECTIONS for line in section(doc))
+
+
+def _header(doc: dict) -> list[str]:
+    cfg = doc["config"]
+    return ["# edgedp pre-release privacy audit\n",
+            f"Configuration: output mode **{cfg['mode']}**, per-query **ε = {cfg['epsilon']:g}**, daily cap "
+            f"**{cfg['daily_cap']:g}** ({cfg['daily_queries']} answers/day), lifetime cap **"
+            + (f"{cfg['lifetime_cap']:g}** ({cfg['lifetime_queries']} answers)" if cfg["lifetime_cap"] else "none**")
+            + f", horizon {cfg['days']} days, δ = {cfg['delta']:g}; {cfg['mechanism']}. "
+            f"Device command: `{cfg['admin_command']}`.\n",
+            "## What this ε means\n",
+            doc["meaning"] + "\n"]
+
+
+def _checklist(doc: dict) -> list[str]:
     cfg, td, acc = doc["config"], doc["training_data"], doc["accounting"]
-    cmode, ceps = cfg["mode"], cfg["epsilon"]
-    mi, ex = doc["membership_inference"], doc["extraction"]
-    m = mi["configured"]
-    e = ex["configured"]
+    m, e = doc["membership_inference"]["configured"], doc["extraction"]["configured"]
     day, hor, life = acc["daily"], acc["horizon"], acc["lifetime"]
-    L: list[str] = []
-    L.append("# edgedp pre-release privacy audit\n")
-    L.append(f"Configuration: output mode **{cmode}**, per-query **ε = {ceps:g}**, daily cap **{cfg['daily_cap']:g}** "
-             f"({cfg['daily_queries']} answers/day), lifetime cap **"
-             + (f"{cfg['lifetime_cap']:g}** ({cfg['lifetime_queries']} answers)" if cfg["lifetime_cap"] else "none**")
-             + f", horizon {cfg['days']} days, δ = {cfg['delta']:g}; {cfg['mechanism']}. "
-             f"Device command: `{cfg['admin_command']}`.\n")
-    L.append("## What this ε means\n")
-    L.append(doc["meaning"] + "\n")
-    L.append("## Privacy audit checklist\n")
     dup = td["duplicates"]
-    L.append(_table(["item", "answer"], [
+    return ["## Privacy audit checklist\n", _table(["item", "answer"], [
         ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
          f"({td['dataset']}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
         ["Output granularity", f"**{doc['output_granularity']['class']}**: {doc['output_granularity']['releases']}"],
-        ["Per-query ε", f"{ceps:g} (implementation: ε + k·2⁻³⁰, δ ≤ 2⁻⁵⁸ per answer, docs/privacy.md)"],
+        ["Per-query ε", f"{cfg['epsilon']:g} (implementation: (ε + k·2^-36, k·2^-66)-DP per answer, docs/privacy.md §2)"],
         ["Daily cap", f"{cfg['daily_cap']:g} = {day['queries']} answers → basic {day['basic']:.4g}, advanced "
          f"{day['advanced']:.4g}, PLD {day['pld']:.4g} (δ = {day['delta']:g})"],
         ["Lifetime cap", (f"{cfg['lifetime_cap']:g} = {life['queries']} answers → basic {life['basic']:.4g}, PLD "
@@ -305,48 +358,56 @@ def render(doc: dict) -> str:
         ["Logged and kept", "device: " + "; ".join(doc["logged_and_kept"]["device"]) + ". Not kept: "
          + ", ".join(doc["logged_and_kept"]["not_kept"]) + ". Per-requester rate limits and request logs "
          "belong to the gateway in front of the device."],
-    ]) + "\n")
+    ]) + "\n"]
 
-    L.append("## Cost: accuracy against ε\n")
-    L.append(f"Target: {td['model']} trained on {td['records']} digits records; non-private test accuracy "
-             f"{_pct(td['test_accuracy'])} (train {_pct(td['train_accuracy'])}); teacher ensemble of {td['teachers']} "
-             f"logistic regressions on disjoint parts of the same records: {_pct(td['ensemble_test_accuracy'])}. "
-             f"Chance (majority class) {_pct(td['chance'])}. Mode {cmode}: the label a client reads from it "
-             f"(label, topk, bucket: the device's noisy argmax; full, round, simplex: the argmax of the clamped "
-             f"values). All modes are in report.json.\n")
+
+def _tradeoff(doc: dict) -> list[str]:
+    td, cmode = doc["training_data"], doc["config"]["mode"]
     trows = []
     for r in sorted(_pick(doc["tradeoff"], mode=cmode), key=lambda r: (r["mechanism"] != "softmax", _epskey(r))):
         trows.append([r["mechanism"], _fmt_eps(r["epsilon"]), _pct(r["accuracy"]), _pct(r["agreement"])])
-    L.append(_table(["mechanism", "ε", "accuracy", "agreement with non-private"], trows) + "\n")
-    L.append(f"![accuracy against epsilon]({doc['plots']['tradeoff']})\n")
+    return ["## Cost: accuracy against ε\n",
+            f"Target: {td['model']} trained on {td['records']} digits records; non-private test accuracy "
+            f"{_pct(td['test_accuracy'])} (train {_pct(td['train_accuracy'])}); teacher ensemble of {td['teachers']} "
+            f"logistic regressions on disjoint parts of the same records: {_pct(td['ensemble_test_accuracy'])}. "
+            f"Chance (majority class) {_pct(td['chance'])}. Mode {cmode}: the label a client reads from it "
+            f"(label, topk, bucket: the device's noisy argmax; full, round, simplex: the argmax of the clamped "
+            f"values). All modes are in report.json.\n",
+            _table(["mechanism", "ε", "accuracy", "agreement with non-private"], trows) + "\n",
+            f"![accuracy against epsilon]({doc['plots']['tradeoff']})\n"]
 
-    L.append("## Membership inference\n")
-    L.append(f"One answer per record, leave-one-out over {mi['rows'][0]['targets']} models (each in turn the "
-             f"target, the other {mi['rows'][0]['shadows']} its shadows), {mi['rows'][0]['members']} member and "
-             f"{mi['rows'][0]['nonmembers']} non-member answers per cell. Mode {cmode}.\n")
+
+def _membership(doc: dict) -> list[str]:
+    mi, cmode = doc["membership_inference"], doc["config"]["mode"]
     mrows = []
     for r in sorted(_pick(mi["rows"], mode=cmode), key=lambda r: (r["mechanism"] != "softmax", _epskey(r), r["attack"])):
         mrows.append([r["mechanism"], _fmt_eps(r["epsilon"]), r["attack"], f"{r['auc']:.3f}",
                       _pct(r["tpr_at_1pct_fpr"]), _pct(r["tpr_at_0_1pct_fpr"]), f"{r['auc_bound']:.3f}"])
-    L.append(_table(["mechanism", "ε", "attack", "AUC", "TPR @1% FPR", "TPR @0.1% FPR", "ε-DP AUC bound"], mrows) + "\n")
-    L.append(f"![MIA AUC]({doc['plots']['mia_auc']}) ![ROC softmax]({doc['plots']['mia_roc_softmax']}) "
-             f"![ROC ensemble]({doc['plots']['mia_roc_ensemble']})"
-             + (f" ![ROC DP-SGD]({doc['plots']['mia_roc_dpsgd']})" if "mia_roc_dpsgd" in doc["plots"] else "")
-             + "\n")
+    return ["## Membership inference\n",
+            f"One answer per record, leave-one-out over {mi['rows'][0]['targets']} models (each in turn the "
+            f"target, the other {mi['rows'][0]['shadows']} its shadows), {mi['rows'][0]['members']} member and "
+            f"{mi['rows'][0]['nonmembers']} non-member answers per cell. Mode {cmode}.\n",
+            _table(["mechanism", "ε", "attack", "AUC", "TPR @1% FPR", "TPR @0.1% FPR", "ε-DP AUC bound"], mrows) + "\n",
+            f"![MIA AUC]({doc['plots']['mia_auc']}) ![ROC softmax]({doc['plots']['mia_roc_softmax']}) "
+            f"![ROC ensemble]({doc['plots']['mia_roc_ensemble']})"
+            + (f" ![ROC DP-SGD]({doc['plots']['mia_roc_dpsgd']})" if "mia_roc_dpsgd" in doc["plots"] else "")
+            + "\n"]
 
-    L.append("### Averaging: many answers about one input\n")
-    L.append(f"Within one day's cap of {cfg['daily_cap']:g}, an attacker can ask about the same input "
-             f"⌊cap/ε⌋ times and average (naive mean, and the mean corrected for the clamping). Error is the mean "
-             f"absolute error per class as a fraction of the range; agreement is argmax agreement with the raw output.\n")
+
+def _averaging(doc: dict) -> list[str]:
     arows = [[r["mechanism"], _fmt_eps(r["epsilon"]), str(r["queries"]), f"{r['mae_naive']:.3f}",
               f"{r['mae_debiased']:.3f}", _pct(r["agreement_debiased"]), f"{r['epsilon_pld']:.3g}"]
              for r in doc["averaging"]]
-    L.append(_table(["mechanism", "ε", "answers", "error (mean)", "error (debiased)", "agreement", "day's ε (PLD)"],
-                    arows) + "\n")
+    return ["### Averaging: many answers about one input\n",
+            f"Within one day's cap of {doc['config']['daily_cap']:g}, an attacker can ask about the same input "
+            f"⌊cap/ε⌋ times and average (naive mean, and the mean corrected for the clamping). Error is the mean "
+            f"absolute error per class as a fraction of the range; agreement is argmax agreement with the raw output.\n",
+            _table(["mechanism", "ε", "answers", "error (mean)", "error (debiased)", "agreement", "day's ε (PLD)"],
+                   arows) + "\n"]
 
-    L.append("## Model extraction\n")
-    L.append(f"A logistic-regression surrogate trained on the API's answers (mode {cmode}); agreement with the "
-             f"victim's non-private prediction on held-out inputs.\n")
+
+def _extraction(doc: dict) -> list[str]:
+    ex, cmode = doc["extraction"], doc["config"]["mode"]
     budgets = ex["budgets"]
     erows = []
     for mech in ("softmax", "ensemble"):
@@ -354,11 +415,44 @@ def render(doc: dict) -> str:
             sel = {r["queries"]: r for r in _pick(ex["rows"], mechanism=mech, mode=cmode, epsilon=eps)}
             if sel:
                 erows.append([mech, _fmt_eps(eps)] + [_pct(sel[q]["agreement"]) for q in budgets])
-    L.append(_table(["mechanism", "ε"] + [f"{q} queries" for q in budgets], erows) + "\n")
-    L.append(f"![extraction softmax]({doc['plots']['extraction_softmax']}) "
-             f"![extraction ensemble]({doc['plots']['extraction_ensemble']})\n")
+    return ["## Model extraction\n",
+            f"A logistic-regression surrogate trained on the API's answers (mode {cmode}); agreement with the "
+            f"victim's non-private prediction on held-out inputs.\n",
+            _table(["mechanism", "ε"] + [f"{q} queries" for q in budgets], erows) + "\n",
+            f"![extraction softmax]({doc['plots']['extraction_softmax']}) "
+            f"![extraction ensemble]({doc['plots']['extraction_ensemble']})\n"]
 
+
+def _accounting(doc: dict) -> list[str]:
+    cfg, acc = doc["config"], doc["accounting"]
+    arows = []
+    for name, c in (("one answer", acc["per_query"]), ("one day", acc["daily"]),
+                    (f"horizon ({cfg['days']} days)", acc["horizon"]), ("lifetime cap", acc["lifetime"])):
+        if c:
+            arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
+                          f"{c['seed_formula']:.4g}"])
+    return ["## Accounting\n",
+            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "published formula (invalid)"], arows) + "\n",
+            "Basic composition is what the device charges; advanced and PLD hold at the stated δ. The published "
+            "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n"]
+
+
+def _method(doc: dict) -> list[str]:
+    s = doc["settings"]
+    return ["## Method\n",
+            f"Seed {s['seed']}{' (quick settings)' if s['quick'] else ''}; {s['shadows']} shadow models; "
+            f"ε ∈ {{{', '.join(_fmt_eps(x) for x in s['epsilons'])}}}; modes {', '.join(s['modes'])}; "
+            f"noise from `edgedp.mech.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
+            f"Wall time {doc['timing_seconds']['total']:.0f} s. Command: `{doc['command']}`. "
+            "All rows for every mode are in report.json.\n"]
+
+
+def _deployments(doc: dict) -> list[str]:
+    """Which of the three deployments wins per lifetime budget and query volume, and the checked
+    manifest of a trained model."""
+    L: list[str] = []
     dep = doc.get("deployments") or {}
+    cmode = doc["config"]["mode"]
     if dep.get("choice"):
         dd = dep["dpsgd"]
         L.append("## Three deployments: which one wins\n")
@@ -372,7 +466,8 @@ def render(doc: dict) -> str:
                   "n/a" if r["softmax"] is None else _pct(r["softmax"]),
                   "n/a" if r.get("ensemble") is None else _pct(r["ensemble"]), _pct(r["dpsgd"]), r["winner"]]
                  for r in dep["choice"]]
-        L.append(_table(["E", "answers N", "ε per answer", "single model", "ensemble", "DP-SGD", "winner"], crows) + "\n")
+        L.append(_table(["E", "answers N", "ε per answer", "single model", "ensemble", "DP-SGD", "winner"], crows)
+                 + "\n")
     tm = doc.get("trained_model")
     if tm:
         mt = tm["manifest"]["training"]
@@ -384,26 +479,12 @@ def render(doc: dict) -> str:
                  + (f"; test accuracy here {_pct(tm['test_accuracy_here'])}" if "test_accuracy_here" in tm else "")
                  + (f"; deployment: {tm['manifest']['deployment']}" if tm["manifest"].get("deployment") else "")
                  + ".\n")
+    return L
 
-    L.append("## Accounting\n")
-    arows = []
-    for name, c in (("one answer", acc["per_query"]), ("one day", day), (f"horizon ({cfg['days']} days)", hor),
-                    ("lifetime cap", life)):
-        if c:
-            arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
-                          f"{c['seed_formula']:.4g}"])
-    L.append(_table(["span", "answers", "basic", "advanced (DRV)", "PLD", "published formula (invalid)"], arows) + "\n")
-    L.append("Basic composition is what the device charges; advanced and PLD hold at the stated δ. The published "
-             "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n")
 
-    L.append("## Method\n")
-    s = doc["settings"]
-    L.append(f"Seed {s['seed']}{' (quick settings)' if s['quick'] else ''}; {s['shadows']} shadow models; "
-             f"ε ∈ {{{', '.join(_fmt_eps(x) for x in s['epsilons'])}}}; modes {', '.join(s['modes'])}; "
-             f"noise from `edgedp.mech.fast` (the device's lattice, discrete Laplace and modes, NumPy's generator). "
-             f"Wall time {doc['timing_seconds']['total']:.0f} s. Command: `{doc['command']}`. "
-             "All rows for every mode are in report.json.\n")
-    return "\n".join(L)
+SECTIONS = (_header, _checklist, _tradeoff, _membership, _averaging, _extraction, _deployments, _accounting,
+            _method)
+"""The sections of report.md, in order: each turns the JSON document into lines."""
 
 
 def _epskey(r: dict) -> tuple:

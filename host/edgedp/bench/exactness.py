@@ -6,13 +6,16 @@ G = W 2^L + V, with (negative, 0) rejected, where
 - V is uniform on [0, 2^L) accepted with probability a_V = prod_c chunk[c][u_c] / 2^64
   (an exact rational), so P(V = v) is proportional to a_v instead of exp(-v/t);
 - W = j R + i (j tail rounds, i < R) has probability mu_R^j mu_i, mu the exact alias
-  masses / 2^64, instead of (1 - q) q^W, q = exp(-2^L/t); after TAIL_ROUNDS tail rounds
-  the tail outcome counts as the value R (a point mass: the delta below).
+  masses / 2^64, instead of (1 - q) q^W, q = exp(-2^L/t); after lat.tail_rounds tail
+  rounds the tail outcome counts as the value R (the cap: the delta below).
 
 The implemented pmf is therefore rho(z) P(z) / (normalisation) with rho = e_V(V) e_W(W);
 the privacy loss of one coordinate between two inputs exceeds the ideal one by at most
-``spread`` = max ln rho - min ln rho over the support, so a query of k values is
-(epsilon + k * spread, k * delta)-DP against the ideal analysis. ln e_V factorises over
+``spread`` = max ln rho - min ln rho over the support below the cap, so a query of k values
+is (epsilon + k * spread, k * delta)-DP against the ideal analysis, where delta bounds the
+mass the shifted law puts where the capped law differs from the uncapped one:
+P(|z| >= (R' + 1) R 2^L - shift) + P(|z| >= (R' + 1) R 2^L) <= 4 mu_R^(R' + 1 - ceil(shift / (R 2^L)))
+for neighbours at most ``shift`` lattice steps apart in a coordinate (docs/privacy.md section 2). ln e_V factorises over
 the 4-bit chunks of V, which makes the maximum over all 2^L values exact and cheap.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 
 import mpmath
 
-from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, TAIL_ROUNDS, Lattice
+from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, Lattice
 
 mpmath.mp.dps = 60
 
@@ -29,8 +32,8 @@ mpmath.mp.dps = 60
 @dataclass(frozen=True)
 class Deviation:
     spread_v: float      # max - min of ln e_V over all V
-    spread_w: float      # max - min of ln e_W over W < (TAIL_ROUNDS + 1) R, cap point excluded
-    delta: float         # probability of reaching the tail cap, per coordinate
+    spread_w: float      # max - min of ln e_W over W < (tail_rounds + 1) R, cap point excluded
+    delta: float         # delta of the tail cap per coordinate, between neighbours <= shift apart
     tail_probability: float
 
     @property
@@ -69,12 +72,15 @@ def deviation(lat: Lattice) -> Deviation:
     R = lat.tail
     assert abs(sum(mu) - 1) < mpmath.mpf(2) ** -100 and all(m == 0 for m in mu[R + 1:])
     lw = []
-    for j in range(TAIL_ROUNDS + 1):
+    for j in (0, lat.tail_rounds):  # ln e_W is linear in the round j: the ends decide
         for i in range(R):
             w = j * R + i
             lw.append(j * mpmath.log(mu[R]) + mpmath.log(mu[i]) - mpmath.log((1 - q) * q ** w))
     tail = mu[R]
-    return Deviation(float(spread_v), float(max(lw) - min(lw)), float(tail ** (TAIL_ROUNDS + 1)), float(tail))
+    span = R * 2 ** lat.L
+    need = -(-mpmath.mpf(lat.shift) // span)
+    delta = 4 * tail ** (lat.tail_rounds + 1 - int(need))
+    return Deviation(float(spread_v), float(max(lw) - min(lw)), float(delta), float(tail))
 
 
 def describe(lat: Lattice, k: int) -> dict:

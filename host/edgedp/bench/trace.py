@@ -15,7 +15,7 @@ counts them exactly (per translated block, with the partial block up to the read
 instruction); :mod:`edgedp.bench.timing` weights each executed instruction with the
 Cortex-M4 TRM timing (ARM DDI 0439B Table 3-1), resolving taken/not-taken branches from
 the next executed address. Each instruction is attributed to its source file through the
-DWARF line table, so inlined code (``edp_drbg_bits``, ``edp_bernoulli``) lands in the
+DWARF line table, so inlined code (``edp_drbg_bits``, ``edp_drbg_word``) lands in the
 module it comes from.
 """
 from __future__ import annotations

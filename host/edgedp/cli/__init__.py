@@ -1,35 +1,98 @@
-"""The ``edgedp`` command: one module per command group, registered here."""
+"""The ``edgedp`` command: one module per command group, imported only when its command runs.
+
+``edgedp --help`` lists the commands from the table below without importing them, so it stays
+fast, and a light install (no ``[analysis]`` or ``[bench]`` extra) runs the device commands;
+a command whose extra is missing says which one to install."""
 from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
 from .. import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@dataclass(frozen=True)
+class Entry:
+    module: str   # edgedp.cli.<module>
+    attr: str     # the click command in it
+    summary: str  # how its help starts (tests/unit/test_cli_light.py keeps them equal)
+    extra: str = ""  # the pip extra its imports need, if any
+
+
+COMMANDS: dict[str, Entry] = {
+    "info": Entry("device", "info", "Board, build, entropy and firmware facts of a device."),
+    "query": Entry("device", "query", "Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) "
+                                      "through the device."),
+    "sample": Entry("device", "sample", "Raw noise samples from the device (test builds), before output clamping."),
+    "budget": Entry("device", "budget", "The privacy budget: today's and lifetime spend, caps, and the store's "
+                                        "state."),
+    "admin": Entry("device", "admin", "Authenticated administration (HMAC-SHA256 with the device key)."),
+    "device": Entry("session", "device", "A long-lived emulated device that keeps its state between commands."),
+    "verify": Entry("verify", "verify", "Replay N varied queries bit for bit and test >= 1e5 noise samples "
+                                        "(test builds)."),
+    "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
+                                  "private and the budget."),
+    "account": Entry("analysis", "account", "Total epsilon of N answers (basic, advanced, PLD), or the largest "
+                                            "daily query count for a lifetime target", "analysis"),
+    "tradeoff": Entry("analysis", "tradeoff_cmd", "Top-1 accuracy and agreement with the non-private prediction "
+                                                  "for each ε and output mode", "analysis"),
+    "attack": Entry("analysis", "attack", "Attacks on the protected API: membership inference, model "
+                                          "extraction.", "analysis"),
+    "report": Entry("analysis", "report", "Pre-release privacy audit of a configuration: DIR/report.md, "
+                                          "DIR/report.json and plots.", "analysis"),
+    "bench": Entry("bench", "bench", "Cost of the exact DP step vs the naive rand()+logf baseline for k in "
+                                     "1..1000 and three epsilons.", "bench"),
+    "train": Entry("train", "train", "Train a logistic regression or small MLP with DP-SGD (per-example "
+                                     "clipping, Poisson subsampling, Gaussian noise)", "train"),
+    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file and/or flags) "
+                                                   "for the errors that make its ε wrong", "train"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module on first use; usage errors are one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        return getattr(importlib.import_module(f"{__name__}.{entry.module}"), entry.attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, e.summary) for name, e in COMMANDS.items()])
+
+    def main(self, args: list[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        """Click's main, with usage errors as one line: ``edgedp: error: <reason>`` (exit code 2),
+        and a missing extra named (exit code 1)."""
+        args = list(sys.argv[1:] if args is None else args)
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(args, *rest, **kwargs)
+        except ModuleNotFoundError as exc:
+            extra = next((COMMANDS[a].extra for a in args if a in COMMANDS), "")
+            if not extra:
+                raise
+            click.echo(f"edgedp: error: this command needs the [{extra}] extra ({exc.name} is not installed): "
+                       f"pip install 'edgedp[{extra}]'", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            click.echo(f"edgedp: error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("edgedp: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="edgedp")
 def main() -> None:
     """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis."""
-
-
-from .demo import demo  # noqa: E402
-from .device import COMMANDS as _DEVICE_COMMANDS  # noqa: E402
-from .session import device as _session  # noqa: E402
-from .verify import verify  # noqa: E402
-
-for _cmd in (*_DEVICE_COMMANDS, _session, verify, demo):
-    main.add_command(_cmd)
-
-from .analysis import COMMANDS as _ANALYSIS_COMMANDS  # noqa: E402
-
-for _cmd in _ANALYSIS_COMMANDS:
-    main.add_command(_cmd)
-
-from .bench import bench  # noqa: E402
-
-main.add_command(bench)
-
-from .train import COMMANDS as _TRAIN_COMMANDS  # noqa: E402
-
-for _cmd in _TRAIN_COMMANDS:
-    main.add_command(_cmd)

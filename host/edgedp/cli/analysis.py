@@ -140,8 +140,22 @@ def _dpsgd_choice_text(rows: list[dict]) -> list[str]:
     return out
 
 
+def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--data: digits, or an existing .npz (an .npy holds one array; outputs and labels need two)."""
+    if value == "digits":
+        return value
+    if Path(value).suffix != ".npz":
+        raise click.BadParameter(f"{value}: give digits or an .npz file with arrays X and y (features, labels) "
+                                 "or probs (or logits) and labels, e.g. np.savez('out.npz', probs=probs, "
+                                 "labels=labels)", ctx, param)
+    if not Path(value).is_file():
+        raise click.BadParameter(f"{value} does not exist", ctx, param)
+    return value
+
+
 @click.command("tradeoff")
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              callback=_check_data,
               help="digits, an .npz of features X and labels y (models trained here, DP-SGD included), "
                    "or an .npz with probs|logits, labels [, votes] (your model's outputs).")
 @with_grid

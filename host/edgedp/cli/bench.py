@@ -6,16 +6,17 @@ from pathlib import Path
 
 import click
 
-from .common import emit_json, handle_errors, json_option, target_option
+from .common import emit_json, handle_errors, json_option, progress_option, target_option
+from .params import CLASSES, EPSILON
 
 
 @click.command()
 @target_option
 @click.option("--quick", is_flag=True, help="Few queries per point (a smoke run, noisier averages).")
-@click.option("--queries", "-n", type=int, default=None,
+@click.option("--queries", "-n", type=click.IntRange(1), default=None,
               help="Measured queries per (k, epsilon) point [default: 60 for k <= 10, 12 for 100, 4 for 1000].")
-@click.option("--k", "ks", type=int, multiple=True, help="Class counts (repeatable) [default: 1 10 100 1000].")
-@click.option("--epsilon", "epsilons", type=float, multiple=True,
+@click.option("--k", "ks", type=CLASSES, multiple=True, help="Class counts (repeatable) [default: 1 10 100 1000].")
+@click.option("--epsilon", "epsilons", type=EPSILON, multiple=True,
               help="Per-query epsilons (repeatable) [default: 0.1 1 10].")
 @click.option("--no-trace", is_flag=True, help="Skip the Unicorn trace (no cycle estimates, no breakdown).")
 @click.option("--no-footprint", is_flag=True, help="Skip the per-module footprint (needs arm-none-eabi-gcc).")
@@ -26,10 +27,11 @@ from .common import emit_json, handle_errors, json_option, target_option
 @click.option("--key-file", type=click.Path(dir_okay=False), default=None,
               help="Device HMAC key for CONFIG [default: tests/keys/test-device.key].")
 @json_option
+@progress_option
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          as_json: bool) -> None:
+          as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -49,7 +51,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         cfg.ks = tuple(ks)
     if epsilons:
         cfg.epsilons = tuple(epsilons)
-    say = (lambda msg: None) if as_json else (lambda msg: click.echo(f"  {msg}", err=True))
+    say = (lambda msg: None) if no_progress else (lambda msg: click.echo(f"  {msg}", err=True))
     result = bench_run.run(target, cfg, progress=say)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)

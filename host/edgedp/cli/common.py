@@ -10,13 +10,24 @@ from typing import Any
 import click
 import numpy as np
 
-from ..device.errors import EdgeDPError
+from ..device.errors import EdgeDPError, TransportError
+from ..device.targets import check_spec
+
+
+def _check_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else check_spec(value)
+    except TransportError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
 
 target_option = click.option(
-    "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET",
-    help="qemu, qemu:stm32f4, host, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
+    "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET", callback=_check_target,
+    help="qemu, qemu:stm32f4, host, host:san, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
          "Default: the running `edgedp device` session, else a fresh qemu.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+progress_option = click.option("--no-progress", is_flag=True,
+                               help="No progress bars (they go to stderr, also under --json).")
 
 
 def _plain(v: Any) -> Any:

@@ -8,7 +8,10 @@ import numpy as np
 
 from ..device.client import open_device
 from ..device.errors import DeviceError
+from ..device.protocol import Caps, MechConfig
+from ..mech.lattice import to_micro
 from .common import handle_errors, target_option
+from .params import DAILY_CAP, EPSILON
 from .device import budget_dict, resolve_key
 
 
@@ -21,9 +24,9 @@ def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=float, default=1.0, show_default=True, help="Per-query epsilon.")
-@click.option("--daily-cap", type=float, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
-@click.option("--rows", type=int, default=16, show_default=True)
+@click.option("--epsilon", "-e", type=EPSILON, default=1.0, show_default=True, help="Per-query epsilon.")
+@click.option("--daily-cap", type=DAILY_CAP, default=12.0, show_default=True, help="Daily epsilon cap for the demo.")
+@click.option("--rows", type=click.IntRange(1, 64), default=16, show_default=True)
 @handle_errors
 def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> None:
     """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget."""
@@ -35,9 +38,8 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> Non
         click.echo(f"device: {info.board}, firmware {info.firmware_version}, {info.build} build, "
                    f"entropy {info.entropy}, store {info.store}")
         key = resolve_key(dev, None)
-        dev.configure(key, epsilon, daily_cap)
+        dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(daily_cap)))
         dev.reset_budget(key)
-        b = dev.budget()
         click.echo(f"config: epsilon {epsilon} per query, daily cap {daily_cap}, range [0, 1], "
                    f"L1 sensitivity 2 (authenticated CONFIG)\n")
         click.echo("each row: one external query in TOPK:2 mode (noisy ranking, clamped values), "
@@ -53,14 +55,14 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int) -> Non
                 r = dev.query(x, "topk:2")
             except DeviceError as exc:
                 click.echo(f"{i:>3} {y:>4} | {raw:>24} | {'refused: ' + exc.code:>28} | {'0':>11}")
-                local_label, _ = dev.local(x)
+                local_label = dev.local(x).label
                 click.echo(f"\nexternal output refused ({exc.code}); the on-device local path still "
                            f"answers: label {local_label} (never leaves the device, costs nothing)")
                 break
             answered += 1
             agree += int(r.label == int(order[0]))
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
-            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining * 1e-6:>11.2f}")
+            click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
         b = budget_dict(dev.budget())
     click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
     click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "

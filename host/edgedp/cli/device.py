@@ -9,20 +9,23 @@ import click
 import numpy as np
 
 from ..device.client import Device, load_key, open_device
-from ..device.errors import DeviceError, EdgeDPError
+from ..device.errors import DeviceError, EdgeDPError, ErrorCode
 from ..device.noise import draw_samples
-from ..device.protocol import Budget, QueryResult
-from ..mech.lattice import make_lattice
-from ..mech.modes import BUCKET_NAMES, Mode
-from ..paths import project_root
-from .common import emit_json, handle_errors, json_option, target_option
+from ..device.protocol import Budget, Caps, MechConfig, QueryResult, SampleRequest
+from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
+from ..mech.modes import BUCKET_NAMES, MODE_BUCKET, MODE_TOPK, Mode
+from .common import dumps, emit_json, handle_errors, json_option, progress_option, target_option
 from .inputs import read_rows
+from .params import (CLASSES, DAILY_CAP, EPSILON, LIFETIME_CAP, SAMPLES, SENSITIVITY, UNIX_TIME, check_range,
+                     check_writable)
 
-TEST_KEY = "tests/keys/test-device.key"
 key_option = click.option("--key-file", type=click.Path(dir_okay=False), default=None,
                           help="Device HMAC key (64 hex digits). Test images use tests/keys/test-device.key.")
 admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False), required=True,
                                 help="Device HMAC key file (64 hex digits), e.g. tests/keys/test-device.key.")
+
+
+NEEDS_KEY = "this needs an authenticated command: pass --key-file"
 
 
 def resolve_key(dev: Device, key_file: str | None) -> bytes:
@@ -30,19 +33,34 @@ def resolve_key(dev: Device, key_file: str | None) -> bytes:
     if key_file:
         return load_key(key_file)
     if dev.info().build == "test":
-        return load_key(project_root() / TEST_KEY)
-    raise EdgeDPError("this needs an authenticated command: pass --key-file", "ERR_AUTH")
+        return load_key()
+    raise EdgeDPError(NEEDS_KEY, "ERR_AUTH")
+
+
+def merged_config(b: Budget, epsilon: float | None = None, sensitivity: float | None = None,
+                  value_range: tuple[float, float] | None = None, m: int | None = None) -> MechConfig:
+    """The device's mechanism configuration with the options the user gave replaced."""
+    cur = b.config
+    lo, hi = value_range if value_range is not None else (cur.lo, cur.hi)
+    return MechConfig(cur.eps_micro if epsilon is None else to_micro(epsilon), lo, hi,
+                      cur.sensitivity if sensitivity is None else sensitivity, cur.m if m is None else m)
+
+
+def merged_caps(b: Budget, daily_cap: float | None = None, lifetime_cap: float | None = None) -> Caps:
+    """The device's caps with the options the user gave replaced (lifetime 0: none)."""
+    return Caps(b.daily_cap if daily_cap is None else to_micro(daily_cap),
+                b.lifetime_cap if lifetime_cap is None else to_micro(lifetime_cap))
 
 
 def budget_dict(b: Budget) -> dict:
-    micro = 1e-6
+    eps = to_epsilon
     return {
         "day": b.day, "recorded_day": b.recorded_day,
-        "daily_cap": b.daily_cap * micro, "daily_spent": b.daily_spent * micro,
-        "daily_remaining": b.remaining * micro,
-        "lifetime_spent": b.lifetime_spent * micro,
-        "lifetime_cap": b.lifetime_cap * micro if b.lifetime_cap else None,
-        "epsilon_per_query": b.epsilon_micro * micro,
+        "daily_cap": eps(b.daily_cap), "daily_spent": eps(b.daily_spent),
+        "daily_remaining": eps(b.remaining),
+        "lifetime_spent": eps(b.lifetime_spent),
+        "lifetime_cap": eps(b.lifetime_cap) if b.lifetime_cap else None,
+        "epsilon_per_query": eps(b.epsilon_micro),
         "range": [b.lo, b.hi], "sensitivity": b.sensitivity, "lattice_exponent": b.m,
         "auth_counter": b.auth_counter, "store": b.store, "store_ok": b.store_ok,
     }
@@ -78,32 +96,52 @@ def info(target: str | None, as_json: bool) -> None:
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
-                  value_range: tuple[float, float] | None) -> Budget:
-    """Reconfigure the device (authenticated) if the requested mechanism differs from its config."""
+                  value_range: tuple[float, float] | None, k: int) -> MechConfig:
+    """The mechanism the queries of k classes will run: the device's, with the options given.
+
+    BUDGET (the configuration), then, only if it differs, CHALLENGE (a fresh nonce and the
+    tagged admin counter) and CONFIG signed for that nonce with --key-file or else the test
+    images' key. The counter is never taken from the unauthenticated BUDGET answer. A configuration the device could not
+    serve for k classes is refused here, with the reason."""
     b = dev.budget()
-    want_eps = round(epsilon * 1e6) if epsilon is not None else b.epsilon_micro
-    want_sens = sensitivity if sensitivity is not None else b.sensitivity
-    want_range = value_range if value_range is not None else (b.lo, b.hi)
-    if (want_eps, np.float32(want_sens), tuple(np.float32(want_range))) == \
-            (b.epsilon_micro, np.float32(b.sensitivity), (np.float32(b.lo), np.float32(b.hi))):
-        return b
-    key = resolve_key(dev, key_file)
-    dev.configure(key, want_eps / 1e6, b.daily_cap / 1e6, (b.lifetime_cap / 1e6) or None,
-                  want_range[0], want_range[1], want_sens, b.m)
-    return dev.budget()
+    cfg = merged_config(b, epsilon, sensitivity, value_range)
+    cfg.lattice(k)
+    if cfg.same_on_device(b.config):
+        return cfg
+    try:
+        dev.configure(load_key(key_file), cfg, b.caps)
+    except DeviceError as exc:
+        if exc.error == ErrorCode.ERR_AUTH and not key_file:
+            raise EdgeDPError(NEEDS_KEY, "ERR_AUTH") from None
+        raise
+    return cfg
+
+
+def warn_clamped(rows: np.ndarray, cfg: MechConfig) -> None:
+    """One stderr line when inputs lie outside the range they will be clamped to."""
+    outside = int(np.count_nonzero((rows < cfg.lo) | (rows > cfg.hi)))
+    if outside:
+        click.echo(f"warning: {outside} input values lie outside the range [{cfg.lo:g}, {cfg.hi:g}] and are "
+                   "clamped to it; for logits pass --range LO HI (and a matching --sensitivity)", err=True)
+
+
+TEST_IMAGE_NOTE = ("note: this device runs a test image: its noise comes from the public test seed and can be "
+                   "replayed, so these answers give no privacy")
 
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=float, default=None, help="Per-query epsilon (reconfigures the device).")
-@click.option("--sensitivity", "-d", type=float, default=None, help="L1 sensitivity of the clamped vector.")
-@click.option("--range", "value_range", type=float, nargs=2, default=None, metavar="LO HI",
+@click.option("--epsilon", "-e", type=EPSILON, default=None, help="Per-query epsilon (reconfigures the device).")
+@click.option("--sensitivity", "-d", type=SENSITIVITY, default=None, help="L1 sensitivity of the clamped vector.")
+@click.option("--range", "value_range", type=float, nargs=2, default=None, metavar="LO HI", callback=check_range,
               help="Input/output range (default: the device's, [0, 1] for probabilities).")
 @click.option("--mode", "-m", default="full", show_default=True,
               help="full | topk:K | label | bucket | round:D | simplex")
 @click.argument("input_path", metavar="INPUT", default="-")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write the private outputs: .npy (values, or labels) or .jsonl.")
+              help="Write what was released: .jsonl (every row and status), or .npy (values for full, round "
+                   "and simplex; labels for label; a record array of row, indices and values for topk, of row, "
+                   "label and level for bucket).")
 @key_option
 @json_option
 @handle_errors
@@ -113,23 +151,23 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device."""
     m = Mode.parse(mode)
     rows = read_rows(input_path)
-    results: list[dict] = []
-    failed = 0
+    if rows.shape[1] > MAX_CLASSES:
+        raise ValueError(f"rows have {rows.shape[1]} classes; a query holds at most {MAX_CLASSES}")
+    out_path = check_writable(out) if out else None
+    records: list[dict] = []
+    answers: list[tuple[int, QueryResult]] = []
     with open_device(target) as dev:
-        if rows.shape[1] > dev.info().max_classes:
-            raise ValueError(f"rows have {rows.shape[1]} classes; the device takes at most {dev.info().max_classes}")
-        ensure_config(dev, key_file, epsilon, sensitivity, value_range)
+        cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
+        warn_clamped(rows, cfg)
         if not as_json:
             click.echo(f"{'row':>4} {'raw top-1':>10} {'private':>28} {'remaining eps':>14}")
-        for i, x in enumerate(rows):
-            try:
-                r = dev.query(x, m)
-                rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining * 1e-6,
-                       "ticks": r.ticks}
-            except DeviceError as exc:
-                failed += 1
-                rec = {"row": i, "status": exc.code, "output": None, "remaining": None}
-            results.append(rec)
+        for i, (x, r) in enumerate(zip(rows, dev.query_many(rows, m))):
+            if isinstance(r, DeviceError):
+                rec = {"row": i, "status": r.code, "output": None, "remaining": None}
+            else:
+                answers.append((i, r))
+                rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining, "ticks": r.ticks}
+            records.append(rec)
             if as_json:
                 emit_json(rec)
             else:
@@ -138,12 +176,13 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                 rem = f"{rec['remaining']:.3f}" if rec["remaining"] is not None else "-"
                 click.echo(f"{i:>4} {raw:>10} {priv:>28} {rem:>14}")
             if rec["status"] == "ERR_BUDGET":
-                if not as_json:
-                    click.echo("budget exhausted: the device refuses further external answers today", err=True)
-                break
-    if out:
-        _save(out, results)
-    if failed:
+                click.echo("budget exhausted: the device refuses further external answers today", err=True)
+        test_image = dev.info().build == "test"
+    if test_image:
+        click.echo(TEST_IMAGE_NOTE, err=True)
+    if out_path:
+        _save(out_path, m, records, answers)
+    if len(answers) < len(records):
         raise SystemExit(2)
 
 
@@ -157,35 +196,50 @@ def _describe(o: dict, m: Mode) -> str:
     return f"label {o['label']}"
 
 
-def _save(out: str, results: list[dict]) -> None:
-    path = Path(out)
+def released_array(m: Mode, answers: list[tuple[int, QueryResult]]) -> np.ndarray:
+    """Everything the answered rows released, as one array (see query --out)."""
+    if m.sends_values:
+        return np.array([r.values for _, r in answers], dtype=np.float64).reshape(len(answers), -1)
+    if m.kind == MODE_TOPK:
+        K = len(answers[0][1].lattice) if answers else m.arg
+        rec = np.zeros(len(answers), dtype=[("row", "i8"), ("indices", "i8", (K,)), ("values", "f8", (K,))])
+        for j, (i, r) in enumerate(answers):
+            rec[j] = (i, r.indices, r.values)
+        return rec
+    if m.kind == MODE_BUCKET:
+        rec = np.zeros(len(answers), dtype=[("row", "i8"), ("label", "i8"), ("level", "i8")])
+        for j, (i, r) in enumerate(answers):
+            rec[j] = (i, r.label, r.level)
+        return rec
+    return np.array([r.label for _, r in answers], dtype=np.int64)
+
+
+def _save(path: Path, m: Mode, records: list[dict], answers: list[tuple[int, QueryResult]]) -> None:
     if path.suffix == ".npy":
-        ok = [r["output"] for r in results if r["output"]]
-        if ok and "values" in ok[0] and "indices" not in ok[0]:
-            np.save(path, np.array([o["values"] for o in ok]))
-        else:
-            np.save(path, np.array([o["label"] for o in ok]))
+        np.save(path, released_array(m, answers))
     else:
-        from .common import dumps
-        path.write_text("".join(dumps(r) + "\n" for r in results))
+        path.write_text("".join(dumps(r) + "\n" for r in records))
 
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=float, required=True)
-@click.option("--sensitivity", "-d", type=float, default=2.0, show_default=True)
-@click.option("--classes", "-k", type=int, default=10, show_default=True, help="k (sets the lattice step).")
-@click.option("--n", "count", type=int, default=100000, show_default=True)
+@click.option("--epsilon", "-e", type=EPSILON, required=True)
+@click.option("--sensitivity", "-d", type=SENSITIVITY, default=2.0, show_default=True)
+@click.option("--classes", "-k", type=CLASSES, default=10, show_default=True, help="k (sets the lattice step).")
+@click.option("--n", "count", type=SAMPLES, default=100000, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output .npy (float64 noise).")
 @json_option
+@progress_option
 @handle_errors
 def sample(target: str | None, epsilon: float, sensitivity: float, classes: int, count: int, out: str,
-           as_json: bool) -> None:
+           as_json: bool, no_progress: bool) -> None:
     """Raw noise samples from the device (test builds), before output clamping."""
-    lat = make_lattice(classes, round(epsilon * 1e6), sensitivity, 0.0, 1.0)
+    req = SampleRequest(to_micro(epsilon), sensitivity, classes, count)
+    lat = make_lattice(classes, req.eps_micro, sensitivity, 0.0, 1.0)
+    out_path = check_writable(out)
     with open_device(target) as dev:
-        z = draw_samples(dev, epsilon, sensitivity, classes, count, progress=not as_json)
-    np.save(out, z * lat.granularity)
+        z = draw_samples(dev, req, progress=not no_progress)
+    np.save(out_path, z * lat.granularity)
     d = {"n": int(len(z)), "granularity": lat.granularity, "t": lat.t, "epsilon": epsilon,
          "sensitivity": sensitivity, "classes": classes, "out": out}
     if as_json:
@@ -217,12 +271,13 @@ def admin() -> None:
 @admin.command("config")
 @target_option
 @admin_key_option
-@click.option("--epsilon", "-e", type=float, help="Per-query epsilon.")
-@click.option("--daily-cap", type=float, help="Epsilon per UTC day.")
-@click.option("--lifetime-cap", type=float, default=None, help="Epsilon in total (0 = none).")
-@click.option("--sensitivity", "-d", type=float, default=None)
-@click.option("--range", "value_range", type=float, nargs=2, default=None, metavar="LO HI")
-@click.option("--lattice-exponent", type=int, default=None, help="Fix g = 2^-M (default: automatic).")
+@click.option("--epsilon", "-e", type=EPSILON, help="Per-query epsilon.")
+@click.option("--daily-cap", type=DAILY_CAP, help="Epsilon per UTC day.")
+@click.option("--lifetime-cap", type=LIFETIME_CAP, default=None, help="Epsilon in total (0 = none).")
+@click.option("--sensitivity", "-d", type=SENSITIVITY, default=None)
+@click.option("--range", "value_range", type=float, nargs=2, default=None, metavar="LO HI", callback=check_range)
+@click.option("--lattice-exponent", type=click.IntRange(-30, 30), default=None,
+              help="Fix g = 2^-M, -30..30 (default: automatic).")
 @json_option
 @handle_errors
 def admin_config(target: str | None, key_file: str, epsilon: float | None, daily_cap: float | None,
@@ -232,13 +287,8 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
     with open_device(target) as dev:
         key = load_key(key_file)
         b = dev.budget()
-        lo, hi = value_range if value_range else (b.lo, b.hi)
-        counter = dev.configure(
-            key, epsilon if epsilon is not None else b.epsilon_micro / 1e6,
-            daily_cap if daily_cap is not None else b.daily_cap / 1e6,
-            lifetime_cap if lifetime_cap is not None else (b.lifetime_cap / 1e6 or None),
-            lo, hi, sensitivity if sensitivity is not None else b.sensitivity,
-            lattice_exponent if lattice_exponent is not None else b.m)
+        counter = dev.configure(key, merged_config(b, epsilon, sensitivity, value_range, lattice_exponent),
+                                merged_caps(b, daily_cap, lifetime_cap))
         d = {"accepted_counter": counter, **budget_dict(dev.budget())}
     emit_json(d) if as_json else click.echo(f"configured (counter {counter})")
 
@@ -246,7 +296,7 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
 @admin.command("set-time")
 @target_option
 @admin_key_option
-@click.option("--unix", "unix_seconds", type=int, default=None, help="Seconds since 1970-01-01 UTC.")
+@click.option("--unix", "unix_seconds", type=UNIX_TIME, default=None, help="Seconds since 1970-01-01 UTC.")
 @click.option("--date", "date", default=None, help="YYYY-MM-DD (midnight UTC).")
 @json_option
 @handle_errors

@@ -26,7 +26,16 @@ def read_rows(source: str) -> np.ndarray:
             arr = z[key]
     else:
         return _parse_text(path.read_text(), source)
-    return _check(np.asarray(arr, dtype=np.float64), source)
+    return _check(_real(arr, source), source)
+
+
+def _real(arr: np.ndarray, name: str) -> np.ndarray:
+    """The array as float64; complex or non-numeric data is an error, not a silent conversion."""
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name}: complex values (the device takes real class scores)")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name}: {arr.dtype} data (the device takes real class scores)")
+    return np.asarray(arr, dtype=np.float64)
 
 
 def _parse_text(text: str, name: str) -> np.ndarray:
@@ -41,6 +50,8 @@ def _parse_text(text: str, name: str) -> np.ndarray:
 
 
 def _check(arr: np.ndarray, name: str) -> np.ndarray:
+    if arr.size == 0:
+        raise ValueError(f"{name}: no rows (an empty array of shape {arr.shape})")
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] == 0:

@@ -5,19 +5,22 @@ import click
 
 from ..device.client import open_device
 from ..device.verify import noise_fit, replay
-from .common import emit_json, handle_errors, json_option, target_option
+from .common import emit_json, handle_errors, json_option, progress_option, target_option
 from .device import key_option, resolve_key
 
 
 @click.command()
 @target_option
-@click.option("--queries", "-n", type=int, default=1000, show_default=True)
-@click.option("--samples", type=int, default=100000, show_default=True, help="Noise samples for the chi-square.")
+@click.option("--queries", "-n", type=click.IntRange(1), default=1000, show_default=True)
+@click.option("--samples", type=click.IntRange(1000), default=100000, show_default=True,
+              help="Noise samples for the chi-square (at least 1000).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the inputs and the test stream key.")
 @key_option
 @json_option
+@progress_option
 @handle_errors
-def verify(target: str | None, queries: int, samples: int, seed: int, key_file: str | None, as_json: bool) -> None:
+def verify(target: str | None, queries: int, samples: int, seed: int, key_file: str | None, as_json: bool,
+           no_progress: bool) -> None:
     """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds).
 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
@@ -26,12 +29,11 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
         key = resolve_key(dev, key_file)
         before = dev.budget()
         try:
-            res = replay(dev, key, queries, seed, progress=not as_json)
-            res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = noise_fit(
-                dev, samples, progress=not as_json)
+            res = replay(dev, key, queries, seed, progress=not no_progress)
+            fit = noise_fit(dev, samples, progress=not no_progress)
+            res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = fit.n, fit.pvalue, fit.statistic, fit.dof
         finally:
-            dev.configure(key, before.epsilon_micro / 1e6, before.daily_cap / 1e6,
-                          (before.lifetime_cap / 1e6) or None, before.lo, before.hi, before.sensitivity, before.m)
+            dev.configure(key, before.config, before.caps)
     if as_json:
         emit_json(res.as_dict())
     else:

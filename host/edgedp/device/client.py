@@ -9,20 +9,22 @@ from __future__ import annotations
 import contextlib
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ..mech.modes import Mode
+from ..paths import test_key_path
 from . import frames, protocol as P
 from .errors import DeviceError, ErrorCode, TransportError
 from .targets import Target, start_target
 from .transport import Link
 
 
-def load_key(path: str | Path) -> bytes:
-    """A device key file: 64 hex digits (32 bytes)."""
+def load_key(path: str | Path | None = None) -> bytes:
+    """A device key file: 64 hex digits (32 bytes); default: the public key of test images."""
+    path = test_key_path() if path is None else path
     try:
         key = bytes.fromhex(Path(path).read_text().strip())
     except (OSError, ValueError) as exc:
@@ -103,47 +105,69 @@ class Device:
         return P.Budget.parse(self.request(P.BUDGET))
 
     def query(self, x: np.ndarray, mode: Mode | str = "full") -> P.QueryResult:
+        """One external answer for one 1-D vector (charged to the budget); DeviceError if refused.
+
+        Raises ValueError before sending for a 2-D array (use ``query_many``), complex
+        values or more than 1024 classes."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
-        body = self.request(P.QUERY, P.pack_vector(x, mode))
-        return P.parse_query(body, mode)
+        return P.parse_query(self.request(P.QUERY, P.pack_vector(x, mode)), mode)
 
-    def local(self, x: np.ndarray) -> tuple[int, int]:
-        """Run the on-device local path (test builds): (label, crc32 of the raw lattice vector)."""
-        label, crc = struct.unpack("<HI", self.request(P.LOCAL, P.pack_vector(x, Mode(0))))
-        return label, crc
+    def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
+                   ) -> Iterator[P.QueryResult | DeviceError]:
+        """Stream rows (a 2-D array, or any iterable of vectors such as a generator) through QUERY.
 
-    def sample(self, epsilon: float, sensitivity: float, k: int, count: int,
-               m: int | None = None) -> tuple[int, int, np.ndarray]:
-        """Raw noise samples (test builds): (m, J, int64 lattice noise)."""
-        body = struct.pack("<IfHHb", round(epsilon * 1e6), sensitivity, k, count,
-                           P.M_AUTO if m is None else m)
-        r = self.request(P.SAMPLE, body)
-        m_dev, J, n = struct.unpack_from("<bBH", r)
-        return m_dev, J, np.frombuffer(r, dtype="<i4", count=n, offset=4).astype(np.int64)
+        Yields one item per row, in order: its QueryResult, or the DeviceError that refused it
+        (the stream goes on). After ERR_BUDGET it stops: the device refuses every further external
+        answer until its day rolls over. Bad input raises ValueError before its row is sent."""
+        mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        for x in rows:
+            try:
+                yield self.query(x, mode)
+            except DeviceError as exc:
+                yield exc
+                if exc.error == ErrorCode.ERR_BUDGET:
+                    return
 
-    def naive(self, x: np.ndarray, scale: float) -> tuple[int, np.ndarray]:
-        """The naive rand()+logf baseline on the device (test builds): (ticks, outputs)."""
-        r = self.request(P.NAIVE, struct.pack("<f", scale) + P.pack_vector(x, Mode(0)))
-        ticks, k = struct.unpack_from("<IH", r)
-        return ticks, np.frombuffer(r, dtype="<f4", count=k, offset=6)
+    def local(self, x: np.ndarray) -> P.LocalAnswer:
+        """Run the on-device local path (test builds): label and CRC-32 of the raw lattice vector."""
+        return P.LocalAnswer.parse(self.request(P.LOCAL, P.pack_vector(x, Mode(0))))
+
+    def sample(self, req: P.SampleRequest) -> P.SampleAnswer:
+        """Raw noise samples (test builds), at most ``P.MAX_SAMPLES`` per request."""
+        return P.SampleAnswer.parse(self.request(P.SAMPLE, req.pack()))
+
+    def naive(self, x: np.ndarray, scale: float) -> P.NaiveAnswer:
+        """The naive rand()+logf baseline on the device (test builds)."""
+        return P.NaiveAnswer.parse(self.request(P.NAIVE, P.naive_request(x, scale)))
 
     # ---- authenticated administration ---------------------------------------
+    def challenge(self, key: bytes) -> P.Challenge:
+        """The device's current nonce and admin counter, checked against key (the answer is tagged,
+        so a man in the middle cannot make us sign a counter of its choosing)."""
+        ch = P.Challenge.parse(self.request(P.CHALLENGE))
+        if not ch.authentic(key):
+            # The device does not hold this key (or the answer was forged): it would refuse
+            # anything signed with it, so report what it would answer.
+            raise DeviceError(ErrorCode.ERR_AUTH, P.CHALLENGE)
+        return ch
+
     def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> tuple[int, bytes]:
-        """(seq, wire bytes) of an authenticated command; counter defaults to stored + 1."""
-        if counter is None:
-            counter = self.budget().auth_counter + 1
+        """(seq, wire bytes) of an authenticated command for the device's current nonce;
+        counter defaults to the challenged counter + 1. The frame is valid once, until the
+        device's next admin frame."""
+        ch = self.challenge(key)
         seq = self.next_seq()
-        return seq, frames.encode(type_, seq, P.admin_body(type_, counter, payload, key))
+        return seq, frames.encode(type_, seq, P.admin_body(type_, ch.nonce, ch.counter + 1 if counter is None
+                                                           else counter, payload, key))
 
     def admin(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> int:
+        """Send an authenticated command; returns the counter the device accepted it with."""
         seq, wire = self.admin_frame(type_, payload, key, counter)
         self.link.write(wire)
-        (accepted,) = struct.unpack("<Q", self.response(seq, type_))
-        return accepted
+        return P.parse_ack(self.response(seq, type_))
 
-    def configure(self, key: bytes, epsilon: float, daily_cap: float, lifetime_cap: float | None = None,
-                  lo: float = 0.0, hi: float = 1.0, sensitivity: float = 2.0, m: int | None = None) -> int:
-        return self.admin(P.CONFIG, P.config_payload(epsilon, daily_cap, lifetime_cap, lo, hi, sensitivity, m), key)
+    def configure(self, key: bytes, cfg: P.MechConfig, caps: P.Caps, counter: int | None = None) -> int:
+        return self.admin(P.CONFIG, P.config_payload(cfg, caps), key, counter)
 
     def set_time(self, key: bytes, unix_seconds: int) -> int:
         return self.admin(P.SET_TIME, struct.pack("<Q", unix_seconds), key)
@@ -152,9 +176,20 @@ class Device:
         return self.admin(P.RESET_BUDGET, b"", key)
 
     def test_seed(self, key: bytes, seed: bytes) -> int:
-        if len(seed) != 32:
-            raise ValueError("a test seed is 32 bytes")
+        if len(seed) != P.SEED_BYTES:
+            raise ValueError(f"a test seed is {P.SEED_BYTES} bytes")
         return self.admin(P.TEST_SEED, seed, key)
+
+
+def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = None,
+            link: Link | None = None) -> Device:
+    """A synchronised Device on a started target (through ``link``, default the target's own).
+
+    Retries PING for ``sync_timeout`` (default ``timeout``) while the firmware boots; the
+    caller stops the target (also when this raises)."""
+    dev = Device(link or target.link(), timeout=timeout, target=target)
+    dev.sync(sync_timeout)
+    return dev
 
 
 @contextlib.contextmanager
@@ -162,8 +197,6 @@ def open_device(target: str | None = None, timeout: float = 10.0) -> Iterator[De
     """Start or connect to a target and yield a synchronised Device; stops it afterwards."""
     t = start_target(target)
     try:
-        dev = Device(t.link(), timeout=timeout, target=t)
-        dev.sync()
-        yield dev
+        yield connect(t, timeout)
     finally:
         t.close()

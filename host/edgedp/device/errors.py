@@ -25,7 +25,8 @@ MEANING = {
     ErrorCode.ERR_LEN: "frame or body has the wrong length",
     ErrorCode.ERR_VERSION: "protocol version not supported by the device",
     ErrorCode.ERR_UNKNOWN: "unknown command (or not in this build)",
-    ErrorCode.ERR_BAD_VALUE: "NaN/Inf input or a parameter out of range",
+    ErrorCode.ERR_BAD_VALUE: "a value the device refuses: NaN/Inf input, k outside 1..1024, a bad mode, "
+                             "or a configuration it cannot serve",
     ErrorCode.ERR_BUDGET: "privacy budget exhausted: external output refused",
     ErrorCode.ERR_ENTROPY: "entropy source failed: external output refused",
     ErrorCode.ERR_TIME: "no trusted clock: external output refused",

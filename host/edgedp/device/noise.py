@@ -1,21 +1,23 @@
-"""Raw noise samples from a device (SAMPLE, test builds), in batches of up to 1024."""
+"""Raw noise samples from a device (SAMPLE, test builds), any number, in requests of at most 1024."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from tqdm import tqdm
 
+from . import protocol as P
 from .client import Device
 
 
-def draw_samples(dev: Device, epsilon: float, sensitivity: float, k: int, count: int,
-                 progress: bool = True) -> np.ndarray:
-    """count raw lattice noise samples in SAMPLE batches of up to 1024."""
+def draw_samples(dev: Device, req: P.SampleRequest, progress: bool = True) -> np.ndarray:
+    """``req.count`` raw lattice noise samples, drawn in SAMPLE requests of up to P.MAX_SAMPLES."""
     chunks = []
-    with tqdm(total=count, desc="samples", unit="", disable=not progress, leave=False) as bar:
-        left = count
+    with tqdm(total=req.count, desc="samples", unit="", disable=not progress, leave=False) as bar:
+        left = req.count
         while left > 0:
-            n = min(left, 1024)
-            chunks.append(dev.sample(epsilon, sensitivity, k, n)[2])
+            n = min(left, P.MAX_SAMPLES)
+            chunks.append(dev.sample(dataclasses.replace(req, count=n)).noise)
             left -= n
             bar.update(n)
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)

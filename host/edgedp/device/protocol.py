@@ -1,25 +1,97 @@
-"""Frame types and body layouts of the wire protocol (docs/protocol.md)."""
+"""The wire schema (docs/protocol.md): frame types and every request and response body, typed.
+
+Each body mirrors a C struct or handler of firmware/core (``MechConfig`` is
+``edp_mech_config_t``, ``Caps`` the caps of ``edp_budget_t``). ``pack`` functions check
+sizes before they build a request (k, count, PING length), and every ``parse`` checks the
+body's length before it reads, so a short or long answer raises ``TransportError``
+instead of decoding garbage. Amounts of epsilon are integers in micro-epsilon
+(``mech.lattice.MICRO``) everywhere here; float epsilon exists only at the command line.
+"""
 from __future__ import annotations
 
 import hashlib
 import hmac
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
+from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice, to_epsilon
+from ..mech.modes import MODE_BUCKET, MODE_LABEL, MODE_TOPK, Mode, Released
+from .errors import TransportError
 
 PING, INFO, BUDGET = 0x01, 0x02, 0x03
 QUERY, LOCAL, SAMPLE, NAIVE = 0x10, 0x11, 0x12, 0x13
-CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = 0x20, 0x21, 0x22, 0x23
+CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, CHALLENGE = 0x20, 0x21, 0x22, 0x23, 0x24
 ERROR, RESPONSE = 0x7F, 0x80
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
 M_AUTO = -128
+MAX_PING = 64
+MAX_SAMPLES = 1024
+"""Most raw noise samples one SAMPLE request may ask for."""
+SEED_BYTES = 32
+TAG_BYTES = 32
 STORE_STATES = ("loaded", "fresh", "corrupt", "failed", "recovered")
 TICK_KINDS = ("systick", "dwt", "host-ns")
 
 
+def _sized(body: bytes, size: int, what: str, exact: bool = True) -> bytes:
+    """body if it holds ``size`` bytes (exactly, or at least when not ``exact``)."""
+    if len(body) < size or (exact and len(body) != size):
+        raise TransportError(f"malformed {what} answer: {len(body)} bytes, expected "
+                             f"{'' if exact else 'at least '}{size}")
+    return body
+
+
+def _m_wire(m: int | None) -> int:
+    return M_AUTO if m is None else m
+
+
+def _m_host(m: int) -> int | None:
+    return None if m == M_AUTO else m
+
+
+# ---- configuration ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class MechConfig:
+    """The mechanism's configuration (edp_mech_config_t): per-query epsilon in micro-epsilon,
+    input/output range [lo, hi], L1 sensitivity, lattice exponent m (None: automatic)."""
+
+    eps_micro: int = MICRO
+    lo: float = 0.0
+    hi: float = 1.0
+    sensitivity: float = 2.0
+    m: int | None = None
+
+    def lattice(self, k: int) -> Lattice:
+        """The lattice and sampler tables for k classes; ConfigError where the device says ERR_BAD_VALUE."""
+        return make_lattice(k, self.eps_micro, self.sensitivity, self.lo, self.hi, self.m)
+
+    def same_on_device(self, other: "MechConfig") -> bool:
+        """True iff both configure the device identically (ranges and sensitivity as float32)."""
+        f = np.float32
+        return (self.eps_micro, f(self.lo), f(self.hi), f(self.sensitivity), self.m) == \
+            (other.eps_micro, f(other.lo), f(other.hi), f(other.sensitivity), other.m)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Budget caps in micro-epsilon: per UTC day, and in total (0: no lifetime cap)."""
+
+    daily: int
+    lifetime: int = 0
+
+
+CONFIG_FMT = struct.Struct("<IQQfffi")
+
+
+def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
+    """CONFIG payload: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo, hi, sensitivity f32 | m i32."""
+    return CONFIG_FMT.pack(cfg.eps_micro, caps.daily, caps.lifetime, cfg.lo, cfg.hi, cfg.sensitivity,
+                           _m_wire(cfg.m))
+
+
+# ---- status answers --------------------------------------------------------------------
 @dataclass(frozen=True)
 class Info:
     build: str
@@ -33,21 +105,29 @@ class Info:
     firmware_version: str
     board: str
 
+    FMT = struct.Struct("<BBBBHBBI")
+
     @classmethod
     def parse(cls, b: bytes) -> "Info":
-        build, ent, store, time_ok, maxk, tick_kind, store_ok, hz = struct.unpack_from("<BBBBHBBI", b)
-        off = 12
-        n = b[off]
-        version = b[off + 1: off + 1 + n].decode()
-        off += 1 + n
-        n = b[off]
-        board = b[off + 1: off + 1 + n].decode()
+        _sized(b, cls.FMT.size + 2, "INFO", exact=False)
+        build, ent, store, time_ok, maxk, tick_kind, store_ok, hz = cls.FMT.unpack_from(b)
+        off = cls.FMT.size
+        texts = []
+        for _ in range(2):
+            n = b[off] if off < len(b) else -1
+            if n < 0 or off + 1 + n > len(b):
+                raise TransportError(f"malformed INFO answer: {len(b)} bytes, text field cut at {off}")
+            texts.append(b[off + 1: off + 1 + n].decode("ascii", errors="replace"))
+            off += 1 + n
+        _sized(b, off, "INFO")
         return cls("test" if build else "production", "failed" if ent else "ok", STORE_STATES[store],
-                   bool(time_ok), maxk, TICK_KINDS[tick_kind], bool(store_ok), hz, version, board)
+                   bool(time_ok), maxk, TICK_KINDS[tick_kind], bool(store_ok), hz, texts[0], texts[1])
 
 
 @dataclass(frozen=True)
 class Budget:
+    """The BUDGET answer; amounts in micro-epsilon, ``day`` None without a trusted clock."""
+
     recorded_day: int
     day: int | None
     daily_cap: int
@@ -68,65 +148,210 @@ class Budget:
 
     @classmethod
     def parse(cls, b: bytes) -> "Budget":
-        v = cls.FMT.unpack_from(b)
+        v = cls.FMT.unpack(_sized(b, cls.FMT.size, "BUDGET"))
         return cls(v[0], None if v[1] == 0xFFFFFFFF else v[1], *v[2:8], STORE_STATES[v[8]], bool(v[9]),
-                   v[10], v[11], v[12], v[13], None if v[14] == M_AUTO else v[14])
+                   v[10], v[11], v[12], v[13], _m_host(v[14]))
+
+    @property
+    def config(self) -> MechConfig:
+        return MechConfig(self.epsilon_micro, self.lo, self.hi, self.sensitivity, self.m)
+
+    @property
+    def caps(self) -> Caps:
+        return Caps(self.daily_cap, self.lifetime_cap)
+
+
+# ---- queries -----------------------------------------------------------------------------
+VECTOR_HEAD = struct.Struct("<BBH")
+
+
+def pack_vector(x: np.ndarray, mode: Mode) -> bytes:
+    """mode u8 | arg u8 | k u16 | k x f32 (QUERY, LOCAL, NAIVE): one 1-D vector of real scores."""
+    x = np.asarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"a query is one 1-D vector of class scores, not an array of shape {x.shape} "
+                         "(Device.query_many streams rows)")
+    if np.iscomplexobj(x) or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+        raise ValueError(f"a query holds real numbers, not {x.dtype}")
+    if not 1 <= len(x) <= MAX_CLASSES:
+        raise ValueError(f"a query holds 1..{MAX_CLASSES} values, got {len(x)}")
+    return VECTOR_HEAD.pack(mode.kind, mode.arg, len(x)) + x.astype("<f4").tobytes()
 
 
 @dataclass
 class QueryResult:
-    """One external answer, decoded; ``lattice`` holds the integers the device sent."""
+    """One answer decoded to the integers the device sent (``lattice``: its lattice values,
+    or units of 10^-D for round:D), from a device or from ``mech.reference``.
 
-    remaining: int
-    ticks: int
-    m: int
+    ``remaining_micro`` (micro-epsilon left today) and ``ticks`` (of the DP step, in the
+    board's tick unit) come from a device only."""
+
     mode: Mode
+    m: int
     k: int
     lattice: np.ndarray
     indices: np.ndarray | None = None
     label: int = 0
     level: int | None = None
-    values: np.ndarray | None = field(default=None)
+    remaining_micro: int | None = None
+    ticks: int | None = None
+
+    @classmethod
+    def from_release(cls, r: Released, mode: Mode, m: int, k: int, **device: int) -> "QueryResult":
+        """The answer of row 0 of a ``modes.release``; ``device`` may give remaining_micro and ticks."""
+        lattice = np.zeros(0, dtype=np.int64) if r.lattice is None else np.asarray(r.lattice[0], dtype=np.int64)
+        label = int(np.argmax(lattice)) if r.label is None else int(r.label[0])
+        return cls(mode, m, k, lattice, None if r.indices is None else np.asarray(r.indices[0], dtype=np.int64),
+                   label, None if r.level is None else int(r.level[0]), **device)
+
+    @property
+    def remaining(self) -> float | None:
+        """Epsilon the device still allows today after this answer (daily and lifetime room)."""
+        return None if self.remaining_micro is None else to_epsilon(self.remaining_micro)
+
+    @property
+    def values(self) -> np.ndarray | None:
+        """Released values in host units (None for label and bucket)."""
+        if not (self.mode.sends_values or self.mode.kind == MODE_TOPK):
+            return None
+        return self.mode.values(self.lattice, self.m)
+
+    def same_answer(self, other: "QueryResult") -> bool:
+        """True iff both carry exactly the same released integers (mode, lattice, indices, label, level)."""
+        def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+            return (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+        return (self.mode, self.m, self.k, self.label, self.level) == \
+            (other.mode, other.m, other.k, other.label, other.level) and \
+            same(self.lattice, other.lattice) and same(self.indices, other.indices)
 
 
-def pack_vector(x: np.ndarray, mode: Mode) -> bytes:
-    x = np.asarray(x, dtype="<f4").ravel()
-    return struct.pack("<BBH", mode.kind, mode.arg, len(x)) + x.tobytes()
+QUERY_HEAD = struct.Struct("<QIbBH")
+TOPK_ITEM = np.dtype([("i", "<u2"), ("v", "<i4")])
 
 
 def parse_query(b: bytes, mode: Mode) -> QueryResult:
-    remaining, ticks, m, kind, k = struct.unpack_from("<QIbBH", b)
-    p = b[16:]
-    g = 2.0 ** -m
-    r = QueryResult(remaining, ticks, m, mode, k, np.zeros(0, dtype=np.int64))
-    if kind in (MODE_FULL, MODE_SIMPLEX, MODE_ROUND):
-        r.lattice = np.frombuffer(p, dtype="<i4", count=k).astype(np.int64)
-        scale = 10.0 ** -mode.arg if kind == MODE_ROUND else g
-        r.values = r.lattice * scale
-        r.label = int(np.argmax(r.lattice))
+    """remaining u64 | ticks u32 | m i8 | mode u8 | k u16 | payload by mode."""
+    remaining, ticks, m, kind, k = QUERY_HEAD.unpack_from(_sized(b, QUERY_HEAD.size, "QUERY", exact=False))
+    if kind != mode.kind:
+        raise TransportError(f"malformed QUERY answer: mode {kind}, asked for {mode.kind}")
+    p = b[QUERY_HEAD.size:]
+    if mode.sends_values:
+        r = Released(lattice=np.frombuffer(_sized(p, 4 * k, "QUERY"), dtype="<i4")[None, :])
     elif kind == MODE_TOPK:
-        rec = np.frombuffer(p, dtype=np.dtype([("i", "<u2"), ("v", "<i4")]))
-        r.indices = rec["i"].astype(np.int64)
-        r.lattice = rec["v"].astype(np.int64)
-        r.values = r.lattice * g
-        r.label = int(r.indices[0])
+        rec = np.frombuffer(_sized(p, TOPK_ITEM.itemsize * min(mode.arg, k), "QUERY"), dtype=TOPK_ITEM)
+        r = Released(lattice=rec["v"][None, :], indices=rec["i"][None, :], label=rec["i"][:1])
     elif kind == MODE_LABEL:
-        (r.label,) = struct.unpack_from("<H", p)
-    elif kind == MODE_BUCKET:
-        r.label, r.level = struct.unpack_from("<HB", p)
-    return r
+        r = Released(label=np.frombuffer(_sized(p, 2, "QUERY"), dtype="<u2"))
+    else:
+        assert kind == MODE_BUCKET
+        (lab, level) = struct.unpack("<HB", _sized(p, 3, "QUERY"))
+        r = Released(label=np.array([lab]), level=np.array([level]))
+    return QueryResult.from_release(r, mode, m, k, remaining_micro=remaining, ticks=ticks)
 
 
-def admin_body(type_: int, counter: int, payload: bytes, key: bytes) -> bytes:
-    """counter u64 | payload | HMAC-SHA256(key, "EDP1" | type | counter | payload)."""
+# ---- test-build commands -----------------------------------------------------------------
+@dataclass(frozen=True)
+class LocalAnswer:
+    """LOCAL: the on-device consumer's label and the CRC-32 of the un-noised lattice vector."""
+
+    label: int
+    crc: int
+
+    FMT = struct.Struct("<HI")
+
+    @classmethod
+    def parse(cls, b: bytes) -> "LocalAnswer":
+        return cls(*cls.FMT.unpack(_sized(b, cls.FMT.size, "LOCAL")))
+
+
+@dataclass(frozen=True)
+class SampleRequest:
+    """SAMPLE: ``count`` raw noise samples of the [0, 1] lattice for k classes."""
+
+    eps_micro: int
+    sensitivity: float
+    k: int
+    count: int
+    m: int | None = None
+
+    FMT = struct.Struct("<IfHHb")
+
+    def pack(self) -> bytes:
+        if not 0 <= self.count <= MAX_SAMPLES:
+            raise ValueError(f"one SAMPLE request draws 0..{MAX_SAMPLES} samples, not {self.count}")
+        return self.FMT.pack(self.eps_micro, self.sensitivity, self.k, self.count, _m_wire(self.m))
+
+
+@dataclass(frozen=True)
+class SampleAnswer:
+    """m i8 | J u8 | count u16 | count x i32 noise in lattice steps."""
+
+    m: int
+    J: int
+    noise: np.ndarray
+
+    FMT = struct.Struct("<bBH")
+
+    @classmethod
+    def parse(cls, b: bytes) -> "SampleAnswer":
+        m, J, n = cls.FMT.unpack_from(_sized(b, cls.FMT.size, "SAMPLE", exact=False))
+        _sized(b, cls.FMT.size + 4 * n, "SAMPLE")
+        return cls(m, J, np.frombuffer(b, dtype="<i4", offset=cls.FMT.size).astype(np.int64))
+
+
+def naive_request(x: np.ndarray, scale: float) -> bytes:
+    """NAIVE: scale f32 | vector (full mode)."""
+    return struct.pack("<f", scale) + pack_vector(x, Mode(0))
+
+
+@dataclass(frozen=True)
+class NaiveAnswer:
+    """ticks u32 | k u16 | k x f32 outputs of the insecure baseline sampler."""
+
+    ticks: int
+    outputs: np.ndarray
+
+    FMT = struct.Struct("<IH")
+
+    @classmethod
+    def parse(cls, b: bytes) -> "NaiveAnswer":
+        ticks, k = cls.FMT.unpack_from(_sized(b, cls.FMT.size, "NAIVE", exact=False))
+        _sized(b, cls.FMT.size + 4 * k, "NAIVE")
+        return cls(ticks, np.frombuffer(b, dtype="<f4", offset=cls.FMT.size))
+
+
+# ---- authenticated administration ----------------------------------------------------------
+ACK = struct.Struct("<Q")
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """CHALLENGE answer: the one-use nonce and the stored admin counter, tagged by the device."""
+
+    nonce: bytes
+    counter: int
+    tag: bytes
+
+    @classmethod
+    def parse(cls, b: bytes) -> "Challenge":
+        if len(b) != 56:
+            raise ValueError(f"a CHALLENGE answer is 56 bytes, got {len(b)}")
+        return cls(b[:16], struct.unpack_from("<Q", b, 16)[0], b[24:])
+
+    def authentic(self, key: bytes) -> bool:
+        """True iff the tag is HMAC-SHA256(key, "EDPC" | nonce | counter)."""
+        want = hmac.new(key, b"EDPC" + self.nonce + struct.pack("<Q", self.counter), hashlib.sha256).digest()
+        return hmac.compare_digest(want, self.tag)
+
+
+def admin_body(type_: int, nonce: bytes, counter: int, payload: bytes, key: bytes) -> bytes:
+    """counter u64 | payload | HMAC-SHA256(key, "EDP2" | type | nonce | counter | payload)."""
     head = struct.pack("<Q", counter) + payload
-    tag = hmac.new(key, b"EDP1" + bytes([type_]) + head, hashlib.sha256).digest()
+    tag = hmac.new(key, b"EDP2" + bytes([type_]) + nonce + head, hashlib.sha256).digest()
     return head + tag
 
 
-def config_payload(epsilon: float, daily_cap: float, lifetime_cap: float | None, lo: float, hi: float,
-                   sensitivity: float, m: int | None = None) -> bytes:
-    def micro(v: float) -> int:
-        return int(round(v * 1e6))
-    return struct.pack("<IQQfffi", micro(epsilon), micro(daily_cap), micro(lifetime_cap or 0),
-                       lo, hi, sensitivity, M_AUTO if m is None else m)
+def parse_ack(b: bytes) -> int:
+    """The counter an admin command was accepted with (u64)."""
+    (counter,) = ACK.unpack(_sized(b, ACK.size, "admin"))
+    return counter

@@ -14,7 +14,9 @@ addresses with QEMU's generic loader (``-device loader,file=...,addr=...,force-r
 which writes them before the CPU leaves reset; the image's startup code copies ``.data`` and
 zeroes ``.bss`` only, so ``.noinit`` reaches the firmware as it was saved (as RAM on a
 battery would). The production image has no ``.noinit`` (its store is the backup SRAM, which
-QEMU does not model): nothing is saved for it.
+QEMU does not model): nothing is saved for it. QEMU writes loader blobs again at every
+system reset, so a session is never reset in place: ``SessionTarget.reset`` stops (saving)
+and starts again.
 
 The session's QEMU runs without ``-icount``: the device clock follows the host's clock
 (with ``-icount`` an idle firmware would run its clock ahead of real time), and tick counts
@@ -259,11 +261,12 @@ def _answers_ping(url: str, proc: subprocess.Popen, timeout: float) -> None:
                                    f"{_log_tail()}") from None
 
 
-def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0) -> Session:
+def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port: int | None = None) -> Session:
     """Start a session for ``target`` (``qemu`` or ``qemu:stm32f4``) and return it.
 
     SessionError if one runs already; the state of a session whose QEMU is gone is removed
-    first (``forget_stale``). ``fresh`` discards the memory saved for ``target``."""
+    first (``forget_stale``). ``fresh`` discards the memory saved for ``target``; ``port``
+    (default: a free one) is the console's TCP port."""
     if target not in IMAGES:
         raise SessionError(f"a device session runs {' or '.join(IMAGES)}, not {target!r}")
     current = running()
@@ -281,7 +284,7 @@ def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0) -> S
     d.mkdir(parents=True, exist_ok=True)
     qmp_dir = tempfile.mkdtemp(prefix=QMP_DIR_PREFIX)  # short path: Unix socket names are limited
     qmp_path = str(Path(qmp_dir) / "qmp.sock")
-    port = free_port()
+    port = port or free_port()
     argv = qemu_argv(elf, usart, port, qmp_path, icount=False, wait=False) + loader
     with open(d / LOG_FILE, "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -345,19 +348,44 @@ def stop(timeout: float = 10.0) -> Stopped:
 
 
 class SessionTarget:
-    """The running session as a target: the console socket; ``reset`` is QMP system_reset;
-    ``close`` disconnects and leaves QEMU running."""
+    """The running session as a target: the console socket; ``close`` disconnects and leaves
+    QEMU running.
+
+    ``reset`` is a power cycle that keeps the persistent memory: ``stop`` (saving it) and
+    ``start`` on the same console port. Not a QMP system_reset: QEMU writes the blobs of
+    ``-device loader`` again at every reset, so the memory restored at start would overwrite
+    the store -- a rollback of the spend. (Nothing else resets a session: the qemu image
+    never requests a reset and QEMU models no watchdog there.)"""
 
     def __init__(self, session: Session):
         self.session = session
         self.name = f"session:{session.target}"
-        self._link = SerialLink(session.url, connect_timeout=5.0)
+        self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0))
 
     def link(self) -> Link:
         return self._link
 
     def reset(self) -> None:
-        qmp(self.session.qmp, "system_reset")
+        self._link.inner.close()
+        stop()
+        self.session = start(self.session.target, port=self.session.port)
+        self._link.inner = SerialLink(self.session.url, connect_timeout=5.0)
 
     def close(self) -> None:
         self._link.close()
+
+
+class _Reconnectable:
+    """The link a Device holds across ``SessionTarget.reset``, which replaces the connection."""
+
+    def __init__(self, inner: Link):
+        self.inner = inner
+
+    def write(self, data: bytes) -> None:
+        self.inner.write(data)
+
+    def read(self, timeout: float) -> bytes:
+        return self.inner.read(timeout)
+
+    def close(self) -> None:
+        self.inner.close()

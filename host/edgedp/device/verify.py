@@ -6,18 +6,21 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from ..mech.dlap import chi_square_dlap
-from ..mech.lattice import make_lattice
+from ..mech import dlap
+from ..mech.lattice import MICRO, make_lattice, to_epsilon
 from ..mech.modes import Mode
-from ..mech.reference import ReferenceDevice, matches
+from ..mech.reference import ReferenceDevice
+from . import protocol as P
 from .client import Device
 from .noise import draw_samples
 
-EPSILONS = (0.1, 0.5, 1.0, 2.0, 10.0)
+EPS_MICRO = (100_000, 500_000, 1_000_000, 2_000_000, 10_000_000)
 KS = (1, 2, 3, 5, 10, 16, 33, 64, 100)
 MODES = ("full", "topk:1", "topk:3", "label", "bucket", "round:0", "round:2", "simplex")
 RANGES = ((0.0, 1.0, 2.0), (0.25, 0.5, 0.5), (-20.0, 20.0, 40.0), (0.0, 30.0, 2.0))
 """(lo, hi, sensitivity): probabilities, a narrow range, logits, a 30-teacher vote histogram."""
+CAPS = P.Caps(daily=10**15)
+"""Caps no replay reaches (10^9 epsilon a day, no lifetime cap)."""
 
 
 @dataclass
@@ -56,44 +59,45 @@ def varied_input(rng: np.random.Generator, k: int, lo: float = 0.0, hi: float = 
     return lo + (hi - lo) * u
 
 
+def _answer(r: P.QueryResult) -> dict:
+    return {"m": r.m, "lattice": r.lattice, "indices": r.indices, "label": r.label, "level": r.level}
+
+
 def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool = True) -> VerifyResult:
     """Re-key the device with a fresh test seed and compare `queries` answers with the reference."""
     rng = np.random.default_rng(seed)
     stream_seed = rng.bytes(32)
     res = VerifyResult()
-    eps = 1.0
-    dev.configure(key, eps, daily_cap=1e9, lifetime_cap=None)
+    cfg = P.MechConfig()
+    dev.configure(key, cfg, CAPS)
     dev.test_seed(key, stream_seed)
-    ref = ReferenceDevice(stream_seed, round(eps * 1e6))
-    lo, hi = 0.0, 1.0
+    ref = ReferenceDevice(cfg, stream_seed)
     for i in tqdm(range(queries), desc="bit-exact queries", disable=not progress, leave=False):
         if i % 97 == 96:
-            eps = float(rng.choice(EPSILONS))
+            eps_micro = int(rng.choice(EPS_MICRO))
             lo, hi, sens = RANGES[int(rng.integers(len(RANGES)))]
-            dev.configure(key, eps, daily_cap=1e9, lifetime_cap=None, lo=lo, hi=hi, sensitivity=sens)
-            ref.configure(round(eps * 1e6), sens, lo, hi)
+            cfg = P.MechConfig(eps_micro, lo, hi, sens)
+            dev.configure(key, cfg, CAPS)
+            ref.configure(cfg)
         k = int(rng.choice(KS))
         mode = Mode.parse(str(rng.choice(MODES)))
-        x = varied_input(rng, k, lo, hi)
+        x = varied_input(rng, k, cfg.lo, cfg.hi)
         got = dev.query(x, mode)
         want = ref.query(x, mode)
         res.queries += 1
-        ok = matches(got, want)
         res.by_mode.setdefault(str(mode), [0, 0])
         res.by_mode[str(mode)][0] += 1
-        if not ok:
+        if not got.same_answer(want):
             res.mismatches += 1
             res.by_mode[str(mode)][1] += 1
             if res.first_mismatch is None:
-                res.first_mismatch = {"query": i, "k": k, "mode": str(mode), "epsilon": eps, "range": [lo, hi],
-                                      "device": getattr(got, "lattice", None), "reference": want}
+                res.first_mismatch = {"query": i, "k": k, "mode": str(mode), "epsilon": to_epsilon(cfg.eps_micro),
+                                      "range": [cfg.lo, cfg.hi], "device": _answer(got), "reference": _answer(want)}
     return res
 
 
-def noise_fit(dev: Device, samples: int, epsilon: float = 1.0, sensitivity: float = 2.0, k: int = 10,
-              progress: bool = True) -> tuple[int, float, float, int]:
-    """(n, p-value, statistic, dof) of `samples` device noise draws against the exact pmf."""
-    z = draw_samples(dev, epsilon, sensitivity, k, samples, progress)
-    lat = make_lattice(k, round(epsilon * 1e6), sensitivity, 0.0, 1.0)
-    c = chi_square_dlap(z, lat.inv_t)
-    return c.n, c.pvalue, c.statistic, c.dof
+def noise_fit(dev: Device, samples: int, eps_micro: int = MICRO, sensitivity: float = 2.0, k: int = 10,
+              progress: bool = True) -> dlap.ChiSquare:
+    """Chi-square of ``samples`` device noise draws against the exact law."""
+    z = draw_samples(dev, P.SampleRequest(eps_micro, sensitivity, k, samples), progress)
+    return dlap.chi_square(z, make_lattice(k, eps_micro, sensitivity, 0.0, 1.0).inv_t)

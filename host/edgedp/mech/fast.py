@@ -8,15 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import modes
-from .lattice import Lattice, make_lattice, quantize
+from . import dlap, modes
+from .lattice import MICRO, Lattice, make_lattice, quantize, to_micro
 from .modes import Mode
-
-
-def dlap(inv_t: float, size, rng: np.random.Generator) -> np.ndarray:
-    """Discrete Laplace noise with P(z) proportional to exp(-|z| * inv_t)."""
-    p = -np.expm1(-inv_t)
-    return rng.geometric(p, size=size).astype(np.int64) - rng.geometric(p, size=size)
 
 
 def noisy_lattice(x: np.ndarray, epsilon: float, sensitivity: float = 2.0,
@@ -27,9 +21,9 @@ def noisy_lattice(x: np.ndarray, epsilon: float, sensitivity: float = 2.0,
     if not np.all(np.isfinite(x)):
         raise ValueError("inputs contain NaN or Inf (the device answers ERR_BAD_VALUE)")
     rng = rng if rng is not None else np.random.default_rng()
-    lat = make_lattice(x.shape[1], round(epsilon * 1e6), sensitivity, lo, hi, m)
+    lat = make_lattice(x.shape[1], to_micro(epsilon), sensitivity, lo, hi, m)
     q = quantize(x, lat, lo, hi)
-    return q + dlap(lat.inv_t, q.shape, rng), lat
+    return q + dlap.sample(lat.inv_t, q.shape, rng), lat
 
 
 def privatize(x: np.ndarray, epsilon: float, mode: Mode | str = "full", sensitivity: float = 2.0,
@@ -42,7 +36,7 @@ def privatize(x: np.ndarray, epsilon: float, mode: Mode | str = "full", sensitiv
     mode = Mode.parse(mode) if isinstance(mode, str) else mode
     if np.isinf(epsilon):
         x2 = np.atleast_2d(np.asarray(x, dtype=np.float64))
-        lat = make_lattice(x2.shape[1], 1_000_000, sensitivity, lo, hi)
+        lat = make_lattice(x2.shape[1], MICRO, sensitivity, lo, hi)
         y = quantize(x2, lat, lo, hi)
     else:
         y, lat = noisy_lattice(x, epsilon, sensitivity, lo, hi, rng)
@@ -54,17 +48,12 @@ def decode(y: np.ndarray, lat: Lattice, mode: Mode) -> dict:
 
     ``label`` is the noisy argmax (what LABEL mode releases); for full/round/simplex a
     client only sees clamped values, so compute labels from ``values`` if you model that."""
-    g = lat.granularity
-    out: dict = {"label": modes.label(y)}
-    if mode.kind == modes.MODE_FULL:
-        out["values"] = modes.clamp(y, lat) * g
-    elif mode.kind == modes.MODE_TOPK:
-        idx, val = modes.topk(y, mode.arg, lat)
-        out.update(indices=idx, values=val * g, label=idx[:, 0])
-    elif mode.kind == modes.MODE_BUCKET:
-        out["label"], out["level"] = modes.bucket(y, lat)
-    elif mode.kind == modes.MODE_ROUND:
-        out["values"] = modes.round_decimals(y, lat, mode.arg) / 10.0 ** mode.arg
-    elif mode.kind == modes.MODE_SIMPLEX:
-        out["values"] = modes.simplex(y, lat) * g
+    r = modes.release(y, lat, mode)
+    out: dict = {"label": modes.label(y) if r.label is None else r.label}
+    if r.lattice is not None:
+        out["values"] = mode.values(r.lattice, lat.m)
+    if r.indices is not None:
+        out["indices"] = r.indices
+    if r.level is not None:
+        out["level"] = r.level
     return out

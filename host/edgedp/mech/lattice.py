@@ -4,7 +4,8 @@ This module is the executable specification of ``firmware/core/src/dlap.c`` and
 ``mech.c`` set-up code.  Every floating-point step is written in the same order as
 the C code so that IEEE-754 double arithmetic (correctly rounded on both sides: soft
 double on the Cortex-M4, SSE2 on the host) gives identical bits.  Nothing here runs
-per query on the device.
+per query on the device.  With these tables one query is (eps + k 2^-36, k 2^-66)-DP
+(docs/privacy.md section 2 states the assumptions and the argument).
 """
 from __future__ import annotations
 
@@ -27,11 +28,17 @@ MAX_ACCEPT_BITS = 4
 MAX_KEEP_BITS = 4
 FIXED_BITS = 32
 """The fixed draw of one sample is at most 32 bits (one word of the 64-bit bit buffer)."""
-TAIL_ROUNDS = 13
-"""Tail outcomes (W += R, draw again) stop after this many rounds: P < 2^-69 (docs/benchmarks.md)."""
+CAP_BITS = 69
+"""Tail rounds: p^(rounds beyond the shift) <= 2^-69, so the cap adds at most 2^-66 of delta per
+coordinate (docs/privacy.md section 2; mirrors EDP_DLAP_CAP_BITS)."""
+Z_LIMIT = 2147483647.0 - 16777216.0
+"""|noise| must stay below 2^31 - 2^24 so that lattice value + noise fits int32 (EDP_DLAP_Z_LIMIT)."""
 MIN_TAIL = 2.0 ** -20
 """The alias table stops adding values once q^w < 2^-20, so every mass is >= 2^-24 of the total."""
 MAX_CLASSES = 1024
+MICRO = 1_000_000
+"""Micro-epsilon per epsilon: every epsilon on the device, the wire and in this package is an integer
+count of micro-epsilon (fixed point, no float accumulation); see ``to_micro``."""
 MAX_LATTICE = 1 << 24
 """|lo|/g and |hi|/g must stay below 2^24 so that y*g is exact in float32."""
 TWO64 = 18446744073709551616.0
@@ -40,6 +47,16 @@ MASK64 = (1 << 64) - 1
 
 class ConfigError(ValueError):
     """A mechanism configuration the device would refuse with ERR_BAD_VALUE."""
+
+
+def to_micro(epsilon: float) -> int:
+    """epsilon -> micro-epsilon, the nearest integer: the one conversion from a float epsilon."""
+    return round(epsilon * MICRO)
+
+
+def to_epsilon(micro: int) -> float:
+    """micro-epsilon -> epsilon, for display."""
+    return micro / MICRO
 
 
 def exp_neg(x: float) -> float:
@@ -86,6 +103,8 @@ class Lattice:
     keep: tuple[int, ...]                   # ALIAS_N 64-bit keep thresholds
     alias: tuple[int, ...]                  # ALIAS_N column aliases (== column: full, no test)
     tail: int                               # index of the tail outcome = number of plain values R
+    tail_rounds: int                        # tail outcomes before the tail counts as the value R
+    shift: float                            # L1 bound of neighbouring lattice vectors, sensitivity/g + k
 
     @property
     def granularity(self) -> float:
@@ -142,8 +161,9 @@ def make_lattice(k: int, epsilon_micro: int, sensitivity: float, lo: float, hi: 
     ylo, yhi = _ceil_f32(slo), _floor_f32(shi)
     if ylo > yhi:
         raise ConfigError("range holds no lattice point")
-    eps = float(epsilon_micro) / 1e6
-    inv_t = eps / (float(sens) * (2.0 ** m) + float(k))
+    eps = float(epsilon_micro) / MICRO
+    shift = float(sens) * (2.0 ** m) + float(k)
+    inv_t = eps / shift
     if inv_t > 1.0:
         raise ConfigError("noise scale t < 1 lattice step: use a finer lattice or smaller epsilon")
     J = 0
@@ -151,7 +171,7 @@ def make_lattice(k: int, epsilon_micro: int, sensitivity: float, lo: float, hi: 
         J += 1
     if J > MAX_J:
         raise ConfigError("noise scale t >= 2^25 lattice steps: epsilon too small for this lattice")
-    return Lattice(k=k, m=m, lo=ylo, hi=yhi, inv_t=inv_t, J=J, **dlap_tables(inv_t, J))
+    return Lattice(k=k, m=m, lo=ylo, hi=yhi, inv_t=inv_t, J=J, shift=shift, **dlap_tables(inv_t, J, shift))
 
 
 def _pow2(e: int) -> float:
@@ -169,7 +189,35 @@ def leading_ones(v: int, nbits: int) -> int:
     return n
 
 
-def dlap_tables(inv_t: float, J: int) -> dict:
+def tail_rounds(tail_mass: int, tail: int, L: int, shift: float) -> int:
+    """Tail outcomes before the tail counts as the value R (mirrors tail_cap in dlap.c).
+
+    W reaches the cap (R' + 1) tail only after R' + 1 tail outcomes, each of probability
+    p = tail_mass / 2^64, so |z| >= (R' + 1) span - s (span = tail 2^L) has probability at most
+    2 p^(R' + 1 - ceil(s / span)); R' is the least with p^(R' + 1 - ceil(shift / span)) <= 2^-69.
+    Raises ConfigError where the largest |z|, (R' + 2) span - 1, would reach Z_LIMIT."""
+    p, pr, span, floor_bound = float(tail_mass) / TWO64, 1.0, float(tail), 1.0
+    for _ in range(L):
+        span *= 2.0
+    for _ in range(CAP_BITS):
+        floor_bound *= 0.5
+    j = 0
+    while pr > floor_bound:
+        pr *= p
+        j += 1
+    too_wide = ConfigError("epsilon too large for this lattice: the noise cap it needs "
+                           "exceeds 2^31 - 2^24 lattice steps")
+    if not shift < Z_LIMIT:
+        raise too_wide
+    need = float(int(shift / span))
+    if need * span < shift:
+        need += 1.0
+    if (need + float(j) + 1.0) * span > Z_LIMIT:
+        raise too_wide
+    return int(need) + j - 1
+
+
+def dlap_tables(inv_t: float, J: int, shift: float) -> dict:
     """Sampler tables for 1/t = inv_t (mirrors edp_dlap_setup, one C function per phase, same double operations)."""
     L = J - LOW_SHIFT if J >= LOW_SHIFT else 0
     nc = (L + CHUNK_BITS - 1) // CHUNK_BITS
@@ -198,6 +246,7 @@ def dlap_tables(inv_t: float, J: int) -> dict:
     masses.append(threshold64(qp))
     masses[0] = (1 << 64) - sum(masses)  # value 0, the largest mass, takes the rounding residue
     masses += [0] * (ALIAS_N - len(masses))
+    rounds = tail_rounds(masses[tail], tail, L, shift)
     cap = 1 << (64 - ALIAS_BITS)
     keep, alias = [0] * ALIAS_N, list(range(ALIAS_N))
     small = [w for w in range(ALIAS_N) if masses[w] < cap]
@@ -211,7 +260,8 @@ def dlap_tables(inv_t: float, J: int) -> dict:
     for w in large:
         keep[w] = MASK64
     KP = max(0, min(MAX_KEEP_BITS, FIXED_BITS - 1 - ALIAS_BITS - L - K))
-    return dict(L=L, K=K, KP=KP, chunks=tuple(chunks), keep=tuple(keep), alias=tuple(alias), tail=tail)
+    return dict(L=L, K=K, KP=KP, chunks=tuple(chunks), keep=tuple(keep), alias=tuple(alias), tail=tail,
+                tail_rounds=rounds)
 
 
 def quantize(x: np.ndarray, lat: Lattice, lo: float, hi: float) -> np.ndarray:

@@ -53,6 +53,51 @@ class Mode:
         name = MODE_NAMES[self.kind]
         return f"{name}:{self.arg}" if self.kind in (MODE_TOPK, MODE_ROUND) else name
 
+    @property
+    def sends_values(self) -> bool:
+        """True for the modes that send one integer per class (full, round, simplex)."""
+        return self.kind in VECTOR_MODES
+
+    def values(self, lattice: np.ndarray, m: int) -> np.ndarray:
+        """Released integers in host units: lattice steps 2^-m, or 10^-D for round:D."""
+        if self.kind == MODE_ROUND:
+            return lattice / 10.0 ** self.arg
+        return lattice * 2.0 ** -m
+
+
+VECTOR_MODES = (MODE_FULL, MODE_ROUND, MODE_SIMPLEX)
+
+
+@dataclass
+class Released:
+    """What one output mode releases for n noisy vectors, as the integers the device sends.
+
+    ``lattice``: (n, k) for full, round and simplex, (n, K) for topk, else None;
+    ``indices``: (n, K) for topk; ``label``: (n,) for topk, label and bucket (the noisy
+    argmax; the vector modes send no label); ``level``: (n,) for bucket."""
+
+    lattice: np.ndarray | None = None
+    indices: np.ndarray | None = None
+    label: np.ndarray | None = None
+    level: np.ndarray | None = None
+
+
+def release(y: np.ndarray, lat: Lattice, mode: Mode) -> Released:
+    """Apply ``mode`` to noisy lattice vectors y (n, k): the one dispatch over output modes."""
+    if mode.kind == MODE_FULL:
+        return Released(lattice=clamp(y, lat))
+    if mode.kind == MODE_ROUND:
+        return Released(lattice=round_decimals(y, lat, mode.arg))
+    if mode.kind == MODE_SIMPLEX:
+        return Released(lattice=simplex(y, lat))
+    if mode.kind == MODE_TOPK:
+        idx, val = topk(y, mode.arg, lat)
+        return Released(lattice=val, indices=idx, label=idx[:, 0])
+    if mode.kind == MODE_LABEL:
+        return Released(label=label(y))
+    lab, level = bucket(y, lat)
+    return Released(label=lab, level=level)
+
 
 def clamp(y: np.ndarray, lat: Lattice) -> np.ndarray:
     return np.clip(y, lat.lo, lat.hi)
@@ -79,8 +124,38 @@ def bucket(y: np.ndarray, lat: Lattice) -> tuple[np.ndarray, np.ndarray]:
     return lab, level
 
 
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+"""The wire carries ROUND values as int32."""
+
+
+def _round_int(num: int, m: int) -> int:
+    return num << -m if m <= 0 else (num + (1 << (m - 1))) >> m
+
+
+def round_fits(lat: Lattice, digits: int) -> bool:
+    """True iff round(y * g, digits) in units of 10^-digits fits int32 for every y in [lo, hi]
+    (monotone in y: the two ends decide). Mirrors edp_mech_mode_fits."""
+    ends = [_round_int(v * 10 ** digits, lat.m) for v in (lat.lo, lat.hi)]
+    return INT32_MIN <= min(ends) and max(ends) <= INT32_MAX
+
+
+def check_fits(lat: Lattice, mode: Mode) -> None:
+    """Raise ValueError where the device refuses the mode for this lattice (ERR_BAD_VALUE,
+    before any noise is drawn or budget charged): SIMPLEX with a step above 1, ROUND:D whose
+    values overflow int32."""
+    if mode.kind == MODE_SIMPLEX and lat.m < 0:
+        raise ValueError("simplex mode needs a lattice step of at most 1")
+    if mode.kind == MODE_ROUND and not round_fits(lat, mode.arg):
+        raise ValueError(f"round:{mode.arg} values of the range [{lat.lo * lat.granularity:g}, "
+                         f"{lat.hi * lat.granularity:g}] overflow int32: use fewer decimals")
+
+
 def round_decimals(y: np.ndarray, lat: Lattice, digits: int) -> np.ndarray:
-    """round(y * g, digits) as integers in units of 10^-digits (half rounds up)."""
+    """round(y * g, digits) as integers in units of 10^-digits (half rounds up).
+
+    Raises ValueError where the values would not fit int32 (round_fits)."""
+    if not round_fits(lat, digits):
+        raise ValueError(f"round:{digits} values overflow int32 for this range and lattice")
     num = clamp(y, lat).astype(np.int64) * (10 ** digits)
     if lat.m <= 0:
         return num << (-lat.m)

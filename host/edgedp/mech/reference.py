@@ -2,8 +2,10 @@
 
 The keystream comes from the ``cryptography`` package (ChaCha20 with a 16-byte
 nonce = 64-bit little-endian block counter || 8 zero bytes, which is the
-device's state layout); bits are consumed MSB first from each little-endian
-32-bit word, lazily, exactly as ``firmware/core/include/edgedp/drbg.h``.
+device's state layout), in batches of 4 blocks with fast key erasure: the first
+32 bytes of each batch key the next one and are never output. Bits are consumed
+MSB first from each little-endian 32-bit word, lazily, exactly as
+``firmware/core/include/edgedp/drbg.h``.
 """
 from __future__ import annotations
 
@@ -12,14 +14,19 @@ import struct
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
+from ..device.protocol import MechConfig, QueryResult, SampleAnswer, SampleRequest
 from . import modes
-from .lattice import ALIAS_BITS, ALIAS_N, TAIL_ROUNDS, Lattice, make_lattice, quantize
+from .lattice import ALIAS_BITS, ALIAS_N, Lattice, make_lattice, quantize
 from .modes import Mode
 
 TEST_SEED = bytes(range(32))
 """The documented boot seed of test images (firmware/boards/test_keys.h)."""
 
-_BLOCKS_PER_REFILL = 256
+BATCH_BLOCKS = 4
+"""ChaCha20 blocks per batch (EDP_DRBG_BATCH_BLOCKS)."""
+KEY_BYTES = 32
+"""Fast key erasure: the first 32 bytes of a batch are the next key (EDP_DRBG_KEY_WORDS)."""
+_BATCHES_PER_REFILL = 64
 
 
 class BitStream:
@@ -33,12 +40,17 @@ class BitStream:
         self._words: list[int] = []
         self._pos = 0  # bit position into the concatenated words
 
+    def _batch(self) -> bytes:
+        """The output bytes of the next batch; re-keys from its first 32 bytes."""
+        nonce = struct.pack("<Q", self._block) + bytes(8)
+        raw = Cipher(algorithms.ChaCha20(self._key, nonce), mode=None).encryptor().update(bytes(64 * BATCH_BLOCKS))
+        self._block += BATCH_BLOCKS
+        self._key = raw[:KEY_BYTES]
+        return raw[KEY_BYTES:]
+
     def _extend(self, need: int) -> None:
         while len(self._words) * 32 - self._pos < need:
-            nonce = struct.pack("<Q", self._block) + bytes(8)
-            enc = Cipher(algorithms.ChaCha20(self._key, nonce), mode=None).encryptor()
-            raw = enc.update(bytes(64 * _BLOCKS_PER_REFILL))
-            self._block += _BLOCKS_PER_REFILL
+            raw = b"".join(self._batch() for _ in range(_BATCHES_PER_REFILL))
             drop = self._pos // 32
             self._words = self._words[drop:] + np.frombuffer(raw, dtype="<u4").tolist()
             self._pos -= drop * 32
@@ -98,7 +110,7 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
     the acceptance bits, continued lazily when they are all ones, are below a_V; column
     i keeps its value iff the keep bits (continued lazily on a tie) are below
     keep[i] / 2^64. The tail outcome adds ``lat.tail`` to W and draws a new column and
-    keep prefix (at most TAIL_ROUNDS times). A rejected V, or (negative, 0), restarts
+    keep prefix (at most lat.tail_rounds times). A rejected V, or (negative, 0), restarts
     the whole draw."""
     L, K, KP = lat.L, lat.K, lat.KP
     n1 = lat.take_bits
@@ -125,7 +137,7 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
                 tp = th >> (64 - KP)
                 if p > tp or (p == tp and not bits.less_than(th & ((1 << (64 - KP)) - 1), 64 - KP)):
                     i = lat.alias[i]
-            if i != lat.tail or rounds == TAIL_ROUNDS:
+            if i != lat.tail or rounds == lat.tail_rounds:
                 break
             w += lat.tail
             rounds += 1
@@ -141,66 +153,33 @@ def dlap_sample(lat: Lattice, bits: BitStream) -> int:
 class ReferenceDevice:
     """Replays what a test-build device outputs, given the same seed and configuration."""
 
-    def __init__(self, seed: bytes = TEST_SEED, epsilon_micro: int = 1_000_000, sensitivity: float = 2.0,
-                 lo: float = 0.0, hi: float = 1.0, m: int | None = None):
+    def __init__(self, cfg: MechConfig = MechConfig(), seed: bytes = TEST_SEED):
+        self.cfg = cfg
         self.bits = BitStream(seed)
-        self.configure(epsilon_micro, sensitivity, lo, hi, m)
 
-    def configure(self, epsilon_micro: int, sensitivity: float, lo: float, hi: float, m: int | None = None) -> None:
-        self.epsilon_micro, self.sensitivity, self.lo, self.hi, self.m = epsilon_micro, sensitivity, lo, hi, m
+    def configure(self, cfg: MechConfig) -> None:
+        self.cfg = cfg
 
     def reseed(self, seed: bytes) -> None:
         self.bits = BitStream(seed)
 
-    def lattice(self, k: int) -> Lattice:
-        return make_lattice(k, self.epsilon_micro, self.sensitivity, self.lo, self.hi, self.m)
-
     def noisy(self, x: np.ndarray) -> tuple[np.ndarray, Lattice]:
         """Noisy (unclamped) lattice vector for one query."""
         x = np.asarray(x, dtype=np.float32).ravel()
-        lat = self.lattice(len(x))
-        q = quantize(x, lat, self.lo, self.hi)
+        lat = self.cfg.lattice(len(x))
+        q = quantize(x, lat, self.cfg.lo, self.cfg.hi)
         y = np.array([int(qi) + dlap_sample(lat, self.bits) for qi in q], dtype=np.int64)
         return y, lat
 
-    def query(self, x: np.ndarray, mode: Mode | str = "full") -> dict:
-        """The integers the device sends for this query: lattice/indices/label/level."""
+    def query(self, x: np.ndarray, mode: Mode | str = "full") -> QueryResult:
+        """The answer the device sends for this query (without remaining budget and ticks)."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
+        modes.check_fits(self.cfg.lattice(np.size(x)), mode)  # the device refuses before drawing noise
         y, lat = self.noisy(x)
-        return encode_mode(y, lat, mode)
+        return QueryResult.from_release(modes.release(y[None, :], lat, mode), mode, lat.m, lat.k)
 
-    def sample(self, epsilon_micro: int, sensitivity: float, k: int, count: int,
-               m: int | None = None) -> tuple[Lattice, np.ndarray]:
+    def sample(self, req: SampleRequest) -> SampleAnswer:
         """Raw noise as the SAMPLE command draws it (range [0, 1] lattice)."""
-        lat = make_lattice(k, epsilon_micro, sensitivity, 0.0, 1.0, m)
-        return lat, np.array([dlap_sample(lat, self.bits) for _ in range(count)], dtype=np.int64)
-
-
-def encode_mode(y: np.ndarray, lat: Lattice, mode: Mode) -> dict:
-    """The integer payload of one answer in the given mode (what the device puts on the wire)."""
-    y2 = y[None, :]
-    if mode.kind == modes.MODE_FULL:
-        return {"lattice": modes.clamp(y, lat)}
-    if mode.kind == modes.MODE_SIMPLEX:
-        return {"lattice": modes.simplex(y2, lat)[0]}
-    if mode.kind == modes.MODE_ROUND:
-        return {"lattice": modes.round_decimals(y2, lat, mode.arg)[0]}
-    if mode.kind == modes.MODE_TOPK:
-        idx, val = modes.topk(y2, mode.arg, lat)
-        return {"indices": idx[0], "lattice": val[0]}
-    if mode.kind == modes.MODE_LABEL:
-        return {"label": int(modes.label(y2)[0])}
-    lab, level = modes.bucket(y2, lat)
-    return {"label": int(lab[0]), "level": int(level[0])}
-
-
-def matches(device: "object", ref: dict) -> bool:
-    """True iff a client QueryResult carries exactly the reference's integers."""
-    for key, val in ref.items():
-        got = getattr(device, key)
-        if isinstance(val, np.ndarray):
-            if got is None or not np.array_equal(np.asarray(got), val):
-                return False
-        elif got != val:
-            return False
-    return True
+        lat = make_lattice(req.k, req.eps_micro, req.sensitivity, 0.0, 1.0, req.m)
+        noise = np.array([dlap_sample(lat, self.bits) for _ in range(req.count)], dtype=np.int64)
+        return SampleAnswer(lat.m, lat.J, noise)

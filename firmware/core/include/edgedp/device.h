@@ -6,7 +6,13 @@
  *    (EDP_ERR_ENTROPY, EDP_ERR_TIME, EDP_ERR_STORE) before any noise is drawn;
  *  - PING, INFO, BUDGET and the local path never depend on entropy, clock or budget;
  *  - CONFIG, SET_TIME, RESET_BUDGET and TEST_SEED need an HMAC-SHA256 tag over
- *    "EDP1" | type | counter u64 | payload with a counter above the stored one;
+ *    "EDP2" | type | nonce | counter u64 | payload with the device's current
+ *    nonce (CHALLENGE hands it out; it is drawn from a DRBG of its own at boot
+ *    and redrawn after every admin frame, whatever its outcome) and a counter
+ *    above the stored one;
+ *  - with a flash log (port->flash), every commit of spend or counter raises
+ *    the flash high-water mark first, and boot restores spend and counter to
+ *    at least the mark (a lost or older store never lowers them);
  *  - every decoded frame gets exactly one response with its seq. */
 #ifndef EDGEDP_DEVICE_H
 #define EDGEDP_DEVICE_H
@@ -14,6 +20,7 @@
 #include <stdint.h>
 
 #include "edgedp/drbg.h"
+#include "edgedp/flog.h"
 #include "edgedp/mech.h"
 #include "edgedp/port.h"
 #include "edgedp/proto.h"
@@ -32,6 +39,11 @@ typedef struct {
     uint8_t store_ok;      /* record usable for external output */
     uint8_t entropy_ok;
     uint8_t plan_valid;
+    uint8_t auth_ok;       /* auth_drbg keyed: a nonce is available */
+    uint8_t flog_ok;       /* the flash log opened (or there is none) */
+    edp_drbg_t auth_drbg;  /* nonce generator, separate from the noise stream */
+    uint8_t nonce[EDP_AUTH_NONCE];
+    edp_flog_t flog;
     edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
     edp_naive_fn naive;    /* NULL unless the app installs the baseline */
     uint32_t rx_len;

@@ -9,13 +9,17 @@
  *   W is geometric with q = exp(-2^L/t), drawn from a 64-column alias table whose
  *     integer masses (1-q) q^w (0 < w < tail), q^tail and the rest for w = 0 sum
  *     to exactly 2^64; the tail outcome adds `tail` to W and draws again (at most
- *     EDP_DLAP_TAIL_ROUNDS times; then it counts as the value `tail`).
+ *     tail_rounds times; then it counts as the value `tail`). tail_rounds grows
+ *     with the largest shift between neighbouring inputs so that the cap costs
+ *     at most 2^-66 of delta per coordinate (docs/privacy.md section 2).
  * One fixed draw of n1 = L + K + 1 + 6 + KP <= 32 bits gives, MSB first: V,
  * the K-bit prefix of the acceptance comparison (all ones: compare further),
  * the sign, the alias column and the KP-bit prefix of its keep comparison
  * (equal: compare further). Comparisons read random bits MSB first as a binary
  * fraction and stop at the first bit that differs from the threshold.
  * (sign = 1, G = 0) is rejected and the whole sample redrawn.
+ * Guarantee: with the mechanism of mech.h one query is (eps + k 2^-36, k 2^-66)-DP
+ * (docs/privacy.md section 2 states the assumptions and the argument).
  * host/edgedp/mech/reference.py (dlap_sample) is the bit-exact executable
  * specification. Set-up uses double arithmetic (no libm); sampling uses
  * integers only. On ARMv7-M the ChaCha20 block and the sampling loop are in
@@ -37,7 +41,8 @@
 #define EDP_DLAP_MAX_ACCEPT_BITS  4
 #define EDP_DLAP_MAX_KEEP_BITS    4
 #define EDP_DLAP_FIXED_BITS       32
-#define EDP_DLAP_TAIL_ROUNDS      13   /* P(13 tails) < 2^-73 */
+#define EDP_DLAP_CAP_BITS         69   /* tail_rounds: p^(rounds past the shift) <= 2^-69 */
+#define EDP_DLAP_Z_LIMIT          (2147483647.0 - 16777216.0)  /* |q + z| < 2^31 with |q| < 2^24 */
 
 typedef struct {
     uint32_t hi, lo;  /* floor(p * 2^64) as two words */
@@ -62,6 +67,7 @@ typedef struct {
     uint32_t KP;       /* fixed keep bits, 0..4 */
     uint32_t nchunks;  /* ceil(L / 4) */
     uint32_t c1;       /* floor(2^32 / t) if L > 0: bounds of a_V for the slow path */
+    uint32_t tail_rounds;  /* tail outcomes before the tail counts as the value `tail` */
     uint8_t alias[EDP_DLAP_ALIAS_N];  /* == i: full column, no test */
     edp_threshold_t keep[EDP_DLAP_ALIAS_N];
     edp_threshold_t chunk[EDP_DLAP_MAX_CHUNKS][16];  /* exp(-u 2^(4c) / t); u = 0: 2^64 - 1 */
@@ -70,9 +76,11 @@ typedef struct {
 /* exp(-x) for 0 <= x <= 1 by 24 Horner terms in double (bit-reproducible). */
 double edp_exp_neg(double x);
 
-/* Build tables for 1/t = inv_t. Requires 2^-25 < inv_t <= 1, else
- * EDP_ERR_BAD_VALUE. */
-int edp_dlap_setup(edp_dlap_t *d, double inv_t);
+/* Build tables for 1/t = inv_t, for inputs of neighbours at most `shift`
+ * lattice steps apart in one coordinate (the L1 bound sensitivity/g + k).
+ * Requires 2^-25 < inv_t <= 1 and a tail cap below EDP_DLAP_Z_LIMIT (that is,
+ * roughly (epsilon + 30) t < 2^31 - 2^24), else EDP_ERR_BAD_VALUE. */
+int edp_dlap_setup(edp_dlap_t *d, double inv_t, double shift);
 
 /* One sample. Constant memory, bounded by the rejection loops' randomness. */
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng);

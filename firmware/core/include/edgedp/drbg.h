@@ -1,18 +1,30 @@
-/* ChaCha20 deterministic random bit generator with a lazy bit buffer.
+/* ChaCha20 deterministic random bit generator with fast key erasure and a lazy
+ * bit buffer.
  *
- * Keystream = ChaCha20 blocks (RFC 8439 block function, 20 rounds) of
- * key[8], a 64-bit block counter in state words 12-13 and zero nonce words
- * 14-15, starting at counter 0. Each block is 16 little-endian 32-bit words;
- * bits are handed out word by word, most significant bit first, and every bit
- * is used exactly once (nothing is discarded between calls). */
+ * Keystream: ChaCha20 blocks (RFC 8439 block function, 20 rounds) of key[8], a
+ * 64-bit block counter in state words 12-13 and zero nonce words 14-15,
+ * starting at counter 0, generated in batches of EDP_DRBG_BATCH_BLOCKS blocks
+ * (64 words). Fast key erasure (Bernstein, "Fast-key-erasure random-number
+ * generators", 2017): the first 8 words of every batch become the key of the
+ * next batch and are wiped from the buffer before anything is output; only the
+ * other 56 words are output. The key that produced a batch no longer exists
+ * once any of its words is used, so a later read of RAM reveals no earlier
+ * batch (only the words of the current batch still in the buffer).
+ * Words are little-endian 32-bit values of the keystream; bits are handed out
+ * word by word, most significant bit first, and every output bit is used
+ * exactly once (nothing is discarded between calls). */
 #ifndef EDGEDP_DRBG_H
 #define EDGEDP_DRBG_H
 #include <stdint.h>
 
+#define EDP_DRBG_BATCH_BLOCKS 4
+#define EDP_DRBG_BATCH_WORDS (16 * EDP_DRBG_BATCH_BLOCKS)
+#define EDP_DRBG_KEY_WORDS 8  /* the next key: words 0..7 of each batch, never output */
+
 typedef struct {
     uint32_t state[16];   /* ChaCha20 input: constants, key[8], counter lo/hi (next block), 0, 0 */
-    uint32_t block[16];
-    uint32_t word;        /* next unread word of block (16 = empty) */
+    uint32_t block[EDP_DRBG_BATCH_WORDS];  /* the current batch; words 0..7 wiped */
+    uint32_t word;        /* next unread word of block (EDP_DRBG_BATCH_WORDS = empty) */
     uint64_t acc;         /* left-aligned unread bits */
     uint32_t nbits;       /* valid bits in acc */
     uint32_t blocks_since_seed;
@@ -25,7 +37,8 @@ void edp_chacha20_block(const uint32_t in[16], uint32_t out[16]);
  * reset the counter and drop any buffered bits. Wipes nothing in key32. */
 void edp_drbg_seed(edp_drbg_t *d, const uint8_t key32[32]);
 
-/* Generate the next block into d->block and reset d->word to 0. */
+/* Generate the next batch into d->block, re-key from its first 8 words (then
+ * wiped) and set d->word to EDP_DRBG_KEY_WORDS, the first output word. */
 void edp_drbg_next_block(edp_drbg_t *d);
 
 /* Refill so that at least 32 bits are buffered. */
@@ -35,7 +48,7 @@ void edp_drbg_refill(edp_drbg_t *d);
  * caller keeps its own buffer and must not mix this with buffered bits). */
 static inline uint32_t edp_drbg_word(edp_drbg_t *d)
 {
-    if (d->word >= 16) edp_drbg_next_block(d);
+    if (d->word >= EDP_DRBG_BATCH_WORDS) edp_drbg_next_block(d);
     return d->block[d->word++];
 }
 

@@ -21,7 +21,7 @@ enum edp_mode {
     EDP_MODE_TOPK = 1,    /* arg = K: K x (u16 index, i32 clamped value), by noisy value desc, index asc */
     EDP_MODE_LABEL = 2,   /* u16 noisy argmax (lowest index on ties) */
     EDP_MODE_BUCKET = 3,  /* u16 label, u8 level: 2 top third of range, 1 middle, 0 low */
-    EDP_MODE_ROUND = 4,   /* arg = D: k x i32 round(y g, D) in units of 10^-D */
+    EDP_MODE_ROUND = 4,   /* arg = D: k x i32 round(y g, D) in units of 10^-D (edp_mech_mode_fits) */
     EDP_MODE_SIMPLEX = 5, /* k x i32 lattice values >= 0 summing to 2^m (1.0) */
 };
 
@@ -55,7 +55,7 @@ int edp_mech_check_values(const float *x, uint32_t k);
 void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q);
 
 /* In place: y[i] += z_i, z_i discrete Laplace(t). The result is not clamped:
- * |y| < 2^31 because |q| < 2^24 and |z| < 97 * 2^24. */
+ * |y| < 2^31 because |q| < 2^24 and |z| < 2^31 - 2^24 (EDP_DLAP_Z_LIMIT). */
 void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y);
 
 /* Validate a mode and its argument for k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
@@ -64,10 +64,18 @@ int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k);
 /* Encode the noisy vector y (modified in place) in the given mode into out.
  * Values sent are clamped to [ylo, yhi]; rankings (LABEL, TOPK, BUCKET's
  * label) use the unclamped noisy values, so that clamping creates no ties.
- * Both are post-processing of the same noisy vector. Returns bytes written or
- * EDP_ERR_LEN if cap is short. */
+ * Both are post-processing of the same noisy vector. Returns bytes written,
+ * EDP_ERR_LEN if cap is short, or EDP_ERR_BAD_VALUE where edp_mech_mode_fits
+ * refuses the mode. */
 int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
                     int32_t *y, uint8_t *out, size_t cap);
+
+/* Whether the plan can answer in this mode: EDP_ERR_BAD_VALUE for SIMPLEX with
+ * a lattice step above 1 (m < 0) and for ROUND:D when round(y g, D) of some y
+ * in [ylo, yhi] does not fit the wire's int32 (refused, never wrapped or
+ * saturated); else EDP_OK. Depends only on the configuration, k and the mode:
+ * QUERY checks it before charging or drawing noise. */
+int edp_mech_mode_fits(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg);
 
 /* Noisy argmax helper shared by LABEL, BUCKET and local consumers. */
 uint32_t edp_mech_argmax(const int32_t *y, uint32_t k);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "edgedp/flog.h"
+
 enum edp_tick_kind {
     EDP_TICK_SYSTICK = 0,  /* SysTick on the core clock (QEMU: 1.344 ticks per instruction under -icount shift=3) */
     EDP_TICK_DWT = 1,      /* DWT CYCCNT: real core cycles */
@@ -50,6 +52,16 @@ typedef struct edp_port {
     void (*uart_write)(void *ctx, const uint8_t *buf, size_t n);
 
     const char *board;   /* short board name reported by INFO */
+
+    /* Key material for the admin nonce generator, fresh at every boot. NULL:
+     * use entropy (production ports: the hardware RNG). Test ports, whose
+     * entropy is the fixed test seed, must supply a source that differs per
+     * boot; EDP_ERR_ENTROPY refuses every admin command. */
+    int (*auth_entropy)(void *ctx, uint8_t key[32]);
+
+    /* The two flash sectors of the high-water log (flog.h), or NULL for a port
+     * without one (then a lost store restarts spend and counter from 0). */
+    const edp_flash_t *flash;
 } edp_port_t;
 
 #endif

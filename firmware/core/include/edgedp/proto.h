@@ -27,11 +27,13 @@ enum edp_frame_type {
     EDP_T_SET_TIME = 0x21,     /* authenticated */
     EDP_T_RESET_BUDGET = 0x22, /* authenticated */
     EDP_T_TEST_SEED = 0x23,    /* authenticated, test builds */
+    EDP_T_CHALLENGE = 0x24,    /* the nonce and counter the next admin command must sign */
     EDP_T_ERROR = 0x7F,
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
 
 #define EDP_AUTH_TAG 32u
 #define EDP_AUTH_COUNTER 8u
+#define EDP_AUTH_NONCE 16u
 
 #endif

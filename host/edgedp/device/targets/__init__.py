@@ -7,8 +7,11 @@
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import Protocol
 
+from ..errors import TransportError
 from ..transport import Link, SerialLink
 
 
@@ -33,7 +36,6 @@ class UrlTarget:
         return self._link
 
     def reset(self) -> None:
-        from ..errors import TransportError
         raise TransportError(f"{self.name}: reset is not available over a plain serial link")
 
     def close(self) -> None:
@@ -41,6 +43,19 @@ class UrlTarget:
 
 
 DEFAULT_TARGET = "qemu"
+NAMES = ("qemu", "qemu:stm32f4", "host", "host:san", "renode", "session")
+SERIAL_HELP = "a pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT) or a serial device (/dev/ttyACM0, COM3)"
+
+
+def check_spec(spec: str) -> str:
+    """spec if it names a target or a serial link; TransportError at once (listing the valid ones) if not."""
+    if spec in NAMES or "://" in spec or re.fullmatch(r"COM\d+", spec, re.I):
+        return spec
+    if spec.startswith("/"):
+        if Path(spec).exists():
+            return spec
+        raise TransportError(f"target {spec}: no such serial device")
+    raise TransportError(f"unknown target {spec!r}: use {', '.join(NAMES)}, or {SERIAL_HELP}")
 
 
 def start_target(spec: str | None = None) -> Target:
@@ -49,6 +64,8 @@ def start_target(spec: str | None = None) -> Target:
 
     A recorded session whose QEMU is gone is an error, not a silent fresh 'qemu'."""
     spec = spec or os.environ.get("EDGEDP_TARGET")
+    if spec:
+        check_spec(spec)
     if not spec or spec == "session":
         from ..session import SessionTarget, running_or_raise
         s = running_or_raise(required=spec == "session")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TransportError
@@ -21,6 +23,7 @@ from ..transport import Link, SerialLink
 
 IMAGES = {"qemu": ("qemu", 1), "qemu:stm32f4": ("stm32f4", 2)}
 QEMU = "qemu-system-arm"
+HOST_ENTROPY = 0x2001FFE0
 
 
 def free_port() -> int:
@@ -58,6 +61,11 @@ def qemu_argv(elf: Path, usart: int, port: int, qmp_path: str, icount: bool = Tr
     argv = [QEMU, "-M", "netduinoplus2", "-nographic", "-monitor", "none",
             "-kernel", str(elf), *serial,
             "-qmp", f"unix:{qmp_path},server=on,wait=off"]
+    # Fresh key material for the test image's admin nonce (boards/qemu: 32 bytes at
+    # 0x2001FFE0, rewritten by QEMU at every reset); the production image ignores it.
+    for i in range(4):
+        word = int.from_bytes(secrets.token_bytes(8), "little")
+        argv += ["-device", f"loader,addr={HOST_ENTROPY + 8 * i:#x},data={word:#x},data-len=8"]
     if os.environ.get("EDGEDP_QEMU_LOG"):
         # Log accesses to registers QEMU does not model (RCC, RNG, RTC, ...): large.
         argv += ["-d", "unimp,guest_errors", "-D", os.environ["EDGEDP_QEMU_LOG"]]
@@ -92,12 +100,14 @@ def qmp(path: str, command: str, arguments: dict | None = None, timeout: float =
 
 
 class QemuTarget:
-    def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True):
+    def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True,
+                 extra_args: Sequence[str] = ()):
+        """extra_args: appended to the qemu-system-arm command line (e.g. more -device loader)."""
         self.name = name
         self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-qemu-")
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         self.port = free_port()
-        argv = qemu_argv(elf, usart, self.port, self.qmp_path, icount)
+        argv = qemu_argv(elf, usart, self.port, self.qmp_path, icount) + list(extra_args)
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE)
         try:

@@ -9,7 +9,7 @@
  * arch/portable/dlap.c; checked by the QEMU bit-exact replay and tests/bench).
  * Registers: r0:r1 = hi:lo bit buffer, r2 = nbits, r3 = next keystream word,
  * r4 = y, r5 = end, r6 = draw x, r7 = d + 64 (the fast table), r8 = imask,
- * r9 = n1, r10 = s1, r11 = mk; stack: [sp] d, [sp+4] r, [sp+8] r->block + 16. */
+ * r9 = n1, r10 = s1, r11 = mk; stack: [sp] d, [sp+4] r, [sp+8] the end of r->block. */
 EDP_STATIC_ASSERT(n1, offsetof(edp_dlap_t, n1) == 0);
 EDP_STATIC_ASSERT(s1, offsetof(edp_dlap_t, s1) == 4);
 EDP_STATIC_ASSERT(mk, offsetof(edp_dlap_t, mk) == 8);
@@ -21,25 +21,26 @@ EDP_STATIC_ASSERT(tail, offsetof(edp_dlap_t, tail) == 28);
 EDP_STATIC_ASSERT(vthr, offsetof(edp_dlap_t, vthr) == 32);
 EDP_STATIC_ASSERT(fast, offsetof(edp_dlap_t, fast) == 64);
 EDP_STATIC_ASSERT(block, offsetof(edp_drbg_t, block) == 64);
-EDP_STATIC_ASSERT(word, offsetof(edp_drbg_t, word) == 128);
-EDP_STATIC_ASSERT(acc, offsetof(edp_drbg_t, acc) == 136);
-EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == 144);
+EDP_STATIC_ASSERT(word, offsetof(edp_drbg_t, word) == 320);
+EDP_STATIC_ASSERT(acc, offsetof(edp_drbg_t, acc) == 328);
+EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == 336);
+EDP_STATIC_ASSERT(batch, EDP_DRBG_BATCH_WORDS == 64);
 
 /* Store the bit buffer to r (uses ip = r and r3). */
 #define EDP_FLUSH \
     "ldr ip, [sp, #4]\n\t" \
-    "strd r1, r0, [ip, #136]\n\t" \
-    "str r2, [ip, #144]\n\t" \
+    "strd r1, r0, [ip, #328]\n\t" \
+    "str r2, [ip, #336]\n\t" \
     "sub r3, r3, ip\n\t" \
     "sub r3, r3, #64\n\t" \
     "lsr r3, r3, #2\n\t" \
-    "str r3, [ip, #128]\n\t"
+    "str r3, [ip, #320]\n\t"
 /* Reload it (uses ip and r3; keeps lr and the flags). */
 #define EDP_LOAD \
     "ldr ip, [sp, #4]\n\t" \
-    "ldr r3, [ip, #128]\n\t" \
-    "ldr r2, [ip, #144]\n\t" \
-    "ldrd r1, r0, [ip, #136]\n\t" \
+    "ldr r3, [ip, #320]\n\t" \
+    "ldr r2, [ip, #336]\n\t" \
+    "ldrd r1, r0, [ip, #328]\n\t" \
     "add r3, ip, r3, lsl #2\n\t" \
     "add r3, r3, #64\n\t"
 
@@ -50,7 +51,7 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "push {r4-r11, lr}\n\t"
         "sub sp, sp, #12\n\t"
         "strd r0, r1, [sp]\n\t"
-        "add ip, r1, #128\n\t"
+        "add ip, r1, #320\n\t"
         "str ip, [sp, #8]\n\t"
         "mov r4, r2\n\t"
         "add r5, r2, r3, lsl #2\n\t"
@@ -114,13 +115,15 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "cmp r4, r5\n\t"
         "bne 1b\n\t"
         "b 9f\n\t"
-        /* a new keystream block */
+        /* a new keystream batch: continue at r->block + r->word */
         "10:\n\t"
         "push {r0-r3}\n\t"
         "ldr r0, [sp, #20]\n\t"
         "bl edp_drbg_next_block\n\t"
         "pop {r0-r3}\n\t"
-        "ldr r3, [sp, #4]\n\t"
+        "ldr ip, [sp, #4]\n\t"
+        "ldr r3, [ip, #320]\n\t"
+        "add r3, ip, r3, lsl #2\n\t"
         "add r3, r3, #64\n\t"
         "b 11b\n\t"
         /* acceptance: the next bit against a_V's bit K + 1 (1 iff V < vthr) */

@@ -15,9 +15,9 @@ void edp_dlap_add(const edp_dlap_t *d, edp_drbg_t *r, int32_t *y, uint32_t k)
         uint32_t x, w, g;
         if (nbits < d->n1) {  /* one more word; nbits < 32, so lo holds no valid bits */
             uint32_t wd;
-            if (wp == r->block + 16) {
+            if (wp == r->block + EDP_DRBG_BATCH_WORDS) {
                 edp_drbg_next_block(r);
-                wp = r->block;
+                wp = r->block + r->word;
             }
             wd = *wp++;
             hi |= wd >> nbits;

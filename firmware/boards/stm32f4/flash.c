@@ -1,0 +1,106 @@
+/* Internal flash programming for the flash high-water log (RM0090 §3.6).
+ * The controller is left locked between operations. Code runs from the same
+ * bank: the core stalls on instruction fetches while an operation is busy,
+ * which is harmless (no interrupts are used) but holds the UART: bytes that
+ * arrive during a sector erase (1-2 s) are lost and the host retries. */
+#include "stm32f4.h"
+
+#include "edgedp/error.h"
+
+static int unlock(edp_flash_regs_t *r)
+{
+    if (EDP_RD(r->CR) & FLASH_CR_LOCK) {
+        r->KEYR = FLASH_KEY1;
+        r->KEYR = FLASH_KEY2;
+    }
+    return (EDP_RD(r->CR) & FLASH_CR_LOCK) ? EDP_ERR_STORE : EDP_OK;
+}
+
+static void lock(edp_flash_regs_t *r)
+{
+    r->CR = FLASH_CR_LOCK;
+}
+
+/* Wait for BSY to clear within spin polls; then EDP_OK unless an error flag is set. */
+static int idle(edp_flash_regs_t *r, uint32_t spin)
+{
+    if (!spin) spin = 1;
+    while (EDP_RD(r->SR) & FLASH_SR_BSY)
+        if (!--spin) return EDP_ERR_STORE;
+    return (EDP_RD(r->SR) & FLASH_SR_ERRORS) ? EDP_ERR_STORE : EDP_OK;
+}
+
+/* Unlock, wait for a previous operation, clear stale flags (write 1 to clear). */
+static int begin(edp_flash_regs_t *r, uint32_t spin)
+{
+    int err = unlock(r);
+    if (err < 0) return err;
+    r->SR = FLASH_SR_ERRORS | FLASH_SR_EOP;
+    return idle(r, spin);
+}
+
+static int in_range(const edp_stm32_flash_t *d, uint32_t off, uint32_t n)
+{
+    return !((off | n) & 3u) && off <= 2u * d->sector_size && n <= 2u * d->sector_size - off;
+}
+
+static int flash_read(void *ctx, uint32_t off, void *buf, uint32_t n)
+{
+    const edp_stm32_flash_t *d = ctx;
+    const volatile uint8_t *src = (const volatile uint8_t *)d->base + off;
+    uint8_t *p = buf;
+    uint32_t i;
+    if (off > 2u * d->sector_size || n > 2u * d->sector_size - off) return EDP_ERR_STORE;
+    for (i = 0; i < n; i++) p[i] = src[i];
+    return EDP_OK;
+}
+
+static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    const edp_stm32_flash_t *d = ctx;
+    edp_flash_regs_t *r = d->regs;
+    const uint8_t *p = buf;
+    uint32_t i;
+    int err;
+    if (!in_range(d, off, n)) return EDP_ERR_STORE;
+    err = begin(r, d->spin_program);
+    for (i = 0; err == EDP_OK && i < n; i += 4) {
+        volatile uint32_t *w = d->base + (off + i) / 4u;
+        uint32_t v = (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 | (uint32_t)p[i + 3] << 24;
+        r->CR = FLASH_CR_PSIZE_X32 | FLASH_CR_PG;
+        *w = v;
+        err = idle(r, d->spin_program);
+        if (err == EDP_OK && *w != v) err = EDP_ERR_STORE;
+    }
+    lock(r);
+    return err;
+}
+
+static int flash_erase(void *ctx, uint32_t sector)
+{
+    const edp_stm32_flash_t *d = ctx;
+    edp_flash_regs_t *r = d->regs;
+    const volatile uint32_t *w = d->base + sector * (d->sector_size / 4u);
+    uint32_t i;
+    int err;
+    if (sector > 1) return EDP_ERR_STORE;
+    if ((err = begin(r, d->spin_program)) == EDP_OK) {
+        if (d->before_erase) d->before_erase();
+        r->CR = FLASH_CR_PSIZE_X32 | FLASH_CR_SER | ((d->first_sector + sector) << FLASH_CR_SNB_SHIFT);
+        r->CR |= FLASH_CR_STRT;
+        err = idle(r, d->spin_erase);
+    }
+    lock(r);
+    for (i = 0; err == EDP_OK && i < d->sector_size / 4u; i++)
+        if (w[i] != 0xFFFFFFFFu) err = EDP_ERR_STORE;
+    return err;
+}
+
+void edp_stm32_flash_bind(edp_flash_t *f, edp_stm32_flash_t *d)
+{
+    f->ctx = d;
+    f->sector_size = d->sector_size;
+    f->read = flash_read;
+    f->program = flash_program;
+    f->erase = flash_erase;
+}

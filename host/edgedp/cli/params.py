@@ -1,0 +1,92 @@
+"""Command-line parameter types: every number is checked here, at the edge, with the reason.
+
+A bad value stops the command before anything is sent to a device, as click's usual one-line
+usage error (exit code 2), never as a traceback or a device error code."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from ..mech.lattice import MAX_CLASSES, MICRO, to_micro
+
+U32, U64 = 2**32 - 1, 2**64 - 1
+
+
+class _Number(click.ParamType):
+    """A finite float in an interval, with the unit's own words in the error."""
+
+    name = "float"
+
+    def __init__(self, what: str, low: float, high: float, zero_ok: bool = False, micro_max: int | None = None):
+        self.what, self.low, self.high, self.zero_ok, self.micro_max = what, low, high, zero_ok, micro_max
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            v = value
+        else:
+            try:
+                v = float(value)
+            except ValueError:
+                self.fail(f"{self.what} must be a number, not {value!r}", param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{self.what} must be finite, not {value}", param, ctx)
+        if v == 0 and self.zero_ok:
+            return v
+        if not v > 0:
+            self.fail(f"{self.what} must be > 0{' (or 0)' if self.zero_ok else ''}, not {value}", param, ctx)
+        if self.micro_max is not None:
+            micro = to_micro(v)
+            if micro < 1:
+                self.fail(f"{self.what} must be at least 1e-6 (the device counts micro-epsilon), not {value}",
+                          param, ctx)
+            if micro > self.micro_max:
+                self.fail(f"{self.what} must be at most {self.micro_max / MICRO:.6f} (the device's "
+                          f"{'32' if self.micro_max == U32 else '64'}-bit micro-epsilon), not {value}", param, ctx)
+        elif not v <= self.high:
+            self.fail(f"{self.what} must be at most {self.high:g}, not {value}", param, ctx)
+        if v < self.low:
+            self.fail(f"{self.what} must be at least {self.low:g}, not {value}", param, ctx)
+        return v
+
+
+EPSILON = _Number("epsilon", 0.0, math.inf, micro_max=U32)
+"""Per-query epsilon: micro-epsilon in 1..2^32-1 (the CONFIG and SAMPLE fields are u32)."""
+DAILY_CAP = _Number("the daily cap", 0.0, math.inf, micro_max=U64)
+LIFETIME_CAP = _Number("the lifetime cap", 0.0, math.inf, zero_ok=True, micro_max=U64)
+SENSITIVITY = _Number("the sensitivity", float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max))
+"""L1 sensitivity: a positive normal float32 (the device stores it as one)."""
+UNIX_TIME = click.IntRange(0, U64)
+SAMPLES = click.IntRange(1, None)
+CLASSES = click.IntRange(1, MAX_CLASSES)
+
+
+def check_range(ctx: click.Context, param: click.Parameter, value: tuple[float, float] | None
+                ) -> tuple[float, float] | None:
+    """--range LO HI: finite float32 values with LO < HI."""
+    if value is None:
+        return None
+    lo, hi = value
+    f32 = float(np.finfo(np.float32).max)
+    if not all(math.isfinite(v) and abs(v) <= f32 for v in value):
+        raise click.BadParameter(f"LO and HI must be finite float32 values, not {lo} {hi}", ctx, param)
+    if not lo < hi:
+        raise click.BadParameter(f"LO must be below HI, not {lo} {hi}", ctx, param)
+    return value
+
+
+def check_writable(path: str) -> Path:
+    """An output file that can be created or overwritten (checked before any query is charged)."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ValueError(f"cannot write {path}: it is a directory")
+    if not parent.is_dir():
+        raise ValueError(f"cannot write {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"cannot write {path}: permission denied")
+    return p

@@ -1,0 +1,157 @@
+"""Store loss, replay of captured admin frames, the flash high-water log and reseed retry,
+on the native port (issue 9 items 1 and 4).
+
+The host port keeps the store and the RAM NOR model of the flash log in two files
+(EDP_STORE_FILE, EDP_FLASH_FILE): deleting the store file is a lost backup domain (dead
+VBAT, or a power cycle on a board with VBAT tied to VDD) while the flash survives."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from edgedp.device import frames, protocol as P
+from edgedp.device.errors import DeviceError, TransportError
+from edgedp.device.protocol import Caps, MechConfig
+from edgedp.mech.lattice import MICRO
+
+from ..conftest import HostDevice
+
+pytestmark = pytest.mark.native
+X = np.array([0.1, 0.6, 0.3])
+EPS = 1_000_000
+RECORD_WORDS = 9  # one 36-byte flash log record
+
+
+@pytest.fixture
+def dev_files(native_builds: None, tmp_path: Path) -> Iterator[HostDevice]:
+    h = HostDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
+    yield h
+    assert h.stop() in (None, 0)
+
+
+def lose_store(h: HostDevice) -> None:
+    h.stop()
+    h.store.unlink()
+
+
+def send_and_get(dev, wire: bytes) -> frames.Frame:
+    dev.send_raw(wire)
+    return dev.receive()
+
+
+def test_store_loss_keeps_spend_and_counter_from_flash(dev_files: HostDevice, test_key: bytes) -> None:
+    dev = dev_files.start()
+    dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO))
+    for _ in range(40):  # more records than one 28-slot sector: the log switches sectors
+        dev.query(X, "label")
+    before = dev.budget()
+    assert before.lifetime_spent == 40 * EPS
+    lose_store(dev_files)
+    dev = dev_files.start()
+    after = dev.budget()
+    assert dev.info().store == "fresh"
+    assert after.lifetime_spent >= before.lifetime_spent, "store loss gave back lifetime budget"
+    assert after.daily_spent >= before.daily_spent, "store loss gave back today's budget"
+    assert after.auth_counter >= before.auth_counter
+    dev.query(X, "label")
+    assert dev.budget().lifetime_spent == before.lifetime_spent + EPS
+
+
+def test_without_the_flash_log_store_loss_restarts_from_zero(dev_files: HostDevice, test_key: bytes) -> None:
+    """The control: losing the flash file too is what main did on every store loss."""
+    dev = dev_files.start()
+    dev.query(X, "label")
+    lose_store(dev_files)
+    (dev_files.store.parent / "flash.bin").unlink()
+    assert dev_files.start().budget().lifetime_spent == 0
+
+
+@pytest.mark.parametrize("lose_flash", [False, True], ids=["flash-kept", "flash-lost-too"])
+def test_captured_config_is_refused_after_store_loss(dev_files: HostDevice, test_key: bytes,
+                                                     lose_flash: bool) -> None:
+    dev = dev_files.start()
+    seq, wire = dev.admin_frame(P.CONFIG, P.config_payload(MechConfig(), Caps(daily=100 * MICRO)), test_key)
+    f = send_and_get(dev, wire)  # the genuine command, captured on the wire
+    assert f.type == P.CONFIG | P.RESPONSE
+    assert send_and_get(dev, wire).body[0] == 9  # ERR_AUTH: its nonce is used up
+    lose_store(dev_files)
+    if lose_flash:
+        (dev_files.store.parent / "flash.bin").unlink()
+    dev = dev_files.start()
+    before = dev.budget()
+    f = send_and_get(dev, wire)
+    assert f.type == P.ERROR and f.body[0] in (9, 10), "a captured CONFIG was accepted after store loss"
+    assert dev.budget() == before
+
+
+def test_nonce_is_one_use_and_changes_after_every_admin_frame(dev_files: HostDevice, test_key: bytes) -> None:
+    dev = dev_files.start()
+    a = dev.challenge(test_key)
+    assert dev.challenge(test_key) == a  # stable until an admin frame arrives
+    # A frame signed for the current nonce but never delivered, then another admin frame:
+    body = P.admin_body(P.RESET_BUDGET, a.nonce, a.counter + 1, b"", test_key)
+    dev.reset_budget(test_key)
+    b = dev.challenge(test_key)
+    assert b.nonce != a.nonce and b.counter == a.counter + 1
+    f = send_and_get(dev, frames.encode(P.RESET_BUDGET, 5, body))
+    assert f.type == P.ERROR and f.body[0] == 9  # signed for another nonce
+    # A refused admin frame uses the nonce up as well.
+    bad = P.admin_body(P.RESET_BUDGET, b.nonce, b.counter + 1, b"", bytes(32))
+    assert send_and_get(dev, frames.encode(P.RESET_BUDGET, 6, bad)).body[0] == 9
+    assert dev.challenge(test_key).nonce != b.nonce
+    # The counter is still checked: a fresh nonce with an old counter is a replay.
+    with pytest.raises(DeviceError, match="ERR_REPLAY"):
+        dev.admin(P.RESET_BUDGET, b"", test_key, counter=1)
+    # Nonces differ across restarts of the same device (fresh key material per boot).
+    first = dev.challenge(test_key).nonce
+    assert dev_files.start().challenge(test_key).nonce != first
+
+
+def test_forged_challenge_counter_is_detected(dev_files: HostDevice, test_key: bytes) -> None:
+    """A man in the middle rewriting the counter of the CHALLENGE answer breaks its tag."""
+    dev = dev_files.start()
+    ch = dev.challenge(test_key)
+    forged = P.Challenge(ch.nonce, 2**64 - 2, ch.tag)
+    assert ch.authentic(test_key) and not forged.authentic(test_key)
+    assert not ch.authentic(bytes(32))
+    with pytest.raises(DeviceError, match="ERR_AUTH"):
+        dev.configure(bytes(32), MechConfig(), Caps(daily=10 * MICRO))  # a key the device does not hold
+
+
+@pytest.mark.parametrize("cut", range(RECORD_WORDS + 2))
+def test_power_cut_at_every_flash_write_of_a_query(dev_files: HostDevice, cut: int) -> None:
+    dev = dev_files.start()
+    for _ in range(3):
+        dev.query(X)
+    before = dev.budget().lifetime_spent
+    dev = dev_files.start(EDP_FLASH_CUT_AFTER=str(cut))
+    answered = True
+    try:
+        dev.query(X)
+    except TransportError:
+        answered = False
+    code = dev_files.stop()
+    assert answered == (cut >= RECORD_WORDS) and code in (0, 99), f"cut={cut} exit={code}"
+    # Whatever the cut, a store loss afterwards never lowers the spend below what was
+    # recorded, nor below an answer that was sent.
+    dev_files.store.unlink()
+    dev = dev_files.start()
+    after = dev.budget().lifetime_spent
+    assert after >= before + (EPS if answered else 0)
+    assert after <= before + EPS
+    dev.query(X)
+    assert dev.budget().lifetime_spent == after + EPS
+
+
+def test_failed_reseed_is_retried_at_the_next_query(dev_files: HostDevice) -> None:
+    """EDP_HOST_ENTROPY=fail:2: the boot seed and the first retry fail, the second retry works."""
+    dev = dev_files.start(EDP_HOST_ENTROPY="fail:2")
+    assert dev.info().entropy == "failed"
+    with pytest.raises(DeviceError, match="ERR_ENTROPY"):
+        dev.query(X)
+    assert dev.budget().lifetime_spent == 0
+    r = dev.query(X, "label")
+    assert r.label in (0, 1, 2)
+    assert dev.info().entropy == "ok"
+    assert dev.budget().lifetime_spent == EPS

@@ -1,0 +1,53 @@
+"""The implementation's (epsilon, delta) is stated once (docs/privacy.md section 2) and cited
+with the same numbers everywhere else, so that docs and sources cannot drift apart again."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BOUND = re.compile(r"\((?:ε|eps) \+ k[· ]2\^-(\d+), k[· ]2\^-(\d+)\)")
+CITING = ("firmware/core/include/edgedp/dlap.h", "host/edgedp/mech/lattice.py",
+          "host/edgedp/analysis/report.py", "docs/evaluation.md")
+# Older statements of the bound that must not come back.
+STALE = re.compile(r"2⁻⁵⁸|2⁻³⁰|k·2\^-73|2\^-63\)-DP|P\(13 tails\)")
+
+
+def stated() -> tuple[str, str]:
+    text = (ROOT / "docs/privacy.md").read_text()
+    m = re.search(r"\*\*" + BOUND.pattern + r"-DP\*\*", text)
+    assert m, "docs/privacy.md must state the bound in bold: **(ε + k·2^-A, k·2^-B)-DP**"
+    return m.group(1), m.group(2)
+
+
+def sources() -> list[Path]:
+    files = [*ROOT.glob("docs/*.md"), ROOT / "README.md", *ROOT.glob("firmware/**/*.[ch]"),
+             *ROOT.glob("host/edgedp/**/*.py")]
+    return [f for f in files if f.is_file()]
+
+
+def test_every_citing_file_states_the_bound_of_privacy_md() -> None:
+    want = stated()
+    for rel in CITING:
+        found = BOUND.findall((ROOT / rel).read_text())
+        assert found, f"{rel} does not cite the privacy bound"
+        assert set(found) == {want}, f"{rel} states {found}, docs/privacy.md {want}"
+
+
+def test_no_other_bound_anywhere() -> None:
+    want = stated()
+    for f in sources():
+        text = f.read_text(errors="replace")
+        for got in BOUND.findall(text):
+            assert got == want, f"{f.relative_to(ROOT)} states (ε + k·2^-{got[0]}, k·2^-{got[1]})"
+        assert not STALE.search(text), f"{f.relative_to(ROOT)}: stale bound {STALE.search(text).group(0)!r}"
+
+
+def test_the_stated_delta_is_what_the_tail_cap_is_built_for() -> None:
+    """k·2^-66: lattice.CAP_BITS = 69 leaves 4·2^-69 < 2^-66 per coordinate."""
+    from edgedp.mech.lattice import CAP_BITS
+
+    _, delta_bits = stated()
+    assert 4 * 2.0 ** -CAP_BITS <= 2.0 ** -int(delta_bits)
+    header = (ROOT / "firmware/core/include/edgedp/dlap.h").read_text()
+    assert re.search(rf"#define EDP_DLAP_CAP_BITS\s+{CAP_BITS}\b", header)

@@ -1,0 +1,178 @@
+"""Bad input at the command line and the API: one clear error before anything is charged.
+
+The device runs as the native build (``host`` target: the same firmware on stdin/stdout,
+a fresh in-memory store per start)."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgedp import DeviceError, Mode, open_device
+from edgedp.cli import device as cli_device
+from edgedp.cli import main
+
+from ..conftest import ROOT
+
+KEY = str(ROOT / "tests/keys/test-device.key")
+ROWS = "0.1,0.7,0.2\n0.3,0.3,0.4\n"
+
+
+def run(*args: str, stdin: str | None = ROWS):
+    return CliRunner().invoke(main, list(args), input=stdin)
+
+
+def one_line_error(r, reason: str) -> None:
+    assert r.exit_code != 0, r.output
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("edgedp: error:"), r.stderr
+    assert reason in r.stderr, r.stderr
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["query", "-e", "-1", "-"], "epsilon must be > 0"),
+    (["query", "-e", "0", "-"], "epsilon must be > 0"),
+    (["query", "-e", "inf", "-"], "epsilon must be finite"),
+    (["query", "-e", "nan", "-"], "epsilon must be finite"),
+    (["query", "-e", "1e12", "-"], "at most 4294.967295"),
+    (["query", "-e", "1e-9", "-"], "at least 1e-6"),
+    (["query", "-e", "abc", "-"], "must be a number"),
+    (["query", "-d", "-2", "-"], "sensitivity must be > 0"),
+    (["query", "-d", "1e39", "-"], "sensitivity must be at most"),
+    (["query", "--range", "1", "0", "-"], "LO must be below HI"),
+    (["query", "--range", "0", "inf", "-"], "finite float32"),
+    (["admin", "config", "--key-file", KEY, "--daily-cap", "inf"], "daily cap must be finite"),
+    (["admin", "config", "--key-file", KEY, "--daily-cap", "-1"], "daily cap must be > 0"),
+    (["admin", "config", "--key-file", KEY, "--lifetime-cap", "nan"], "lifetime cap must be finite"),
+    (["admin", "config", "--key-file", KEY, "--lifetime-cap", "1e20"], "64-bit micro-epsilon"),
+    (["admin", "config", "--key-file", KEY, "--epsilon", "0"], "epsilon must be > 0"),
+    (["admin", "set-time", "--key-file", KEY, "--unix", "-5"], "not in the range"),
+    (["admin", "set-time", "--key-file", KEY, "--unix", "99999999999999999999"], "not in the range"),
+    (["sample", "-e", "1", "--n", "-5", "--out", "x.npy"], "not in the range"),
+    (["sample", "-e", "1", "-k", "2000", "--out", "x.npy"], "not in the range"),
+])
+def test_numbers_are_checked_at_the_edge(args: list[str], reason: str) -> None:
+    one_line_error(run(*args, "--target", "host"), reason)
+
+
+def test_wrong_target_fails_at_once_with_the_list() -> None:
+    t0 = time.monotonic()
+    r = run("info", "--target", "qemu2")
+    one_line_error(r, "unknown target 'qemu2'")
+    assert "qemu, qemu:stm32f4, host, host:san, renode" in r.stderr
+    one_line_error(run("info", "--target", "/dev/ttyNOPE9"), "no such serial device")
+    assert time.monotonic() - t0 < 5
+
+
+def test_unwritable_out_fails_before_the_first_query(tmp_path, monkeypatch) -> None:
+    def no_device(*a, **k):
+        raise AssertionError("the device was opened")
+    monkeypatch.setattr(cli_device, "open_device", no_device)
+    one_line_error(run("query", "--out", str(tmp_path / "missing" / "y.npy"), "--target", "host", "-"),
+                   "does not exist")
+    one_line_error(run("query", "--out", str(tmp_path), "--target", "host", "-"), "is a directory")
+    one_line_error(run("sample", "-e", "1", "--out", str(tmp_path / "no" / "z.npy"), "--target", "host"),
+                   "does not exist")
+
+
+@pytest.mark.parametrize("array,reason", [
+    (np.zeros((0, 10)), "no rows"),
+    (np.zeros(0), "no rows"),
+    (np.ones((2, 3)) * (1 + 2j), "complex values"),
+    (np.array([["a", "b"]]), "data (the device takes real class scores)"),
+])
+def test_bad_arrays_are_errors(tmp_path, array: np.ndarray, reason: str) -> None:
+    np.save(tmp_path / "x.npy", array)
+    one_line_error(run("query", "--target", "host", str(tmp_path / "x.npy")), reason)
+
+
+def test_tradeoff_wants_an_npz(tmp_path) -> None:
+    np.save(tmp_path / "x.npy", np.eye(3))
+    one_line_error(run("tradeoff", "--data", str(tmp_path / "x.npy"), "--quick"), "an .npz")
+    one_line_error(run("tradeoff", "--data", str(tmp_path / "none.npz"), "--quick"), "does not exist")
+
+
+@pytest.mark.native
+def test_out_keeps_everything_released(native_builds: None, tmp_path) -> None:
+    x = np.random.default_rng(0).dirichlet(np.ones(6), size=4)
+    np.save(tmp_path / "x.npy", x)
+    r = run("query", "--target", "host", "--mode", "topk:3", "--out", str(tmp_path / "t.npy"), str(tmp_path / "x.npy"))
+    assert r.exit_code == 0, r.output
+    t = np.load(tmp_path / "t.npy")
+    assert t["row"].tolist() == [0, 1, 2, 3] and t["indices"].shape == (4, 3) and t["values"].shape == (4, 3)
+    assert all(len(set(row)) == 3 for row in t["indices"].tolist())
+    r = run("query", "--target", "host", "--mode", "bucket", "--out", str(tmp_path / "b.npy"), str(tmp_path / "x.npy"))
+    b = np.load(tmp_path / "b.npy")
+    assert r.exit_code == 0 and set(b.dtype.names) == {"row", "label", "level"} and set(b["level"]) <= {0, 1, 2}
+    r = run("query", "--target", "host", "--mode", "topk:2", "--out", str(tmp_path / "t.jsonl"), str(tmp_path / "x.npy"))
+    recs = [json.loads(ln) for ln in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [len(rec["output"]["indices"]) for rec in recs] == [2] * 4
+    assert all(len(rec["output"]["values"]) == 2 for rec in recs)
+
+
+@pytest.mark.native
+def test_query_warns_about_clamping_and_the_test_image(native_builds: None) -> None:
+    r = run("query", "--target", "host", "--json", "-", stdin="-3.2,4.5,0.1\n")
+    assert r.exit_code == 0, r.output
+    assert "2 input values lie outside the range [0, 1] and are clamped" in r.stderr
+    assert "--range" in r.stderr
+    assert r.stderr.count("test image") == 1 and "replayed" in r.stderr
+    r = run("query", "--target", "host", "--range", "-5", "5", "-d", "10", "-", stdin="-3.2,4.5,0.1\n")
+    assert r.exit_code == 0 and "clamped" not in r.stderr
+
+
+@pytest.mark.native
+def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
+    """BUDGET, then CHALLENGE (the nonce the CONFIG is signed for), then CONFIG: no INFO, no
+    second BUDGET before the first QUERY."""
+    from edgedp.device import protocol as P
+    from edgedp.device.client import Device
+    sent: list[int] = []
+    request = Device.request
+
+    def spy(self, type_, body=b"", timeout=None):
+        sent.append(type_)
+        return request(self, type_, body, timeout)
+    monkeypatch.setattr(Device, "request", spy)
+    admin = Device.admin_frame
+
+    def spy_admin(self, type_, payload, key, counter=None):
+        framed = admin(self, type_, payload, key, counter)  # sends CHALLENGE first
+        sent.append(type_)
+        return framed
+    monkeypatch.setattr(Device, "admin_frame", spy_admin)
+    r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
+    assert r.exit_code == 0, r.output
+    sent = [t for t in sent if t != P.PING]  # the synchronising PINGs
+    assert sent[:sent.index(P.QUERY)] == [P.BUDGET, P.CHALLENGE, P.CONFIG]
+
+
+@pytest.mark.native
+def test_api_refuses_bad_vectors_at_once(native_builds: None) -> None:
+    with open_device("host") as dev:
+        with pytest.raises(ValueError, match="query_many"):
+            dev.query(np.full((2, 3), 0.3))
+        with pytest.raises(ValueError, match="real numbers"):
+            dev.query(np.full(3, 0.3 + 1j))
+        t0 = time.monotonic()
+        with pytest.raises(ValueError, match="1..1024 values, got 1025"):
+            dev.query(np.full(1025, 0.001))
+        assert time.monotonic() - t0 < 1
+        r = dev.query(np.array([0.2, 0.5, 0.3]), Mode.parse("label"))
+        assert isinstance(r.remaining, float) and r.remaining == pytest.approx(999.0)
+
+
+@pytest.mark.native
+def test_query_many_streams_a_generator_until_the_budget_ends(native_builds: None, test_key: bytes) -> None:
+    from edgedp import Caps, MechConfig, to_micro
+    with open_device("host") as dev:
+        dev.configure(test_key, MechConfig(), Caps(daily=to_micro(3)))
+        rows = (np.array([0.1, 0.6, 0.3]) for _ in range(10))
+        out = list(dev.query_many(rows, "full"))
+        assert [type(r).__name__ for r in out] == ["QueryResult"] * 3 + ["DeviceError"]
+        assert out[-1].code == "ERR_BUDGET" and [r.remaining for r in out[:3]] == [2.0, 1.0, 0.0]
+        bad = list(dev.query_many([np.array([np.nan, 0.5])], "label"))
+        assert isinstance(bad[0], DeviceError) and bad[0].code == "ERR_BAD_VALUE"

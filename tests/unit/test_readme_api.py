@@ -1,0 +1,22 @@
+"""The README's streaming example runs as written, against the native build."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ..conftest import ROOT
+
+pytestmark = pytest.mark.native
+
+
+def test_readme_streaming_example(native_builds: None, monkeypatch, capsys) -> None:
+    text = (ROOT / "README.md").read_text()
+    code = re.search(r"<!-- streaming example[^>]*-->\n```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.setenv("EDGEDP_TARGET", "host")  # a fresh native device: budget 0 spent
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    lines = capsys.readouterr().out.splitlines()
+    answers = [ln for ln in lines if ln.startswith("top-3")]
+    assert len(answers) == 5 and answers[-1].endswith("0 left today")
+    assert lines[5] == "refused: ERR_BUDGET" and len(lines) == 7
+    assert lines[-1] == "spent today: 5.0"
