@@ -4,21 +4,27 @@ from __future__ import annotations
 import json
 import math
 
+import resource
+import time
+
 import dp_accounting
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from dp_accounting.pld import PLDAccountant
+from dp_accounting.pld import PLDAccountant, privacy_loss_distribution
 from scipy.special import comb
 
 from edgedp.analysis import accounting as acc
 from edgedp.cli import main
 
 
+S_SOFTMAX = 2 * 2 ** 11 + 10   # Delta * 2^m + k lattice steps for k = 10, Delta = 2 (g = 2^-11)
+
+
 def direct_pld(eps: float, n: int, delta: float) -> float:
-    a = PLDAccountant()  # dp_accounting's defaults
-    a.compose(dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / eps), n)
-    return a.get_epsilon(delta)
+    """dp_accounting's discrete Laplace PLD at the device's lattice scale, its default interval."""
+    d = privacy_loss_distribution.from_discrete_laplace_mechanism(eps / S_SOFTMAX, sensitivity=S_SOFTMAX)
+    return d.self_compose(n).get_epsilon_for_delta(delta)
 
 
 def kov_delta(eps: float, k: int, eps_total: float) -> float:
@@ -44,7 +50,56 @@ def kov_epsilon(eps: float, k: int, delta: float) -> float:
 
 @pytest.mark.parametrize("eps,n", [(0.1, 50), (0.5, 20), (1.0, 10), (2.0, 3)])
 def test_pld_equals_direct_dp_accounting(eps: float, n: int) -> None:
+    assert acc.lattice_sensitivity(eps) == (eps / S_SOFTMAX, S_SOFTMAX)
     assert acc.pld(eps, n, 1e-6) == pytest.approx(direct_pld(eps, n, 1e-6), rel=1e-9)
+
+
+def test_continuous_laplace_pld_is_not_an_upper_bound_for_the_device() -> None:
+    """Issue 9.8: at eps = 10 the discrete Laplace of the device has a larger delta(eps') than
+    the continuous Laplace of the same eps at some eps' < eps, so accounting must use the former."""
+    eps = 10.0
+    disc = privacy_loss_distribution.from_discrete_laplace_mechanism(eps / S_SOFTMAX, sensitivity=S_SOFTMAX)
+    cont = privacy_loss_distribution.from_laplace_mechanism(1.0 / eps)
+    grid = np.linspace(0.5, 9.5, 19)
+    dd = np.array(disc.get_delta_for_epsilon(grid))
+    dc = np.array(cont.get_delta_for_epsilon(grid))
+    assert np.any(dd > dc * (1 + 1e-6))
+
+
+@pytest.mark.parametrize("split", [1, S_SOFTMAX // 3, S_SOFTMAX // 2])
+def test_whole_sensitivity_on_one_coordinate_is_the_worst_split(split: int) -> None:
+    """The vector answer is accounted as one coordinate shifted by all of S: two coordinates
+    shifted by a and S - a (same noise) have a smaller delta at every eps'."""
+    eps = 1.0
+    inv_t = eps / S_SOFTMAX
+    one = privacy_loss_distribution.from_discrete_laplace_mechanism(inv_t, sensitivity=S_SOFTMAX)
+    a = privacy_loss_distribution.from_discrete_laplace_mechanism(inv_t, sensitivity=split)
+    b = privacy_loss_distribution.from_discrete_laplace_mechanism(inv_t, sensitivity=S_SOFTMAX - split)
+    two = a.compose(b)
+    grid = np.linspace(0.05, 0.95, 10)
+    assert np.all(np.array(two.get_delta_for_epsilon(grid)) <= np.array(one.get_delta_for_epsilon(grid)) + 1e-9)
+
+
+@pytest.mark.parametrize("eps,n", [(0.5, 10), (1.0, 8), (0.1, 60), (0.3, 25)])
+def test_optimal_pure_composition_matches_the_exact_sum(eps: float, n: int) -> None:
+    """The O(1) binomial-CDF form equals the explicit Kairouz-Oh-Viswanath sum."""
+    assert acc.optimal_pure_composition(eps, n, 1e-6) == pytest.approx(kov_epsilon(eps, n, 1e-6), rel=1e-6)
+
+
+def test_account_1e8_is_fast_and_small() -> None:
+    """`account -n 1e8` (issue 12): the work does not grow with N above PLD_MAX_QUERIES.  Generous
+    limits (a benchmark-style check, not a timing test): 20 s and 300 MB more peak memory."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.process_time()
+    r = CliRunner().invoke(main, ["account", "-e", "0.1", "-n", "1e8", "--json"])
+    used = time.process_time() - t
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["queries"] == 10 ** 8
+    # N eps^2 / 2 is the mean privacy loss: the total must exceed it and be far below basic
+    assert 0.5 * 1e8 * 0.01 < d["pld"] < 0.1 * d["basic"]
+    assert used < 20 and grown_mb < 300
 
 
 def test_closed_forms() -> None:

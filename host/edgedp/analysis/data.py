@@ -13,17 +13,20 @@ TEST_FRACTION = 1 / 3
 @dataclass(frozen=True)
 class Split:
     """Digits split once: a pool (the population models are trained from and the attacker
-    queries) and a held-out test set (accuracy, agreement). Pixels scaled to [0, 1]."""
+    queries) and a held-out test set (accuracy, agreement). Pixels scaled to [0, 1]. Every
+    record has an id (its row in scikit-learn's array) that the teacher partition hashes."""
 
     X_pool: np.ndarray
     y_pool: np.ndarray
     X_test: np.ndarray
     y_test: np.ndarray
     classes: int
+    ids_pool: np.ndarray     # each pool record's id: its row in the original data set
+    source: str = "digits"
 
     @property
     def name(self) -> str:
-        return "digits"
+        return self.source
 
 
 def digits_split(seed: int, test_fraction: float = TEST_FRACTION) -> Split:
@@ -33,7 +36,28 @@ def digits_split(seed: int, test_fraction: float = TEST_FRACTION) -> Split:
     perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED])).permutation(len(y))
     n_test = int(round(len(y) * test_fraction))
     test, pool = perm[:n_test], perm[n_test:]
-    return Split(X_pool=X[pool], y_pool=y[pool], X_test=X[test], y_test=y[test], classes=10)
+    return Split(X_pool=X[pool], y_pool=y[pool], X_test=X[test], y_test=y[test], classes=10, ids_pool=pool)
+
+
+def features_split(path: str | Path, seed: int, test_fraction: float = TEST_FRACTION) -> Split:
+    """A user's .npz of features ``X`` (n, d) and integer labels ``y`` (n,), split like digits.
+
+    Features are used as they are: scale them to a fixed range yourself (scaling by the data's
+    own statistics is a release about the training data that no epsilon here covers)."""
+    from ..train.data import load_npz  # one reader for the X, y format
+    td = load_npz(path, seed, test_fraction)
+    return Split(X_pool=td.X_train, y_pool=td.y_train, X_test=td.X_test, y_test=td.y_test,
+                 classes=td.n_classes, ids_pool=td.ids_train, source=str(path))
+
+
+def has_features(path: str | Path) -> bool:
+    with np.load(path, allow_pickle=False) as f:
+        return "X" in f.files
+
+
+def load_split(spec: str, seed: int) -> Split:
+    """digits, or an .npz with X and y."""
+    return digits_split(seed) if spec == "digits" else features_split(spec, seed)
 
 
 @dataclass(frozen=True)

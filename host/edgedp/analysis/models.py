@@ -3,12 +3,14 @@
 A *population* is M = shadows + 1 models, each trained on a random half of the pool (model 0
 is the target the API serves; the others are the attacker's shadows, and in the leave-one-out
 evaluation every model takes a turn as the target).  Every model comes with a teacher
-ensemble: T logistic regressions on T disjoint parts of the same half, whose vote histogram
+ensemble: T logistic regressions on T disjoint parts of the same half (a record's part is
+SHA-256(seed, record id) mod T, see ``teacher_of``), whose vote histogram
 is the ensemble mechanism's input (range [0, T], Delta = 2: one record changes one teacher's
 vote).
 """
 from __future__ import annotations
 
+import hashlib
 import warnings
 from dataclasses import dataclass
 
@@ -58,13 +60,36 @@ class Constant:
         return np.full(len(X), self.c)
 
 
-def train_teachers(X: np.ndarray, y: np.ndarray, T: int, seed: int, c: float = 10.0) -> list:
-    """T logistic regressions on T disjoint, equal-size parts of (X, y)."""
+def teacher_of(ids: np.ndarray, T: int, seed: int) -> np.ndarray:
+    """The teacher of each record: SHA-256(seed, record id) mod T.
+
+    A data-independent function of the record's id alone: adding or removing one record changes
+    exactly one teacher's training set and no other record's teacher (a permutation of the data
+    set would move other records between teachers)."""
+    key = int(seed).to_bytes(8, "little", signed=True)
+    return np.array([int.from_bytes(hashlib.sha256(key + int(i).to_bytes(8, "little", signed=True)).digest()[:8],
+                                    "little") % T for i in ids], dtype=np.int64)
+
+
+class Abstain:
+    """A teacher whose part is empty: it casts no vote."""
+
+
+def train_teachers(X: np.ndarray, y: np.ndarray, T: int, seed: int, c: float = 10.0,
+                   ids: np.ndarray | None = None) -> list:
+    """T logistic regressions on the T disjoint parts {records with teacher_of(id) = j}.
+
+    ``ids`` default to the row numbers (then the partition is still per-id, for callers whose
+    rows are their ids)."""
     if T < 1 or T > len(y):
         raise ValueError(f"need 1 <= teachers <= {len(y)} training records, got {T}")
-    parts = np.array_split(np.random.default_rng(seed).permutation(len(y)), T)
-    teachers = []
-    for p in parts:
+    owner = teacher_of(np.arange(len(y)) if ids is None else np.asarray(ids), T, seed)
+    teachers: list = []
+    for j in range(T):
+        p = np.flatnonzero(owner == j)
+        if len(p) == 0:
+            teachers.append(Abstain())
+            continue
         if len(np.unique(y[p])) < 2:
             teachers.append(Constant(int(y[p][0])))
             continue
@@ -79,7 +104,8 @@ def votes(teachers: list, X: np.ndarray, k: int) -> np.ndarray:
     out = np.zeros((len(X), k))
     rows = np.arange(len(X))
     for t in teachers:
-        np.add.at(out, (rows, t.predict(X).astype(int)), 1.0)
+        if not isinstance(t, Abstain):
+            np.add.at(out, (rows, t.predict(X).astype(int)), 1.0)
     return out
 
 
@@ -119,11 +145,12 @@ def _train_one(split: Split, mask: np.ndarray, seed: int, index: int, spec: Mode
 def _train_one_inner(split: Split, mask: np.ndarray, seed: int, index: int, spec: ModelSpec,
                      ensemble: bool) -> tuple:
     X, y, k = split.X_pool[mask], split.y_pool[mask], split.classes
+    ids = split.ids_pool[mask]
     mlp = train_mlp(X, y, int_seed(seed, "mlp", index), spec)
     pp, tp = proba(mlp, split.X_pool, k), proba(mlp, split.X_test, k)
     if not ensemble:
         return pp, tp, None, None
-    teachers = train_teachers(X, y, spec.teachers, int_seed(seed, "teachers", index), spec.teacher_c)
+    teachers = train_teachers(X, y, spec.teachers, int_seed(seed, "teachers", index), spec.teacher_c, ids)
     return pp, tp, votes(teachers, split.X_pool, k), votes(teachers, split.X_test, k)
 
 

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 from . import accounting  # noqa: E402
 
 INF_AT = 40.0  # where epsilon = inf (no noise) sits on the log-epsilon axis
-COLORS = {"softmax": "tab:red", "ensemble": "tab:blue"}
+COLORS = {"softmax": "tab:red", "ensemble": "tab:blue", "dpsgd": "tab:green"}
 ATTACK_STYLE = {"threshold": ":", "lira_online": "-", "lira_offline": "--"}
 
 
@@ -33,12 +33,13 @@ def _eps_axis(ax, epsilons: list[float]) -> None:
 def tradeoff(rows: list[dict], mode: str, chance: float, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     eps = sorted({r["epsilon"] for r in rows}, key=_x)
-    for mech in ("softmax", "ensemble"):
+    for mech in ("softmax", "ensemble", "dpsgd"):
         sel = sorted((r for r in rows if r["mechanism"] == mech and r["mode"] == mode), key=lambda r: _x(r["epsilon"]))
         if not sel:
             continue
         xs = [_x(r["epsilon"]) for r in sel]
-        name = "single model (softmax, Δ=2)" if mech == "softmax" else "teacher ensemble (votes, Δ=2)"
+        name = {"softmax": "single model (softmax, Δ=2)", "ensemble": "teacher ensemble (votes, Δ=2)",
+                "dpsgd": "DP-SGD model (ε spent in training)"}[mech]
         ax.plot(xs, [r["accuracy"] for r in sel], "o-", color=COLORS[mech], label=f"{name}: accuracy")
         ax.plot(xs, [r["agreement"] for r in sel], "s--", color=COLORS[mech], alpha=0.6,
                 label=f"{name}: agreement with non-private")
@@ -81,7 +82,7 @@ def roc(rocs: dict, mechanism: str, attack: str, mode: str, path: Path) -> Path:
 def auc(rows: list[dict], mode: str, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     eps = sorted({r["epsilon"] for r in rows}, key=_x)
-    for mech in ("softmax", "ensemble"):
+    for mech in ("softmax", "ensemble", "dpsgd"):
         for attack, ls in ATTACK_STYLE.items():
             sel = sorted((r for r in rows if r["mechanism"] == mech and r["mode"] == mode and r["attack"] == attack),
                          key=lambda r: _x(r["epsilon"]))

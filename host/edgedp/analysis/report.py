@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import models_io
 from ..mech.lattice import to_micro
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
-from . import accounting, data, extraction, mia, models, plots, tradeoff
+from . import accounting, data, extraction, mia, models, plots, private_training, tradeoff
 from .jsonable import finite_json
 from .mechanism import SOFTMAX, ensemble, parse_modes
 from .settings import Settings
@@ -135,6 +136,16 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def trained_model(path: str | Path, split: data.Split) -> dict:
+    """A model written by ``edgedp train``: its manifest, checked against the file's hash (raises
+    ``ModelFileError`` on a mismatch), and its accuracy on this report's test set when it fits."""
+    model, man = models_io.load_checked(path)
+    doc = {"path": str(path), "hash_matches_manifest": True, "manifest": man.as_dict(), "kind": model.kind}
+    if model.n_features == split.X_test.shape[1] and man.data.get("name") == split.name:
+        doc["test_accuracy_here"] = float(np.mean(model.predict(split.X_test) == split.y_test))
+    return doc
+
+
 @dataclass
 class _Results:
     """Everything the pipeline computes for one report."""
@@ -148,6 +159,9 @@ class _Results:
     extraction: list[dict]
     compositions: dict[str, accounting.Composition | None]
     chance: float
+    dp: private_training.DpsgdPopulation | None = None   # the DP-SGD deployment
+    choice: list[dict] | None = None                      # which deployment wins per budget and volume
+    model_doc: dict | None = None                         # a trained model's checked manifest
 
 
 class _Stopwatch:
@@ -169,13 +183,14 @@ class _Stopwatch:
 
 
 def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progress: bool = True,
-          command: str = "") -> dict:
-    """Run the whole pipeline on digits and write the report; returns the JSON document."""
+          command: str = "", data_spec: str = "digits", dpsgd: bool = True,
+          model_path: str | Path | None = None) -> dict:
+    """Run the whole pipeline (digits or an X, y .npz) and write the report; returns the JSON document."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = _settings_for(cfg, settings)
     clock = _Stopwatch()
-    res = _compute(cfg, settings, clock, jobs, progress)
+    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path)
     with clock.phase("plots"):
         figs = _plots(res, cfg.mode, out)
     doc = _document(cfg, settings, res, figs, command, clock)
@@ -192,20 +207,32 @@ def _settings_for(cfg: AuditConfig, settings: Settings) -> Settings:
     return settings
 
 
-def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int, progress: bool) -> _Results:
+def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int, progress: bool,
+             data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None) -> _Results:
     """Train the models, then measure the trade-off, the attacks and the accounting."""
     modes = parse_modes(list(settings.modes))
     eps_list = list(settings.epsilons)
     seed = settings.seed
     with clock.phase("train"):
-        split = data.digits_split(seed)
+        split = data.load_split(data_spec, seed)
+        model_doc = trained_model(model_path, split) if model_path else None
         pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
                                       jobs=jobs, progress=progress)
+        dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
     with clock.phase("tradeoff"):
         trade = tradeoff.run(pop.test_probs[0], split.y_test, modes, eps_list, settings.repeats, seed,
                              pop.test_votes[0], pop.teachers, progress=progress)
+        choice = None
+        if dp is not None:
+            trade += private_training.tradeoff_rows(dp, split.y_test, pop.test_probs[0].argmax(1), modes)
+            choice = private_training.choice(dp, pop.test_probs[0], pop.test_votes[0], pop.teachers, split.y_test,
+                                             Mode.parse(cfg.mode), seed)
     with clock.phase("mia"):
         mres = mia.run(pop, split.y_pool, modes, eps_list, seed, jobs=jobs, progress=progress)
+        if dp is not None:
+            drows, drocs = private_training.mia_rows(dp, pop.masks, split.y_pool, modes, seed)
+            mres.rows += drows
+            mres.rocs.update(drocs)
         avg_x = pop.test_probs[0][: settings.averaging_inputs]
         avg_v = pop.test_votes[0][: settings.averaging_inputs]
         averaging = (mia.averaging(avg_x, SOFTMAX, eps_list, cfg.daily_cap, seed, delta=cfg.delta)
@@ -222,7 +249,7 @@ def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int,
                          if cfg.lifetime_queries is not None else None),
         }
     return _Results(split, pop, trade, mres, averaging, budgets, ext, compositions,
-                    tradeoff.chance(split.y_test, split.classes))
+                    tradeoff.chance(split.y_test, split.classes), dp, choice, model_doc)
 
 
 def _plots(res: _Results, cmode: str, out: Path) -> dict[str, Path]:
@@ -231,6 +258,8 @@ def _plots(res: _Results, cmode: str, out: Path) -> dict[str, Path]:
         "mia_auc": plots.auc(res.mia.rows, cmode, out / "mia_auc.png"),
         "mia_roc_softmax": plots.roc(res.mia.rocs, "softmax", "lira_online", cmode, out / "mia_roc_softmax.png"),
         "mia_roc_ensemble": plots.roc(res.mia.rocs, "ensemble", "lira_online", cmode, out / "mia_roc_ensemble.png"),
+        **({"mia_roc_dpsgd": plots.roc(res.mia.rocs, "dpsgd", "lira_online", cmode, out / "mia_roc_dpsgd.png")}
+           if res.dp is not None else {}),
         "extraction_softmax": plots.extraction(res.extraction, "softmax", cmode, out / "extraction_softmax.png"),
         "extraction_ensemble": plots.extraction(res.extraction, "ensemble", cmode, out / "extraction_ensemble.png"),
     }
@@ -255,7 +284,8 @@ def _document(cfg: AuditConfig, settings: Settings, res: _Results, figs: dict[st
                                      + (f" --lifetime-cap {cfg.lifetime_cap:g}" if cfg.lifetime_cap else ""))},
         "meaning": sentence,
         "training_data": {
-            "declared_sensitivity": cfg.data_sensitivity, "dataset": "scikit-learn digits",
+            "declared_sensitivity": cfg.data_sensitivity,
+            "dataset": "scikit-learn digits" if split.name == "digits" else split.name,
             "records": int(len(members)), "duplicates": data.duplicate_count(members),
             "smallest_class": int(np.bincount(split.y_pool[pop.masks[0]], minlength=split.classes).min()),
             "classes": split.classes, "pool": int(len(split.y_pool)), "test": int(len(split.y_test)),
@@ -268,6 +298,12 @@ def _document(cfg: AuditConfig, settings: Settings, res: _Results, figs: dict[st
         "averaging": res.averaging,
         "extraction": {"configured": ext_cfg, "budgets": res.budgets, "rows": res.extraction},
         "tradeoff": res.trade,
+        "deployments": {"choice": res.choice, "dpsgd": None if res.dp is None else {
+            "delta": res.dp.delta, "steps": res.dp.steps, "sampling_rate": res.dp.sampling_rate,
+            "n_train": res.dp.n_train, "epsilons": res.dp.epsilons, "noise_multipliers": res.dp.noise_multipliers,
+            "test_accuracy": res.dp.test_accuracy,
+            "model": "logistic regression, DP-SGD (edgedp.train defaults), PLD accounting"}},
+        "trained_model": res.model_doc,
         "logged_and_kept": {
             "device": ["UTC day index of the last spend", "daily spend and lifetime spend (micro-ε)",
                        "per-query ε, daily and lifetime caps, range, Δ, lattice exponent",
@@ -353,7 +389,9 @@ def _membership(doc: dict) -> list[str]:
             f"{mi['rows'][0]['nonmembers']} non-member answers per cell. Mode {cmode}.\n",
             _table(["mechanism", "ε", "attack", "AUC", "TPR @1% FPR", "TPR @0.1% FPR", "ε-DP AUC bound"], mrows) + "\n",
             f"![MIA AUC]({doc['plots']['mia_auc']}) ![ROC softmax]({doc['plots']['mia_roc_softmax']}) "
-            f"![ROC ensemble]({doc['plots']['mia_roc_ensemble']})\n"]
+            f"![ROC ensemble]({doc['plots']['mia_roc_ensemble']})"
+            + (f" ![ROC DP-SGD]({doc['plots']['mia_roc_dpsgd']})" if "mia_roc_dpsgd" in doc["plots"] else "")
+            + "\n"]
 
 
 def _averaging(doc: dict) -> list[str]:
@@ -409,7 +447,43 @@ def _method(doc: dict) -> list[str]:
             "All rows for every mode are in report.json.\n"]
 
 
-SECTIONS = (_header, _checklist, _tradeoff, _membership, _averaging, _extraction, _accounting, _method)
+def _deployments(doc: dict) -> list[str]:
+    """Which of the three deployments wins per lifetime budget and query volume, and the checked
+    manifest of a trained model."""
+    L: list[str] = []
+    dep = doc.get("deployments") or {}
+    cmode = doc["config"]["mode"]
+    if dep.get("choice"):
+        dd = dep["dpsgd"]
+        L.append("## Three deployments: which one wins\n")
+        L.append(f"For a per-record lifetime budget E and N answers: the single model and the ensemble answer with "
+                 f"output noise at the largest per-answer ε whose N-fold composition stays within E (optimal "
+                 f"composition of ε-DP answers, δ = {dd['delta']:g}); the DP-SGD model ({dd['model']}, "
+                 f"{dd['n_train']} records, {dd['steps']} steps at q = {dd['sampling_rate']:g}) spends E once in "
+                 f"training and answers for free. Accuracy on the test set, mode {cmode}; n/a: the device refuses "
+                 f"so small a per-answer ε.\n")
+        crows = [[f"{r['total_epsilon']:g}", str(r["queries"]), f"{r['per_query_epsilon']:.3g}",
+                  "n/a" if r["softmax"] is None else _pct(r["softmax"]),
+                  "n/a" if r.get("ensemble") is None else _pct(r["ensemble"]), _pct(r["dpsgd"]), r["winner"]]
+                 for r in dep["choice"]]
+        L.append(_table(["E", "answers N", "ε per answer", "single model", "ensemble", "DP-SGD", "winner"], crows)
+                 + "\n")
+    tm = doc.get("trained_model")
+    if tm:
+        mt = tm["manifest"]["training"]
+        L.append("## Trained model and its privacy manifest\n")
+        L.append(f"`{tm['path']}` ({tm['kind']}): SHA-256 matches its manifest. Trained with DP-SGD: "
+                 f"(ε = {mt['epsilon']:.4g}, δ = {mt['delta']:g}) by {mt['accountant'].upper()}, noise multiplier "
+                 f"{mt['noise_multiplier']:.4g}, C = {mt['clip_norm']:g}, {mt['sampling']} sampling at q = "
+                 f"{mt['sampling_rate']:g}, {mt['steps']} steps, {mt['n_train']} records"
+                 + (f"; test accuracy here {_pct(tm['test_accuracy_here'])}" if "test_accuracy_here" in tm else "")
+                 + (f"; deployment: {tm['manifest']['deployment']}" if tm["manifest"].get("deployment") else "")
+                 + ".\n")
+    return L
+
+
+SECTIONS = (_header, _checklist, _tradeoff, _membership, _averaging, _extraction, _deployments, _accounting,
+            _method)
 """The sections of report.md, in order: each turns the JSON document into lines."""
 
 

@@ -47,6 +47,10 @@ COMMANDS: dict[str, Entry] = {
                                           "DIR/report.json and plots.", "analysis"),
     "bench": Entry("bench", "bench", "Cost of the exact DP step vs the naive rand()+logf baseline for k in "
                                      "1..1000 and three epsilons.", "bench"),
+    "train": Entry("train", "train", "Train a logistic regression or small MLP with DP-SGD (per-example "
+                                     "clipping, Poisson subsampling, Gaussian noise)", "train"),
+    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file and/or flags) "
+                                                   "for the errors that make its ε wrong", "train"),
 }
 
 

@@ -65,9 +65,26 @@ def _command_line() -> str:
 
 # ---- account ----------------------------------------------------------------------------
 
+class Count(click.ParamType):
+    """A non-negative whole number, also written as 1e8."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            v = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (math.isfinite(v) and v >= 0 and v == int(v)):
+            self.fail(f"{value!r} is not a whole number >= 0", param, ctx)
+        return int(v)
+
+
 @click.command()
 @click.option("--epsilon", "-e", type=float, required=True, help="Per-query epsilon.")
-@click.option("--queries", "-n", type=click.IntRange(0), default=None, help="Number of answers to compose.")
+@click.option("--queries", "-n", type=Count(), default=None, help="Number of answers to compose (e.g. 1000, 1e8).")
 @click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
 @click.option("--target-epsilon", type=float, default=None,
               help="Inverse: lifetime epsilon to stay within (with --days).")
@@ -90,7 +107,8 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
         click.echo(f"{queries} answers at ε = {epsilon:g} (δ = {delta:g}):")
         click.echo(f"  basic composition      {c.basic:.6g}")
         click.echo(f"  advanced (DRV)         {c.advanced:.6g}")
-        click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}")
+        click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}" if queries <= accounting.PLD_MAX_QUERIES else
+                   f"  optimal ε-DP comp.     {c.pld:.6g}   (Kairouz et al.; PLD beyond {accounting.PLD_MAX_QUERIES:,} answers is not run)")
         click.echo(f"  published formula      {c.seed_formula:.6g}   (ε·√(2N ln(1/δ)): omits Nε(e^ε−1), not a bound)")
         return
     p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method)
@@ -110,13 +128,26 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
 
 # ---- tradeoff ---------------------------------------------------------------------------
 
+def _dpsgd_choice_text(rows: list[dict]) -> list[str]:
+    out = [f"which deployment wins within a per-record budget E over N answers (mode {rows[0]['mode']}; "
+           f"output noise spends E/N-ish per answer by optimal composition, DP-SGD spends E once):",
+           f"  {'E':>5s} {'N':>8s} {'eps/answer':>10s} {'softmax':>8s} {'ensemble':>8s} {'dpsgd':>6s}  winner"]
+    for r in rows:
+        def f(v):
+            return "   n/a" if v is None else f"{v:6.3f}"
+        out.append(f"  {r['total_epsilon']:5g} {r['queries']:8d} {r['per_query_epsilon']:10.3g} {f(r['softmax']):>8s} "
+                   f"{f(r.get('ensemble')):>8s} {f(r['dpsgd']):>6s}  {r['winner']}")
+    return out
+
+
 def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """--data: digits, or an existing .npz (an .npy holds one array; outputs and labels need two)."""
     if value == "digits":
         return value
     if Path(value).suffix != ".npz":
-        raise click.BadParameter(f"{value}: give digits or an .npz file with arrays probs (or logits) and labels, "
-                                 "e.g. np.savez('out.npz', probs=probs, labels=labels)", ctx, param)
+        raise click.BadParameter(f"{value}: give digits or an .npz file with arrays X and y (features, labels) "
+                                 "or probs (or logits) and labels, e.g. np.savez('out.npz', probs=probs, "
+                                 "labels=labels)", ctx, param)
     if not Path(value).is_file():
         raise click.BadParameter(f"{value} does not exist", ctx, param)
     return value
@@ -125,9 +156,12 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.command("tradeoff")
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
               callback=_check_data,
-              help="digits (model trained here) or an .npz with probs|logits, labels [, votes].")
+              help="digits, an .npz of features X and labels y (models trained here, DP-SGD included), "
+                   "or an .npz with probs|logits, labels [, votes] (your model's outputs).")
 @with_grid
 @click.option("--repeats", type=click.IntRange(1), default=None, help="Noise draws over the test set (default 5).")
+@click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
+              help="Also train DP-SGD models at each finite ε (the third deployment).")
 @target_option
 @click.option("--target-queries", type=click.IntRange(1), default=200, show_default=True,
               help="With --target: test rows sent through the device (full mode) and checked against the "
@@ -135,31 +169,43 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @common_options
 @handle_errors
 def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None,
-                 repeats: int | None, target: str | None, target_queries: int, seed: int, quick: bool, jobs: int,
-                 as_json: bool, no_progress: bool) -> None:
-    """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode,
-    single model (softmax) beside a teacher ensemble (votes)."""
+                 repeats: int | None, dpsgd: bool, target: str | None, target_queries: int, seed: int, quick: bool,
+                 jobs: int, as_json: bool, no_progress: bool) -> None:
+    """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode:
+    single model (softmax) with output noise, teacher ensemble (votes), and a DP-SGD model."""
     s = make_settings(quick, seed, epsilons, modes, teachers)
     if repeats:
         s = dataclasses.replace(s, repeats=repeats)
     progress = not no_progress
     t0 = time.perf_counter()
-    if data_spec == "digits":
-        split = data.digits_split(seed)
+    md = parse_modes(list(s.modes))
+    dp = split = None
+    if data_spec == "digits" or data.has_features(data_spec):
+        split = data.load_split(data_spec, seed)
         pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
         probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.test_votes[0], pop.teachers
-        info = {"data": "digits", "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
+        info = {"data": split.name, "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
                 "ensemble_test_accuracy": pop.ensemble_test_accuracy, "teachers": T}
+        if dpsgd:
+            from ..analysis import private_training
+            dp = private_training.build(split, pop.masks[:1], list(s.epsilons), seed, progress)
     else:
         out = data.load_npz(data_spec)
         probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
         info = {"data": out.source, "test": int(len(labels)),
                 "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
-    rows = tradeoff.run(probs, labels, parse_modes(list(s.modes)), list(s.epsilons), s.repeats, seed,
-                        votes, T, progress=progress)
+    rows = tradeoff.run(probs, labels, md, list(s.epsilons), s.repeats, seed, votes, T, progress=progress)
     k = probs.shape[1]
-    doc = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict(),
-           "seconds": time.perf_counter() - t0}
+    doc = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict()}
+    if dp is not None:
+        from ..analysis import private_training
+        rows += private_training.tradeoff_rows(dp, labels, probs.argmax(1), md)
+        cmode = next((m for m in md if str(m) == "label"), md[0])
+        doc["choice"] = private_training.choice(dp, probs, votes, T, labels, cmode, seed)
+        doc["dpsgd"] = {"delta": dp.delta, "steps": dp.steps, "sampling_rate": dp.sampling_rate,
+                        "n_train": dp.n_train, "noise_multipliers": dict(zip(map(str, dp.epsilons),
+                                                                              dp.noise_multipliers))}
+    doc["seconds"] = time.perf_counter() - t0
     if target is not None:
         from ..analysis import device_check  # imports the device client only when asked
         doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress)
@@ -172,6 +218,8 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
         for r in rows:
             click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['accuracy']:9.3f} "
                        f"{r['agreement']:10.3f}")
+        if "choice" in doc:
+            click.echo("\n".join(_dpsgd_choice_text(doc["choice"])))
         if "device_check" in doc:
             d = doc["device_check"]
             if "pvalue_values" not in d:
@@ -193,7 +241,11 @@ def attack() -> None:
 
 
 @attack.command("mia")
+@click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              help="digits or an .npz of features X and labels y (all models trained here).")
 @with_grid
+@click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
+              help="Also attack DP-SGD models trained at each finite ε.")
 @click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
 @click.option("--daily-cap", type=float, default=10.0, show_default=True,
               help="Daily epsilon cap for the averaging attack.")
@@ -201,18 +253,25 @@ def attack() -> None:
               help="Write ROC (log-log) and AUC plots here.")
 @common_options
 @handle_errors
-def attack_mia(epsilons: str | None, modes: str | None, teachers: int | None, shadows: int | None,
-               daily_cap: float, plot_dir: str | None, seed: int, quick: bool, jobs: int, as_json: bool,
-               no_progress: bool) -> None:
-    """Confidence-threshold and LiRA (online, offline) membership inference for each mode and ε,
-    single model and ensemble; plus the averaging attack within one daily budget."""
+def attack_mia(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None, dpsgd: bool,
+               shadows: int | None, daily_cap: float, plot_dir: str | None, seed: int, quick: bool, jobs: int,
+               as_json: bool, no_progress: bool) -> None:
+    """Confidence-threshold and LiRA (online, offline) membership inference for each mode and ε:
+    single model and ensemble with output noise, DP-SGD models; plus the averaging attack within
+    one daily budget."""
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
     progress = not no_progress
     t0 = time.perf_counter()
-    split = data.digits_split(seed)
+    split = data.load_split(data_spec, seed)
     pop = models.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
     md = parse_modes(list(s.modes))
     res = mia.run(pop, split.y_pool, md, list(s.epsilons), seed, jobs=jobs, progress=progress)
+    if dpsgd:
+        from ..analysis import private_training
+        dp = private_training.build(split, pop.masks, list(s.epsilons), seed, progress)
+        rows, rocs = private_training.mia_rows(dp, pop.masks, split.y_pool, md, seed)
+        res.rows += rows
+        res.rocs.update(rocs)
     n = s.averaging_inputs
     avg = (mia.averaging(pop.test_probs[0][:n], SOFTMAX, list(s.epsilons), daily_cap, seed)
            + mia.averaging(pop.test_votes[0][:n], ensemble(pop.teachers), list(s.epsilons), daily_cap, seed))
@@ -223,7 +282,7 @@ def attack_mia(epsilons: str | None, modes: str | None, teachers: int | None, sh
         for m in s.modes:
             tag = m.replace(":", "")
             plots_written.append(str(plots.auc(res.rows, m, d / f"mia_auc_{tag}.png")))
-            for mech in ("softmax", "ensemble"):
+            for mech in ("softmax", "ensemble") + (("dpsgd",) if dpsgd else ()):
                 for a in mia.ATTACKS:
                     plots_written.append(str(plots.roc(res.rocs, mech, a, m, d / f"roc_{mech}_{a}_{tag}.png")))
     doc = {"rows": res.rows, "averaging": avg, "train_accuracy": pop.train_accuracy,
@@ -292,19 +351,27 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 @click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
 @click.option("--data-sensitivity", type=click.Choice(["high", "medium", "low"]), default="high",
               show_default=True, help="How sensitive the training data is (your declaration).")
+@click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              help="digits or an .npz of features X and labels y (all models trained here).")
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A model from `edgedp train`: its privacy manifest is checked (hash) and reported.")
+@click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
+              help="Include DP-SGD models as the third deployment.")
 @with_grid
 @click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
 @common_options
 @handle_errors
 def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
-           delta: float, data_sensitivity: str, epsilons: str | None, modes: str | None, teachers: int | None,
+           delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, dpsgd: bool,
+           epsilons: str | None, modes: str | None, teachers: int | None,
            shadows: int | None, seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots."""
     from ..analysis import report as rep  # matplotlib only when needed
     cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
                           delta=delta, data_sensitivity=data_sensitivity)
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line())
+    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
+                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path)
     if as_json:
         emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
                                "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],

@@ -1,0 +1,139 @@
+"""Training commands: train (DP-SGD), audit-config (configuration errors of a DP-SGD run)."""
+from __future__ import annotations
+
+import warnings
+
+import click
+
+from .common import emit_json, handle_errors, json_option
+
+
+@click.command()
+@click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
+              help="digits, or an .npz with features X (n, d) and integer labels y (n,).")
+@click.option("--model", "kind", type=click.Choice(["logreg", "mlp"]), default="logreg", show_default=True)
+@click.option("--hidden", default="32", show_default=True, metavar="H1,H2,…", help="MLP hidden layer sizes.")
+@click.option("--target-epsilon", "-e", type=float, default=None,
+              help="Find the noise multiplier for this ε (default 1 unless --noise-multiplier is given).")
+@click.option("--noise-multiplier", type=float, default=None, help="σ/C instead of a target ε.")
+@click.option("--delta", type=float, default=1e-5, show_default=True, help="Must be < 1/n.")
+@click.option("--allow-large-delta", is_flag=True, help="Accept δ ≥ 1/n (with a warning).")
+@click.option("--clip-norm", "-C", type=float, default=1.0, show_default=True, help="Per-example L2 clip norm C.")
+@click.option("--sampling-rate", "-q", type=float, default=0.25, show_default=True,
+              help="Poisson sampling rate q (each record in each step with probability q).")
+@click.option("--epochs", type=float, default=15.0, show_default=True, help="Expected passes (steps = epochs/q).")
+@click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True)
+@click.option("--learning-rate", "--lr", type=float, default=0.05, show_default=True)
+@click.option("--accountant", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True,
+              help="Accountant for the reported ε and the calibration (both are reported).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="model.npz", show_default=True,
+              help="Model file; its privacy manifest is written beside it (NAME.manifest.json).")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@json_option
+@handle_errors
+def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, noise_multiplier: float | None,
+          delta: float, allow_large_delta: bool, clip_norm: float, sampling_rate: float, epochs: float,
+          optimizer: str, learning_rate: float, accountant: str, seed: int, out_path: str, no_progress: bool,
+          as_json: bool) -> None:
+    """Train a logistic regression or small MLP with DP-SGD (per-example clipping, Poisson
+    subsampling, Gaussian noise); write the model and its privacy manifest."""
+    from tqdm import tqdm
+
+    from .. import models_io
+    try:
+        from ..train import dpsgd
+        from ..train.run import TrainConfig, run
+    except ImportError as exc:
+        raise ValueError(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
+    from ..train import data
+
+    try:
+        layers = tuple(int(h) for h in hidden.split(",") if h.strip())
+    except ValueError:
+        raise ValueError(f"--hidden must be comma-separated integers, got {hidden!r}") from None
+    if any(h < 1 for h in layers):
+        raise ValueError("hidden layer sizes must be >= 1")
+    if target_epsilon is None and noise_multiplier is None:
+        target_epsilon = 1.0
+    cfg = TrainConfig(kind=kind, hidden=layers, target_epsilon=target_epsilon, noise_multiplier=noise_multiplier,
+                      delta=delta, clip_norm=clip_norm, accountant=accountant, seed=seed,
+                      allow_large_delta=allow_large_delta,
+                      hyper=dpsgd.Hyper(optimizer=optimizer, learning_rate=learning_rate, epochs=epochs,
+                                        sampling_rate=sampling_rate))
+    d = data.load(data_spec, seed)
+    bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=no_progress, leave=False)
+
+    def progress(t: int, steps: int) -> None:
+        bar.update(t - bar.n)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if target_epsilon is not None and not no_progress:
+            bar.set_postfix_str("calibrating noise")
+        try:
+            res = run(cfg, d, progress)
+        finally:
+            bar.close()
+    for w in caught:
+        click.echo(f"edgedp: warning: {w.message}", err=True)
+    man = models_io.save(out_path, res.model, res.training, res.data)
+    doc = {**res.summary, "model_file": out_path, "manifest": str(models_io.manifest_path(out_path)),
+           "model_sha256": man.model_sha256, "warnings": [str(w.message) for w in caught]}
+    if as_json:
+        emit_json(doc)
+        return
+    s = res.summary
+    click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
+               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g})")
+    click.echo(f"  noise multiplier {s['noise_multiplier']:.4g}, C = {clip_norm:g}, q = {sampling_rate:g} (Poisson, "
+               f"batch {s['batch_size_min']}–{s['batch_size_max']}), {s['steps']} steps")
+    click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records")
+    click.echo(f"  wrote {out_path} and {models_io.manifest_path(out_path).name}")
+
+
+@click.command("audit-config")
+@click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--epsilon", type=float, default=None, help="Claimed ε.")
+@click.option("--delta", type=float, default=None)
+@click.option("--n", "n", type=int, default=None, help="Training records.")
+@click.option("--clip-norm", type=float, default=None)
+@click.option("--noise-multiplier", type=float, default=None)
+@click.option("--noise-std", type=float, default=None, help="σ of the noise added to the clipped sum.")
+@click.option("--sensitivity", type=float, default=None, help="Sensitivity the noise was calibrated to.")
+@click.option("--batch-size", type=int, default=None)
+@click.option("--sampling-rate", type=float, default=None)
+@click.option("--epochs", type=float, default=None)
+@click.option("--steps", type=int, default=None)
+@click.option("--sampling", type=click.Choice(["poisson", "shuffle"]), default=None)
+@click.option("--clipping", type=click.Choice(["per-example", "per-batch"]), default=None)
+@click.option("--accountant", type=click.Choice(["pld", "rdp"]), default=None)
+@click.option("--rdp-order", type=float, default=None, help="Fixed RDP order used for the conversion, if any.")
+@click.option("--noise-sampler", type=click.Choice(["float", "discrete"]), default=None)
+@click.option("--no-canary", is_flag=True, help="Skip the empirical clipping check.")
+@json_option
+@handle_errors
+def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) -> None:
+    """Check a DP-SGD configuration (TOML/JSON file and/or flags) for the errors that make its ε
+    wrong; exit status 1 when any check fails."""
+    from ..train import audit
+    from ..train.data import digits
+
+    d = audit.read_config(config) if config else {}
+    d.update({k: v for k, v in flags.items() if v is not None})
+    cfg = audit.TrainingConfig.from_mapping(d)
+    td = None if no_canary else digits(0)
+    checks = audit.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
+    failed = [c.name for c in checks if not c.passed]
+    if as_json:
+        emit_json({"passed": not failed, "failed": failed, "checks": [c.as_dict() for c in checks]})
+    else:
+        for c in checks:
+            click.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name:15s} {c.consequence}")
+        click.echo(f"{len(checks) - len(failed)}/{len(checks)} checks pass"
+                   + (f"; failed: {', '.join(failed)}" if failed else ""))
+    if failed:
+        raise SystemExit(1)
+
+
+COMMANDS = [train, audit_config]

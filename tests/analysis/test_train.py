@@ -1,0 +1,174 @@
+"""DP-SGD training: per-example clipping (canary), Poisson batches, accounting against
+dp_accounting, the model file and its manifest, the CLI end to end on a small setting."""
+from __future__ import annotations
+
+import json
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgedp import models_io
+from edgedp.cli import main
+from edgedp.train import accountant, canary, dpsgd
+from edgedp.train.data import digits
+from edgedp.train.run import TrainConfig, check_delta
+
+
+@pytest.fixture(scope="module")
+def small():
+    d = digits(0)
+    return d.X_train[:200], d.y_train[:200]
+
+
+@pytest.mark.parametrize("hidden", [(), (16,)])
+def test_canary_influence_is_bounded_by_c_only_with_per_example_clipping(small, hidden) -> None:
+    X, y = small
+    for clip in (0.5,):
+        per_ex = canary.influence(X, y, 10, clip, "per-example", batch=64, hidden=hidden)
+        per_batch = canary.influence(X, y, 10, clip, "per-batch", batch=64, hidden=hidden)
+        assert per_ex.bounded and per_ex.influence <= clip * (1 + 1e-4)
+        assert per_ex.influence > 0.9 * clip        # the canary's gradient is clipped to C, not dropped
+        assert not per_batch.bounded and per_batch.bound_ratio > 10
+
+
+def test_clipped_sum_bounds_every_row() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(32, 8)).astype(np.float32) * 100
+    y = rng.integers(0, 3, 32).astype(np.int32)
+    import jax
+    params = dpsgd.init_params(8, 3, (4,), jax.random.PRNGKey(0))
+    mask = np.ones(32, np.float32)
+    for i in range(0, 32, 7):
+        m = np.zeros(32, np.float32)
+        m[i] = 1.0
+        assert dpsgd.tree_norm(dpsgd.clipped_sum(params, X, y, m, np.float32(0.3))) <= 0.3 * (1 + 1e-5)
+    assert dpsgd.tree_norm(dpsgd.clipped_sum(params, X, y, mask, np.float32(0.3))) <= 32 * 0.3
+
+
+def test_poisson_batches_include_each_record_independently() -> None:
+    n, q, steps = 400, 0.1, 400
+    rng = np.random.default_rng(0)
+    counts = np.zeros(n)
+    sizes = []
+    for idx in dpsgd.poisson_batches(n, q, steps, rng):
+        counts[idx] += 1
+        sizes.append(len(idx))
+    # each record is in Binomial(steps, q) batches; the batch size is Binomial(n, q) and varies
+    assert abs(counts.mean() - steps * q) < 1.0
+    assert abs(np.var(sizes) - n * q * (1 - q)) < 0.35 * n * q * (1 - q)
+    assert len(set(sizes)) > 10
+    assert max(sizes) <= dpsgd.block_rows(n, q)
+
+
+def test_oversize_batch_is_summed_over_blocks_not_truncated(small) -> None:
+    """A batch larger than the compiled block must be processed whole (chunked)."""
+    X, y = small
+    rows = dpsgd.block_rows(len(y), 0.05)
+    out = dpsgd.train(X, y, 10, 1.0, 1.0, 3, dpsgd.Hyper(sampling_rate=1.0), 0)   # q = 1: every record
+    assert list(out.batch_sizes) == [len(y)] * 3
+    assert rows < len(y)
+
+
+@pytest.mark.parametrize("nm,q,steps", [(1.1, 0.01, 1000), (4.0, 0.25, 60), (0.8, 0.1, 30)])
+def test_accounting_agrees_with_dp_accounting(nm: float, q: float, steps: int) -> None:
+    d = 1e-5
+    ev = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(nm)), steps)
+    r = dp_accounting.rdp.RdpAccountant(list(accountant.RDP_ORDERS))
+    r.compose(ev)
+    p = dp_accounting.pld.PLDAccountant(value_discretization_interval=accountant.PLD_INTERVAL)
+    p.compose(ev)
+    g = accountant.guarantee(nm, q, steps, d)
+    assert g.epsilon_rdp == pytest.approx(r.get_epsilon(d), rel=1e-9)
+    assert g.epsilon_pld == pytest.approx(p.get_epsilon(d), rel=1e-9)
+    assert g.epsilon_pld <= g.epsilon_rdp * 1.001   # PLD is the tighter of the two upper bounds
+
+
+def test_calibration_reaches_the_target() -> None:
+    nm = accountant.calibrate(2.0, 0.25, 60, 1e-5)
+    assert accountant.epsilon(nm, 0.25, 60, 1e-5) <= 2.0
+    assert accountant.epsilon(nm * 0.99, 0.25, 60, 1e-5) > 2.0 * 0.995
+
+
+def test_delta_must_be_below_one_over_n() -> None:
+    with pytest.raises(ValueError, match="1/n"):
+        check_delta(1e-3, 1000, allow=False)
+    with pytest.warns(UserWarning, match="1/n"):
+        check_delta(1e-3, 1000, allow=True)
+    check_delta(1e-4, 1000, allow=False)
+    with pytest.raises(ValueError):
+        TrainConfig(target_epsilon=1.0, noise_multiplier=2.0)
+
+
+def test_model_file_round_trip_and_tamper_detection(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    layers = [(rng.normal(size=(5, 4)).astype(np.float32), np.zeros(4, np.float32)),
+              (rng.normal(size=(4, 3)).astype(np.float32), np.ones(3, np.float32))]
+    m = models_io.Model("mlp", layers, np.array([3, 5, 7]))
+    training = {k: 1 for k in models_io.TRAINING_KEYS}
+    path = tmp_path / "m.npz"
+    man = models_io.save(path, m, training, {"name": "x", "n_features": 5, "n_classes": 3})
+    back, man2 = models_io.load_checked(path)
+    assert man2.model_sha256 == man.model_sha256
+    X = rng.normal(size=(6, 5))
+    assert np.allclose(back.logits(X), m.logits(X))
+    assert set(back.predict(X)) <= {3, 5, 7}
+    with np.load(path) as f:
+        assert str(f["kind"]) == "mlp" and f["W1"].shape == (4, 3) and int(f["n_classes"]) == 3
+    raw = bytearray(path.read_bytes())
+    raw[-40] ^= 1
+    path.write_bytes(bytes(raw))
+    with pytest.raises(models_io.ModelFileError, match="does not match"):
+        models_io.load_checked(path)
+
+
+def test_train_cli_end_to_end(tmp_path) -> None:
+    out = tmp_path / "dp.npz"
+    args = ["train", "--model", "logreg", "--target-epsilon", "3", "--epochs", "5", "--out", str(out),
+            "--seed", "1", "--json", "--no-progress"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    for key in ("epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate", "steps", "accountant",
+                "test_accuracy"):
+        assert key in d
+    assert d["epsilon"] <= 3.0 and d["accountant"] == "pld" and d["steps"] == 20
+    assert d["epsilon_pld"] <= d["epsilon_rdp"]
+    assert d["test_accuracy"] > 0.6
+    model, man = models_io.load_checked(out)
+    assert man.training["sampling"] == "poisson" and man.training["noise_multiplier"] == d["noise_multiplier"]
+    assert man.data == {"name": "digits", "n_features": 64, "n_classes": 10}
+    d2 = digits(1)
+    assert np.mean(model.predict(d2.X_test) == d2.y_test) == pytest.approx(d["test_accuracy"])
+    r2 = CliRunner().invoke(main, args[:-4] + ["--out", str(tmp_path / "again.npz"), "--seed", "1", "--json",
+                                               "--no-progress"])
+    assert json.loads(r2.stdout)["test_accuracy"] == d["test_accuracy"]          # --seed reproduces
+    assert (tmp_path / "again.npz").read_bytes() == out.read_bytes()
+
+
+def test_train_cli_refuses_large_delta_and_bad_data(tmp_path) -> None:
+    r = CliRunner().invoke(main, ["train", "--delta", "0.01", "--out", str(tmp_path / "m.npz"), "--json"])
+    assert r.exit_code != 0 and "1/n" in json.loads(r.stdout)["message"]
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, features=np.zeros((20, 3)))
+    r = CliRunner().invoke(main, ["train", "--data", str(bad), "--out", str(tmp_path / "m.npz"), "--json"])
+    assert r.exit_code != 0 and "X" in json.loads(r.stdout)["message"]
+
+
+def test_train_on_users_npz(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    y = np.where(X[:, 0] + X[:, 1] > 0, 7, 2)
+    f = tmp_path / "mine.npz"
+    np.savez(f, X=X, y=y)
+    r = CliRunner().invoke(main, ["train", "--data", str(f), "--model", "mlp", "--hidden", "8",
+                                  "--noise-multiplier", "1.0", "--delta", "1e-4", "--epochs", "4",
+                                  "--out", str(tmp_path / "m.npz"), "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["test_accuracy"] > 0.8 and math.isfinite(d["epsilon"])
+    model, man = models_io.load_checked(tmp_path / "m.npz")
+    assert list(model.classes) == [2, 7] and model.kind == "mlp" and len(model.layers) == 2
