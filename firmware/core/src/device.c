@@ -134,7 +134,8 @@ static int ensure_plan(edp_device_t *d, uint32_t k)
     return EDP_OK;
 }
 
-/* Parse mode u8 | arg u8 | k u16 | k x f32 into d->xin. */
+/* Parse mode u8 | arg u8 | k u16 | k x f32 into d->xin (finite values). The mode is
+ * checked by the caller against the length of the vector it releases. */
 static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg, uint32_t *k)
 {
     uint32_t i;
@@ -145,8 +146,7 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
     if (*k < 1 || *k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
     if (n != 4 + 4 * (size_t)*k) return EDP_ERR_LEN;
     for (i = 0; i < *k; i++) d->xin[i] = edp_rdf(b + 4 + 4 * i);
-    if (edp_mech_check_values(d->xin, *k)) return EDP_ERR_BAD_VALUE;
-    return edp_mech_mode_check(*mode, *arg, *k);
+    return edp_mech_check_values(d->xin, *k) ? EDP_ERR_BAD_VALUE : EDP_OK;
 }
 
 /* Everything that can refuse an external answer, then the committed charge:
@@ -203,7 +203,7 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k;
     int err = parse_vector(d, b, n, &mode, &arg, &k);
-    if (err) return err;
+    if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
     if ((err = ensure_plan(d, k))) return err;
     if ((err = charge(d, &d->plan, mode, arg))) return err;
     return release(d, &d->plan, d->xin, mode, arg, 0, o);
@@ -286,7 +286,9 @@ static int cmd_infer_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t 
     const float *y;
     int err = parse_vector(d, b, n, &mode, &arg, &k);
     if (err) return err;
-    if ((err = edp_device_infer_local(d, d->xin, k, &y))) return err;
+    if ((err = edp_device_infer_local(d, d->xin, k, &y)) ||
+        (err = edp_mech_mode_check(mode, arg, d->model->n_classes)))
+        return err;
     k = d->model->n_classes;
     for (i = 1; i < k; i++)
         if (y[i] > y[best]) best = i;
@@ -300,7 +302,7 @@ static int cmd_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k;
     int err = parse_vector(d, b, n, &mode, &arg, &k);
-    if (err) return err;
+    if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
     if ((err = edp_device_local(d, d->xin, k, d->work))) return err;
     *o = edp_wr16(*o, edp_mech_argmax(d->work, k));
     *o = edp_wr32(*o, edp_crc32(0, d->work, 4 * (size_t)k));
@@ -340,7 +342,8 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     if (n < 4) return EDP_ERR_LEN;
     scale = edp_rdf(b);
     if (!(scale > 0.0f)) return EDP_ERR_BAD_VALUE;
-    if ((err = parse_vector(d, b + 4, n - 4, &mode, &arg, &k))) return err;
+    if ((err = parse_vector(d, b + 4, n - 4, &mode, &arg, &k)) || (err = edp_mech_mode_check(mode, arg, k)))
+        return err;
     t0 = d->port->ticks(d->port->ctx);
     d->naive(d->xin, d->yout, k, scale);
     t1 = d->port->ticks(d->port->ctx);
