@@ -107,21 +107,6 @@ static void mutate(uint8_t *raw, size_t *n)
     /* m >= 5: leave valid */
 }
 
-static void collect(void *ctx, const uint8_t *p, size_t n)
-{
-    uint8_t **o = ctx;
-    memcpy(*o, p, n);
-    *o += n;
-}
-
-/* The project's encoder (edp_cobs_write) with its delimiter; returns the length. */
-static size_t cobs(const uint8_t *in, size_t n, uint8_t *o)
-{
-    uint8_t *end = o;
-    edp_cobs_write(in, n, collect, &end);
-    return (size_t)(end - o);
-}
-
 /* Split the device's output into frames; check each; return how many. */
 static int check_output(int *answered_query)
 {
@@ -172,7 +157,7 @@ int main(int argc, char **argv)
         } else {
             seed_frame(raw, &n);
             mutate(raw, &n);
-            w = cobs(raw, n, wire);  /* ends with the 0x00 delimiter */
+            w = edp_cobs_encode(raw, n, wire);  /* ends with the 0x00 delimiter */
             if (rnd() % 16 == 0 && w > 1) wire[rnd() % (w - 1)] = (uint8_t)rnd();  /* damage the encoding itself */
         }
         out_len = 0;

@@ -6,7 +6,8 @@
  *   test_core hmac KEY MSG        HMAC-SHA256 tag, hex (arguments in hex)
  *   test_core crc HEX             CRC-32 of the bytes, decimal
  *   test_core dlap INV_T SHIFT    sampler set-up: "J L K KP tail tail_rounds" or "error CODE"
- *   test_core cobs HEX            COBS round trip through edp_cobs_write/edp_cobs_decode, hex
+ *   test_core cobs HEX            COBS round trip through edp_cobs_encode/edp_cobs_decode, hex
+ *   test_core cobs-edges          edp_cobs_encode against a byte-at-a-time reference; exit 0 iff all pass
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 #include "edgedp/crc32.h"
 #include "edgedp/dlap.h"
 #include "edgedp/drbg.h"
+#include "edgedp/error.h"
+#include "edgedp/proto.h"
 #include "edgedp/sha256.h"
 
 static int failures;
@@ -143,11 +146,106 @@ static void exp_accuracy(void)
     check(worst < 1e-15, "edp_exp_neg within 1e-15 of libm on [0, 1]");
 }
 
-static void collect(void *ctx, const uint8_t *p, size_t n)
+/* The byte-at-a-time COBS encoder the wire format was defined with: a run of
+ * 254 non-zero bytes always closes with 0xFF (a final 0x01 follows at the end). */
+static size_t cobs_reference(const uint8_t *in, size_t n, uint8_t *out)
 {
-    uint8_t **o = ctx;
-    memcpy(*o, p, n);
-    *o += n;
+    uint8_t *code = out, *o = out + 1;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (in[i]) {
+            *o++ = in[i];
+            if (o - code != 255) continue;
+            *code = 0xFF;
+        } else {
+            *code = (uint8_t)(o - code);
+        }
+        code = o++;
+    }
+    *code = (uint8_t)(o - code);
+    *o++ = 0;
+    return (size_t)(o - out);
+}
+
+static uint64_t edge_rng = 0x243F6A8885A308D3ull;
+
+static uint32_t edge_rand(void)
+{
+    edge_rng ^= edge_rng << 13;
+    edge_rng ^= edge_rng >> 7;
+    edge_rng ^= edge_rng << 17;
+    return (uint32_t)edge_rng;
+}
+
+/* Encode data[0..n) at every alignment into exactly EDP_COBS_MAX(n) bytes of
+ * heap (ASan sees any overrun), compare with the reference, decode back, and
+ * check that a zero planted inside a run is refused. */
+static int cobs_case(const uint8_t *data, size_t n)
+{
+    size_t cap = EDP_COBS_MAX(n), want_n, got_n, off;
+    uint8_t *want = malloc(cap + 1), *src = malloc(n + 3), *got;
+    int ok = 1;
+    want_n = cobs_reference(data, n, want);
+    ok &= want_n <= cap;
+    for (off = 0; off < 4 && ok; off++) {
+        got = malloc(cap + off);
+        memcpy(src + (off & 3 ? 3 - off : 0), data, n);
+        got_n = edp_cobs_encode(src + (off & 3 ? 3 - off : 0), n, got + off);
+        ok &= got_n == want_n && memcmp(got + off, want, want_n) == 0;
+        ok &= edp_cobs_decode(got + off, got_n - 1) == (int)n && memcmp(got + off, data, n) == 0;
+        free(got);
+    }
+    if (ok && want_n > 2) {  /* a 0x00 in place of any non-delimiter byte: invalid */
+        size_t at = edge_rand() % (want_n - 1);
+        want[at] = 0;
+        ok &= edp_cobs_decode(want, want_n - 1) == EDP_ERR_CRC;
+    }
+    free(want);
+    free(src);
+    return ok;
+}
+
+static void cobs_edges(void)
+{
+    static uint8_t d[EDP_FRAME_MAX];
+    static const uint32_t zero_per_256[] = {0, 1, 16, 64, 128, 192, 255, 256};
+    size_t n, i, z, run;
+    int ok = 1;
+    /* Runs of 250..258 non-zero bytes between zeros, at every start offset:
+     * the 254 boundary falls in every position of a word. */
+    for (run = 250; run <= 258; run++) {
+        for (n = 0; n < 8; n++) {
+            size_t len = 0;
+            memset(d, 0, sizeof d);
+            while (len + run + 1 <= 3 * 259 + n) {
+                memset(d + len + n % 4, 0x11, run);
+                len += run + 1;
+            }
+            ok &= cobs_case(d, len);
+            ok &= cobs_case(d + n % 4 + 1, run);  /* exactly run non-zero bytes, nothing else */
+        }
+    }
+    for (n = 0; n <= 600; n++) {
+        memset(d, 0, n);
+        ok &= cobs_case(d, n);  /* all zeros */
+        memset(d, 0xA5, n);
+        ok &= cobs_case(d, n);  /* no zero */
+    }
+    /* Random bytes of each zero density, short and up to the largest frame. */
+    for (z = 0; z < sizeof zero_per_256 / sizeof zero_per_256[0]; z++) {
+        for (i = 0; i < 40; i++) {
+            n = i < 32 ? edge_rand() % 600 : EDP_FRAME_MAX - (i - 32);
+            for (run = 0; run < n; run++) {
+                uint32_t r = edge_rand();
+                d[run] = (r & 0xFF) < zero_per_256[z] ? 0 : (uint8_t)((r >> 8) % 255 + 1);
+            }
+            ok &= cobs_case(d, n);
+        }
+    }
+    /* The largest frame with the most 0xFF codes: 16 runs of 254, then zeros. */
+    memset(d, 0x7E, sizeof d);
+    ok &= cobs_case(d, sizeof d) && EDP_COBS_MAX(sizeof d) == EDP_WIRE_MAX;
+    check(ok, "COBS encoder matches the byte-at-a-time reference (254-runs, zeros, all alignments, max frame)");
 }
 
 int main(int argc, char **argv)
@@ -214,10 +312,8 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "cobs") == 0) {
         size_t n = unhex(argv[2], a, sizeof a), i, m;
-        uint8_t *o = b;
         int dn;
-        edp_cobs_write(a, n, collect, &o);
-        m = (size_t)(o - b);
+        m = edp_cobs_encode(a, n, b);
         for (i = 0; i < m; i++) printf("%02x", b[i]);
         printf(" ");
         if (m == 0 || b[m - 1] != 0) return 3;
@@ -227,6 +323,10 @@ int main(int argc, char **argv)
         printf("\n");
         return 0;
     }
-    fprintf(stderr, "usage: test_core rfc | chacha KEY N | bits KEY N | hmac KEY MSG | crc HEX | dlap INV_T SHIFT | cobs HEX\n");
+    if (argc == 2 && strcmp(argv[1], "cobs-edges") == 0) {
+        cobs_edges();
+        return failures ? 1 : 0;
+    }
+    fprintf(stderr, "usage: test_core rfc | chacha KEY N | bits KEY N | hmac KEY MSG | crc HEX | dlap INV_T SHIFT | cobs HEX | cobs-edges\n");
     return 2;
 }

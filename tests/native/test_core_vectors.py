@@ -73,14 +73,41 @@ def test_crc_matches_zlib(native_builds: None, n: int) -> None:
     assert int(run("crc", data.hex())) == zlib.crc32(data)
 
 
+def cobs_wire(data: bytes) -> bytes:
+    """The device's COBS bytes: like cobs.encode, except that a run of 254 non-zero bytes
+    always closes with 0xFF, also at the very end (then a code 0x01 follows)."""
+    out, run = bytearray(), bytearray()
+    for b in data:
+        if b:
+            run.append(b)
+            if len(run) == 254:
+                out += b"\xff" + run
+                run.clear()
+        else:
+            out += bytes([len(run) + 1]) + run
+            run.clear()
+    return bytes(out + bytes([len(run) + 1]) + run + b"\x00")
+
+
 @pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x00", b"abc\x00def", bytes(range(1, 255)),
-                                  bytes(range(1, 256)) * 3, b"\x11" * 254 + b"\x00" + b"\x22" * 600])
+                                  bytes(range(1, 256)) * 3, b"\x11" * 254 + b"\x00" + b"\x22" * 600,
+                                  b"\x11" * 253, b"\x11" * 254, b"\x11" * 255, b"\x11" * 508, bytes(4120),
+                                  b"\x7e" * 4120, struct.pack("<1030i", *([0, 131072, 70776, -3] * 257 + [1, 2])),
+                                  np.random.default_rng(5).dirichlet(np.ones(1030)).astype("<f4").tobytes()])
 def test_cobs_matches_python_package(native_builds: None, data: bytes) -> None:
     enc, _, dec = run("cobs", data.hex() or "").partition(" ")
     enc_b = bytes.fromhex(enc)
     assert enc_b[-1] == 0 and 0 not in enc_b[:-1]
+    assert enc_b == cobs_wire(data)  # the bytes on the wire, not only a valid encoding
     assert cobs.decode(enc_b[:-1]) == data
     assert bytes.fromhex(dec) == data
+
+
+def test_cobs_word_encoder_matches_byte_reference(native_builds: None) -> None:
+    """The word-at-a-time encoder against the byte-at-a-time one in C: runs of 250-258
+    non-zero bytes at every offset, all zeros, no zeros, random zero densities up to the
+    largest frame (EDP_FRAME_MAX), every alignment, into exactly EDP_COBS_MAX bytes (ASan)."""
+    assert run("cobs-edges").startswith("ok")
 
 
 @pytest.mark.parametrize("epsilon_micro, sensitivity, m, k", [

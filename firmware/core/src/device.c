@@ -5,8 +5,11 @@
 #include "edgedp/frame.h"
 #include "edgedp/sha256.h"
 #include "le.h"
+#include "util.h"
 
 #include <string.h>
+
+EDP_STATIC_ASSERT(rx_holds_response, EDP_WIRE_MAX >= EDP_COBS_MAX(EDP_FRAME_MAX));
 
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
@@ -559,7 +562,8 @@ static void finish_frame(edp_device_t *d)
         n = edp_cobs_decode(d->rx, d->rx_len);
         len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(d, d->rx, (size_t)n);
     }
-    edp_frame_send(d->tx, len, uart_write, (void *)d->port);
+    /* The request is consumed: rx takes the encoded response. */
+    edp_frame_send(d->tx, len, d->rx, uart_write, (void *)d->port);
     d->rx_len = 0;
     d->rx_overflow = 0;
 }
@@ -567,12 +571,18 @@ static void finish_frame(edp_device_t *d)
 void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n)
 {
     /* The fill position lives in a register (byte stores may alias *d); the
-     * inner loop copies one run of non-zero bytes that fits the buffer. */
+     * inner loops copy one run of non-zero bytes that fits the buffer, a word
+     * at a time while its four bytes are all non-zero, then byte by byte. */
     uint8_t *o = d->rx + d->rx_len, *const full = d->rx + sizeof d->rx;
     const uint8_t *end = bytes + n;
     while (bytes != end) {
         size_t room = (size_t)(full - o), left = (size_t)(end - bytes);
         const uint8_t *stop = bytes + (left < room ? left : room);
+        for (; stop - bytes >= 4; bytes += 4, o += 4) {
+            const uint32_t w = edp_rd32(bytes);
+            if ((w - 0x01010101u) & ~w & 0x80808080u) break;  /* a zero byte in w */
+            edp_wr32(o, w);
+        }
         while (bytes != stop && *bytes) *o++ = *bytes++;
         if (bytes == end) break;
         if (*bytes) {  /* no room: drop the byte, remember the overflow */

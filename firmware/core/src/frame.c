@@ -39,9 +39,9 @@ size_t edp_frame_error(uint8_t *tx, uint32_t type, uint32_t seq, int err)
     return (size_t)(o - tx);
 }
 
-void edp_frame_send(uint8_t *tx, size_t len,
+void edp_frame_send(uint8_t *tx, size_t len, uint8_t *wire,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx)
 {
     edp_wr32(tx + len, edp_crc32(0, tx, len));
-    edp_cobs_write(tx, len + 4, write, ctx);
+    write(ctx, wire, edp_cobs_encode(tx, len + 4, wire));
 }

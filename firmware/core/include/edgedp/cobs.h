@@ -5,13 +5,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Largest encoding of n bytes by edp_cobs_encode, delimiter included: one code
+ * byte, one more after every run of 254 non-zero bytes, the 0x00. */
+#define EDP_COBS_MAX(n) ((n) + (n) / 254u + 2u)
+
 /* COBS-decode buf[0..n) in place. Returns the decoded length or EDP_ERR_CRC if
  * the encoding is invalid (a code byte runs past the end, or a zero inside). */
 int edp_cobs_decode(uint8_t *buf, size_t n);
 
-/* Stream the COBS encoding of buf[0..n) followed by the 0x00 delimiter through
- * write (called with ctx, any number of times). */
-void edp_cobs_write(const uint8_t *buf, size_t n,
-                    void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx);
+/* COBS-encode buf[0..n) followed by the 0x00 delimiter into out, which must
+ * hold EDP_COBS_MAX(n) bytes and must not overlap buf. A run of 254 non-zero
+ * bytes always closes with code 0xFF, also at the end of buf (then a final code
+ * 0x01 follows). Returns the encoded length, delimiter included. */
+size_t edp_cobs_encode(const uint8_t *buf, size_t n, uint8_t *out);
 
 #endif

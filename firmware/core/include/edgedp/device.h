@@ -54,7 +54,7 @@ typedef struct {
     edp_mech_plan_t infer_plan;  /* cached for (rec.mech epsilon, the model's range) */
     uint32_t rx_len;
     uint8_t rx_overflow;
-    uint8_t rx[EDP_WIRE_MAX];
+    uint8_t rx[EDP_WIRE_MAX];    /* the received frame, then its encoded response */
     uint8_t tx[EDP_FRAME_MAX];
     float xin[EDP_MAX_CLASSES];
     int32_t work[EDP_MAX_CLASSES];

@@ -33,9 +33,10 @@ uint8_t *edp_frame_response(uint8_t *tx, uint32_t type, uint32_t seq);
  * EDP_ERR_*) at tx. Returns its length without the CRC. */
 size_t edp_frame_error(uint8_t *tx, uint32_t type, uint32_t seq, int err);
 
-/* Append the CRC to the response tx[0..len) (tx must hold len + 4 bytes) and
- * stream it COBS-encoded with its 0x00 delimiter through write. */
-void edp_frame_send(uint8_t *tx, size_t len,
+/* Append the CRC to the response tx[0..len) (tx must hold len + 4 bytes),
+ * COBS-encode it with its 0x00 delimiter into wire (EDP_COBS_MAX(len + 4)
+ * bytes, edgedp/cobs.h, not overlapping tx) and hand that to write in one call. */
+void edp_frame_send(uint8_t *tx, size_t len, uint8_t *wire,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx);
 
 #endif
