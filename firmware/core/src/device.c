@@ -141,15 +141,20 @@ static int ensure_plan(edp_device_t *d, uint32_t k)
  * checked by the caller against the length of the vector it releases. */
 static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg, uint32_t *k)
 {
-    uint32_t i;
+    uint32_t i, nonfinite = 0;
     if (n < 4) return EDP_ERR_LEN;
     *mode = b[0];
     *arg = b[1];
     *k = edp_rd16(b + 2);
     if (*k < 1 || *k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
     if (n != 4 + 4 * (size_t)*k) return EDP_ERR_LEN;
-    for (i = 0; i < *k; i++) d->xin[i] = edp_rdf(b + 4 + 4 * i);
-    return edp_mech_check_values(d->xin, *k) ? EDP_ERR_BAD_VALUE : EDP_OK;
+    for (i = 0; i < *k; i++) {
+        const uint32_t v = edp_rd32(b + 4 + 4 * i);
+        /* NaN and Inf have an all-ones exponent: then adding 1 to it sets bit 31. */
+        nonfinite |= (v & 0x7F800000u) + 0x00800000u;
+        memcpy(&d->xin[i], &v, 4);
+    }
+    return nonfinite >> 31 ? EDP_ERR_BAD_VALUE : EDP_OK;
 }
 
 /* Everything that can refuse an external answer, then the committed charge:
