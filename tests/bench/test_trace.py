@@ -68,3 +68,21 @@ def test_footprint_per_module(qemu_elf) -> None:
     assert 0 < fp.dp_flash_linked <= fp.dp_closure_flash
     assert fp.table_bytes > 0 and fp.ram_state["edp_drbg_t"] > 0
     assert fp.dp_stack > 0 and fp.dp_stack_path[0].startswith("edp_mech_")
+
+
+def test_query_frame_framing_within_dp_step(emulator: Emulator, test_key: bytes) -> None:
+    """Issue 11: a k = 1000 FULL QUERY frame spends at most the DP step's instructions outside
+    the step (receive loop, COBS both ways, CRC both ways, input checks, budget commit, UART
+    writes), counted exactly in the trace the way `edgedp bench` does (frame - DP step)."""
+    dev = Device(TraceLink(emulator))
+    dev.configure(test_key, MechConfig(), Caps(daily=10**12))
+    x = np.random.default_rng(1000).dirichlet(np.ones(1000)).astype(np.float32)
+    dev.query(x, "full")  # warm-up: builds the table for k = 1000
+    emulator.steps()
+    before = emulator.count
+    r = dev.query(x, "full")
+    frame = emulator.count - before
+    (step,) = emulator.steps()
+    assert r.k == 1000 and len(r.lattice) == 1000
+    assert 0 < step.instructions < frame
+    assert frame - step.instructions <= step.instructions, (frame, step.instructions)

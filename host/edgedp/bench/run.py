@@ -342,7 +342,7 @@ def table(result: dict) -> str:
 
 def markdown(result: dict, plain: bool = False) -> str:
     head = ["k", "eps", "dp instr", "/class", "naive instr", "/class", "dp/naive", "est cycles", "est us@168",
-            "chacha", "drbg", "sampler", "mech", "q/s"]
+            "chacha", "drbg", "sampler", "mech", "frame instr", "framing/class", "q/s"]
     lines = []
     for r in result["rows"]:
         b = r.get("breakdown") or {}
@@ -352,7 +352,10 @@ def markdown(result: dict, plain: bool = False) -> str:
                       _fmt(r["naive_per_class"], ".1f"), _fmt(r["dp_over_naive"], ".2f"),
                       _fmt(r.get("est_cycles")), _fmt(r.get("est_us_168mhz"), ".1f"),
                       _fmt(b.get("chacha20"), ".1f"), _fmt(b.get("drbg"), ".1f"), _fmt(b.get("sampler"), ".1f"),
-                      _fmt(b.get("mechanism"), ".1f"), _fmt(r["queries_per_second"], ".1f")])
+                      _fmt(b.get("mechanism"), ".1f"), _fmt(r.get("frame_instructions")),
+                      _fmt(r["framing_instructions"] / r["k"] if r.get("framing_instructions") is not None else None,
+                           ".1f"),
+                      _fmt(r["queries_per_second"], ".1f")])
     if plain:
         widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
         fmt = "  ".join("{:>%d}" % w for w in widths)
