@@ -53,7 +53,7 @@ from fractions import Fraction
 
 import mpmath
 
-from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, Lattice
+from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, Lattice, make_lattice
 
 PREC = 320
 """Working precision in bits of everything that is not an integer (e^eps', logarithms, the
@@ -290,17 +290,25 @@ def hockey_stick(pmf: RealisedPmf, s: int, epsilon: mpmath.mpf, spread_v: mpmath
         return HockeyStick(s, eps, fwd / total, bwd / total, undecided)
 
 
-def brute_force(pmf: RealisedPmf, s: int, epsilon: mpmath.mpf) -> tuple[mpmath.mpf, mpmath.mpf]:
-    """Both directions summed over every z of the support, term by term (small configurations)."""
+def brute_force(pmf: RealisedPmf, shifts: list[tuple[int, mpmath.mpf]]) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    """Both directions for each (s, eps'), summed over every z of the support term by term
+    (small configurations: the check of ``hockey_stick``)."""
     with mpmath.workprec(PREC):
-        big = mpmath.exp(mpmath.mpf(epsilon))
-        fwd = bwd = mpmath.mpf(0)
-        for z in range(-(pmf.z_end - 1), pmf.z_end + s):
-            ua, ub = mpmath.mpf(pmf.u(z)), mpmath.mpf(pmf.u(z - s))
-            fwd += max(mpmath.mpf(0), ua - big * ub)
-            bwd += max(mpmath.mpf(0), ub - big * ua)
+        lo = -(pmf.z_end - 1)
+        top = max(s for s, _ in shifts)
+        vals = [mpmath.mpf(pmf.u(z)) for z in range(lo - top, pmf.z_end + top)]
         total = mpmath.mpf(pmf.total)
-        return fwd / total, bwd / total
+        zero = mpmath.mpf(0)
+        out = []
+        for s, eps in shifts:
+            big = mpmath.exp(mpmath.mpf(eps))
+            fwd = bwd = zero
+            for z in range(lo, pmf.z_end + s):
+                ua, ub = vals[z - lo + top], vals[z - s - lo + top]
+                fwd += max(zero, ua - big * ub)
+                bwd += max(zero, ub - big * ua)
+            out.append((fwd / total, bwd / total))
+        return out
 
 
 def epsilon_of_shift(lat: Lattice, epsilon_micro: int, s: int, charge: Fraction = CHARGE) -> Fraction:
@@ -350,3 +358,31 @@ def delta(lat: Lattice, epsilon_micro: int, shifts: list[int] | None = None,
             results.append(hockey_stick(pmf, s, mpmath.mpf(eps_s), sv))
         worst = max(results, key=lambda h: h.delta)
         return CapDelta(worst.delta, worst.shift, spread, slack, tuple(results))
+
+
+DOC_CASES = [(k, eps, 2.0, None) for eps in (0.1, 1.0, 10.0) for k in (1, 10, 100, 1000)] + [
+    (1, 8.0, 1.9765625, 7), (1, 12.0, 2.0, None), (1, 12.0, 2.998046875, 10),
+    (1, 1000.0, 2.0, 9), (1, 4294.967295, 2.0, 12), (1, 4294.967295, 1.0, 16)]
+"""The settings of docs/privacy.md section 2 (range [0, 1]): the table's grid and the issue's cases."""
+
+
+def main() -> None:
+    """Print the rows of docs/privacy.md section 2's table of the exact delta (range [0, 1])."""
+    import dataclasses
+
+    from .exactness import deviation
+    print("| k | ε | Δ | m | t | R' | s | exact δ per coordinate | upper bound | exact δ with R' = 13 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for k, eps, sens, m in DOC_CASES:
+        mic = round(eps * MICRO)
+        lat = make_lattice(k, mic, sens, 0.0, 1.0, m)
+        d = delta(lat, mic, worst_shifts(lat, 0))
+        old = delta(dataclasses.replace(lat, tail_rounds=13), mic, worst_shifts(lat, 0))
+        ub = float(mpmath.log(deviation(lat).delta, 2))
+        was = "≈ 1" if old.log2 > -0.05 else f"2^{old.log2:.1f}"
+        print(f"| {k} | {eps:.10g} | {sens:.10g} | {lat.m} | {lat.t:.4g} | {lat.tail_rounds} | {d.worst_shift} "
+              f"| 2^{d.log2:.1f} | 2^{ub:.1f} | {was} |")
+
+
+if __name__ == "__main__":
+    main()
