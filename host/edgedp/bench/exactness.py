@@ -16,7 +16,8 @@ is (epsilon + k * spread, k * delta)-DP against the ideal analysis, where delta 
 mass the shifted law puts where the capped law differs from the uncapped one:
 P(|z| >= (R' + 1) R 2^L - shift) + P(|z| >= (R' + 1) R 2^L) <= 4 mu_R^(R' + 1 - ceil(shift / (R 2^L)))
 for neighbours at most ``shift`` lattice steps apart in a coordinate (docs/privacy.md section 2). ln e_V factorises over
-the 4-bit chunks of V, which makes the maximum over all 2^L values exact and cheap.
+the 4-bit chunks of V, which makes the maximum over all 2^L values exact and cheap. That delta is an
+upper bound; ``edgedp.bench.divergence`` computes the exact hockey-stick divergence.
 """
 from __future__ import annotations
 
