@@ -51,11 +51,20 @@ QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
 FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
-firmware: build/qemu/edgedp.elf build/stm32f4/edgedp.elf
+firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf
 
 build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
+# The production configuration on the QEMU port (no test commands, ticks hidden, answers released at
+# their deadline), with the public test seed: only for measuring the release timing under -icount.
+TIMING_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
+build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(TIMING_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 

@@ -8,6 +8,7 @@ EDP_CORE_SRCS := \
 	firmware/core/src/budget.c \
 	firmware/core/src/cobs.c \
 	firmware/core/src/crc32.c \
+	firmware/core/src/deadline.c \
 	firmware/core/src/device.c \
 	firmware/core/src/dlap.c \
 	firmware/core/src/drbg.c \

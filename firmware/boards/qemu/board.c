@@ -8,6 +8,12 @@
  *  - store: 256 bytes in .noinit RAM, kept across QMP system_reset;
  *  - flash high-water log: a RAM NOR model (ramflash.h) in .noinit, formatted
  *    on the first boot of the process (QEMU's flash is read-only);
+ *  - release window: TIM2's counter, which QEMU clocks at 1 GHz of virtual
+ *    time; under -icount shift=3 an instruction is 8 ns, so the window is
+ *    insns x 8 ns after the frame's end, and window_close returns exactly
+ *    there (one read, then a counted delay). QEMU 7.2's timer interrupt fires
+ *    at the wrong time (stm32f2xx_timer adds the current time twice), so the
+ *    port never enables it;
  *  - admin nonce key: SHA-256 of the 32 bytes the host's QEMU launcher writes
  *    at 0x2001FFE0 (generic loader) and a .noinit boot counter, so the nonce
  *    differs across processes and warm resets; all-zero bytes (no loader) =
@@ -20,8 +26,11 @@
 #include "systick.h"
 #include "test_keys.h"
 
-#if !EDP_TEST_BUILD
-#error "the qemu port is a test port: build it with EDP_TEST_BUILD=1"
+/* A production configuration on this port (EDP_TEST_BUILD=0) exists only to
+ * measure the release timing under QEMU (build/qemu-timing, tests/hil/
+ * test_release_timing.py): its entropy is still the public test seed. */
+#if !EDP_TEST_BUILD && !EDP_QEMU_TIMING_IMAGE
+#error "the qemu port is a test port: build it with EDP_TEST_BUILD=1 (or EDP_QEMU_TIMING_IMAGE=1)"
 #endif
 
 #define USART1_SR (*(volatile uint32_t *)0x40011000u)
@@ -147,6 +156,63 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     }
 }
 
+#define TIM2_CNT (*(volatile uint32_t *)0x40000024u)
+#define TIM2_PSC (*(volatile uint32_t *)0x40000028u)
+#define SHPR3 (*(volatile uint32_t *)0xE000ED20u)       /* SysTick priority: bits 31..24 */
+#define NS_PER_INSN 8u    /* -icount shift=3 (edgedp.device.targets.qemu) */
+#define MASK_SYSTICK 0x80u
+
+static uint32_t window_start;  /* TIM2 count at the frame's end */
+
+static void window_open(void *ctx)
+{
+    (void)ctx;
+    window_start = TIM2_CNT;
+}
+
+/* Exactly 7 + n instructions (under -icount each is NS_PER_INSN of virtual
+ * time): n / 128 rounds of a 128-instruction loop, then the rest: one nop if
+ * it is odd and half of it in rounds of a two-instruction loop. */
+static void delay_insns(uint32_t n)
+{
+    uint32_t q;
+    __asm__ volatile(
+        "lsrs %1, %0, #7\n"
+        "and %0, %0, #127\n"
+        "cmp %1, #0\n"
+        "beq 2f\n"
+        "1: subs %1, %1, #1\n"
+        ".rept 126\n nop\n .endr\n"
+        "bne 1b\n"
+        "2: lsrs %0, %0, #1\n"
+        "bcc 3f\n"
+        "nop\n"
+        "3: cbz %0, 5f\n"
+        "4: subs %0, %0, #1\n"
+        "bne 4b\n"
+        "5:\n"
+        : "+l"(n), "=&l"(q) : : "cc");
+}
+
+/* Read TIM2 once and spend exactly the instructions left to the end: under
+ * -icount the return is at end + a constant, whatever came before. SysTick's
+ * wrap interrupt is held off meanwhile (BASEPRI), so nothing else runs. */
+static int window_close(void *ctx, uint32_t insns)
+{
+    uint32_t span = insns > 0x3FFFFFFFu / NS_PER_INSN ? 0x3FFFFFFFu : insns * NS_PER_INSN, end = span, elapsed;
+    int late = 0;
+    (void)ctx;
+    __asm__ volatile("msr basepri, %0" : : "r"(MASK_SYSTICK) : "memory");
+    elapsed = TIM2_CNT - window_start;
+    while (elapsed >= end) {  /* the ladder: the first doubling still ahead */
+        end *= 2u;
+        late = 1;
+    }
+    delay_insns((end - elapsed) / NS_PER_INSN);
+    __asm__ volatile("msr basepri, %0" : : "r"(0u) : "memory");
+    return late;
+}
+
 static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
 {
     (void)ctx;
@@ -167,12 +233,16 @@ static const edp_port_t port = {
     .board = "qemu-netduinoplus2",
     .auth_entropy = auth_entropy,
     .flash = &flash,
+    .window_open = window_open,
+    .window_close = window_close,
 };
 
 const edp_port_t *edp_board_init(void)
 {
     USART1_CR1 = (1u << 13) | (1u << 3) | (1u << 2); /* UE | TE | RE */
     edp_systick_start();
+    SHPR3 = (SHPR3 & 0x00FFFFFFu) | (MASK_SYSTICK << 24);  /* maskable by BASEPRI */
+    TIM2_PSC = 0;  /* 1 GHz: virtual nanoseconds (ARR stays 0: no update interrupts) */
     if (clock_rec.magic == CLOCK_MAGIC && clock_rec.check == (~CLOCK_MAGIC ^ (uint32_t)clock_rec.seconds_at_boot))
         boot_seconds = clock_rec.seconds_at_boot;
     else

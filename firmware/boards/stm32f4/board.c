@@ -13,6 +13,10 @@
  *  - device key: 32 bytes at 0x080E0000 (flash sector 11, section .edp_key
  *    of stm32f4.ld); all 0xFF (erased) or all 0x00 = not provisioned;
  *  - ticks: DWT CYCCNT, or SysTick where there is no working DWT;
+ *  - release window: a poll of those ticks (core cycles) up to insns x
+ *    EDP_STM32_CYCLES_PER_INSN after the frame's end. The bound of 4 cycles per
+ *    instruction is an assumption (flash wait states, ART cache), not measured
+ *    here; the poll leaves a jitter of one loop pass (a few cycles);
  *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG).
  *
  * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
@@ -163,6 +167,33 @@ static void watchdog_kick(void)
 #define watchdog_kick 0
 #endif
 
+#define EDP_STM32_CYCLES_PER_INSN 4u
+#define WINDOW_MAX 0x3FFFFFFFu  /* cycles: 6.4 s at 168 MHz */
+
+static uint32_t window_start;
+
+static void window_open(void *ctx)
+{
+    (void)ctx;
+    window_start = ticks(0);
+}
+
+/* The ladder of port.h, then a bounded poll: at most `end` passes even if the
+ * counter stops, each at least one cycle; the watchdog is fed meanwhile. */
+static int window_close(void *ctx, uint32_t insns)
+{
+    uint64_t span = (uint64_t)insns * EDP_STM32_CYCLES_PER_INSN;
+    uint32_t end = span > WINDOW_MAX ? WINDOW_MAX : (uint32_t)span, spin = 0;
+    int late = 0;
+    (void)ctx;
+    while (ticks(0) - window_start >= end && end <= WINDOW_MAX / 2u) {
+        end *= 2u;
+        late = 1;
+    }
+    while (ticks(0) - window_start < end && ++spin < end) watchdog_poll();
+    return late;
+}
+
 static const edp_port_t port = {
     .entropy = entropy,
     .ticks = ticks,
@@ -176,6 +207,8 @@ static const edp_port_t port = {
     .board = "stm32f4",
     .auth_entropy = 0,  /* the hardware RNG, through entropy() */
     .flash = &flog_flash,
+    .window_open = window_open,
+    .window_close = window_close,
 };
 
 const edp_port_t *edp_board_init(void)

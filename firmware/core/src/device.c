@@ -1,6 +1,7 @@
 #include "edgedp/device.h"
 #include "edgedp/cobs.h"
 #include "edgedp/crc32.h"
+#include "edgedp/deadline.h"
 #include "edgedp/error.h"
 #include "edgedp/frame.h"
 #include "edgedp/sha256.h"
@@ -131,6 +132,7 @@ static int ensure_plan(edp_device_t *d, uint32_t k)
     int err;
     if (d->plan_valid && d->plan.k == k) return EDP_OK;
     d->plan_valid = 0;
+    d->prepared = 1;
     err = edp_mech_prepare(&d->plan, &d->rec.mech, k);
     if (err) return err;
     d->plan_valid = 1;
@@ -207,12 +209,26 @@ static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
     return EDP_OK;
 }
 
+/* Arm the release of an external answer (EDP_RELEASE_DEADLINE): its first
+ * byte leaves when the window that finish_frame opened reaches the bound for
+ * this request (n_in values in, k out), whatever follows (send_part). */
+static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_in, uint32_t mode,
+                       uint32_t arg, const edp_model_t *model)
+{
+    if (!EDP_RELEASE_DEADLINE) return EDP_OK;
+    if (!d->port->window_open || !d->port->window_close) return EDP_ERR_TIMING;
+    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model, d->prepared);
+    d->window_pending = 1;
+    return EDP_OK;
+}
+
 static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k;
     int err = parse_vector(d, b, n, &mode, &arg, &k);
     if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
     if ((err = ensure_plan(d, k))) return err;
+    if ((err = arm_release(d, &d->plan, k, mode, arg, NULL))) return err;
     if ((err = charge(d, &d->plan, mode, arg))) return err;
     return release(d, &d->plan, d->xin, mode, arg, 0, o);
 }
@@ -229,13 +245,16 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
     c.m = m->m;
     if (d->infer_plan_valid && memcmp(&d->infer_plan.cfg, &c, sizeof c) == 0) return EDP_OK;
     d->infer_plan_valid = 0;
+    d->prepared = 1;
     if ((err = edp_mech_prepare(&d->infer_plan, &c, m->n_classes))) return err;
     d->infer_plan_valid = 1;
     return EDP_OK;
 }
 
 /* Parse an INFER body (mode u8 | arg u8 | n u16 | n x f32, n = the model's
- * n_features) and run the model. *y points at its raw output, finite. */
+ * n_features), prepare its plan and open the window (the model's running time
+ * depends on its weights: it runs inside). Then run the model: *y points at
+ * its raw output, finite. */
 static int infer(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg,
                  const float **y, uint32_t *ticks)
 {
@@ -245,11 +264,13 @@ static int infer(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, ui
     if (!m) return EDP_ERR_NO_MODEL;
     if ((err = parse_vector(d, b, n, mode, arg, &k))) return err;
     if (k != m->n_features) return EDP_ERR_LEN;
+    if ((err = edp_mech_mode_check(*mode, *arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
+        (err = arm_release(d, &d->infer_plan, k, *mode, *arg, m)))
+        return err;
     t0 = d->port->ticks(d->port->ctx);
     *y = edp_model_run(m, d->xin);
     *ticks = d->port->ticks(d->port->ctx) - t0;
-    if (edp_mech_check_values(*y, m->n_classes)) return EDP_ERR_BAD_VALUE;
-    return edp_mech_mode_check(*mode, *arg, m->n_classes);
+    return edp_mech_check_values(*y, m->n_classes);
 }
 
 static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
@@ -258,7 +279,6 @@ static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     const float *y;
     int err = infer(d, b, n, &mode, &arg, &y, &ticks);
     if (err) return err;
-    if ((err = ensure_infer_plan(d, d->model))) return err;
     if ((err = charge(d, &d->infer_plan, mode, arg))) return err;
     edp_wr32(*o + 16, EDP_REPORT_TICKS ? ticks : 0);
     return release(d, &d->infer_plan, y, mode, arg, 4, o);
@@ -551,9 +571,16 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     return (size_t)(o - d->tx);
 }
 
-static void uart_write(void *ctx, const uint8_t *p, size_t n)
+/* The response's bytes to the UART; the first write of a response whose window
+ * is open waits for the window's end (port.h, window_close). */
+static void send_part(void *ctx, const uint8_t *p, size_t n)
 {
-    const edp_port_t *port = ctx;
+    edp_device_t *d = ctx;
+    const edp_port_t *port = d->port;
+    if (d->window_pending) {
+        d->window_pending = 0;
+        if (port->window_close(port->ctx, d->window_insns)) d->overruns++;
+    }
     port->uart_write(port->ctx, p, n);
 }
 
@@ -561,6 +588,9 @@ static void finish_frame(edp_device_t *d)
 {
     size_t len;
     int n;
+    d->prepared = 0;
+    d->window_pending = 0;
+    if (EDP_RELEASE_DEADLINE && d->port->window_open) d->port->window_open(d->port->ctx);
     if (d->rx_overflow) {
         len = edp_frame_error(d->tx, 0, 0, EDP_ERR_LEN);
     } else {
@@ -568,7 +598,7 @@ static void finish_frame(edp_device_t *d)
         len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(d, d->rx, (size_t)n);
     }
     /* The request is consumed: rx takes the encoded response. */
-    edp_frame_send(d->tx, len, d->rx, uart_write, (void *)d->port);
+    edp_frame_send(d->tx, len, d->rx, send_part, d);
     d->rx_len = 0;
     d->rx_overflow = 0;
 }

@@ -1,4 +1,5 @@
 #include "edgedp/mech.h"
+#include "edgedp/deadline.h"
 #include "edgedp/error.h"
 #include "le.h"
 #include "util.h"
@@ -74,6 +75,7 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     inv_t = ((double)c->eps_micro / 1e6) / shift;
     err = edp_dlap_setup(&p->dlap, inv_t, shift);
     if (err) return err;
+    p->noise_insns = edp_deadline_noise(&p->dlap, k);
     p->cfg = *c;
     p->k = k;
     p->m = m;

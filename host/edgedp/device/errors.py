@@ -19,6 +19,7 @@ class ErrorCode(IntEnum):
     ERR_REPLAY = 10
     ERR_STORE = 11
     ERR_NO_MODEL = 12
+    ERR_TIMING = 13
 
 
 MEANING = {
@@ -35,6 +36,7 @@ MEANING = {
     ErrorCode.ERR_REPLAY: "authentication counter not above the stored one (replay)",
     ErrorCode.ERR_STORE: "persistent budget store unavailable: external output refused",
     ErrorCode.ERR_NO_MODEL: "INFER: this image was built without a model (make firmware MODEL=...)",
+    ErrorCode.ERR_TIMING: "the board cannot release answers at a fixed deadline (its port lacks the window timer)",
 }
 
 

@@ -15,6 +15,9 @@
  *  - with a flash log (port->flash), every commit of spend or counter raises
  *    the flash high-water mark first, and boot restores spend and counter to
  *    at least the mark (a lost or older store never lowers them);
+ *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER response (answer or refusal
+ *    after the window opened) leaves at a time fixed by the request, the
+ *    configuration and the model, not by the noise (edgedp/deadline.h);
  *  - every decoded frame gets exactly one response with its seq. */
 #ifndef EDGEDP_DEVICE_H
 #define EDGEDP_DEVICE_H
@@ -52,6 +55,10 @@ typedef struct {
     const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */
     uint8_t infer_plan_valid;
     edp_mech_plan_t infer_plan;  /* cached for (rec.mech epsilon, the model's range) */
+    uint8_t window_pending;  /* this response leaves at its deadline (EDP_RELEASE_DEADLINE) */
+    uint8_t prepared;        /* this request prepared a plan */
+    uint32_t window_insns;   /* the deadline, instructions after the frame's end */
+    uint32_t overruns;       /* answers not ready at their deadline */
     uint32_t rx_len;
     uint8_t rx_overflow;
     uint8_t rx[EDP_WIRE_MAX];    /* the received frame, then its encoded response */

@@ -38,6 +38,7 @@ typedef struct {
     int32_t m;
     float scale;            /* 2^m */
     int32_t ylo, yhi;
+    uint32_t noise_insns;   /* edp_deadline_noise(&dlap, k): the release deadline's noise part */
     edp_dlap_t dlap;
 } edp_mech_plan_t;
 

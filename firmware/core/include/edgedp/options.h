@@ -36,6 +36,14 @@
 #define EDP_REPORT_TICKS EDP_TEST_BUILD
 #endif
 
+/* Non-zero: every QUERY and INFER answer leaves at a deadline fixed by the
+ * configuration, k, the mode and the model (edgedp/deadline.h), so that its
+ * time does not show the noise; needs the port's window callbacks. Production
+ * builds; test builds answer at once (benchmarks measure the real time). */
+#ifndef EDP_RELEASE_DEADLINE
+#define EDP_RELEASE_DEADLINE (!EDP_TEST_BUILD)
+#endif
+
 /* ChaCha20 blocks drawn between reseeds from the board's entropy source
  * (production builds only; test builds replay one stream). */
 #ifndef EDP_RESEED_BLOCKS

@@ -62,6 +62,19 @@ typedef struct edp_port {
     /* The two flash sectors of the high-water log (flog.h), or NULL for a port
      * without one (then a lost store restarts spend and counter from 0). */
     const edp_flash_t *flash;
+
+    /* Release timing (EDP_RELEASE_DEADLINE builds, core/include/edgedp/deadline.h).
+     * window_open marks the start of a window: the core calls it when a frame's
+     * last byte has been taken from the UART. window_close(insns) returns when
+     * `insns` executed instructions' worth of time (by the board's bound on time
+     * per instruction) has passed since the mark, at a moment that does not
+     * depend on when it was called, and returns 0; called after that moment
+     * (an overrun) it returns 1 at the first doubling of the window still ahead
+     * (mark + 2^j x span), so release times stay on a fixed ladder. Both must
+     * return within a bounded time even if the timer stops. NULL on a port that
+     * cannot: such builds refuse QUERY and INFER with EDP_ERR_TIMING. */
+    void (*window_open)(void *ctx);
+    int (*window_close)(void *ctx, uint32_t insns);
 } edp_port_t;
 
 #endif
