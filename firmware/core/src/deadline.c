@@ -1,12 +1,15 @@
 #include "edgedp/deadline.h"
 #include "edgedp/mech.h"
 
-/* Instruction constants (deadline.h): the longest paths measured on the
- * compiled code by host/edgedp/bench/deadline.py, times a margin >= 2. */
-#define DL_DRAW_BASE 400u       /* fast path, tier-1 acceptance, tie, tail round */
-#define DL_DRAW_PER_CHUNK 200u  /* exact acceptance: less_than over 2 limbs per chunk */
-#define DL_DRAW_PER_CHUNK2 120u /* exact acceptance: product, quadratic in the chunks */
-#define DL_REFILL 6000u         /* edp_drbg_next_block: 4 ChaCha20 blocks, key erasure */
+/* Instruction constants (deadline.h). The draw and refill ones are at least
+ * twice the longest paths that host/edgedp/bench/deadline.py measures on the
+ * compiled image (at the time of writing: a draw 467 + product + less_than, 2,235 with 6
+ * chunks; a refill 3,191), checked by tests/bench/test_deadline.py; the
+ * request's parts are checked there against whole windows. */
+#define DL_DRAW_BASE 1000u      /* sampler loop pass, tier-1 acceptance, tie, tail round */
+#define DL_DRAW_PER_CHUNK 240u  /* exact acceptance: less_than over 2 limbs per chunk */
+#define DL_DRAW_PER_CHUNK2 60u  /* exact acceptance: product, quadratic in the chunks */
+#define DL_REFILL 6400u         /* edp_drbg_next_block: 4 ChaCha20 blocks, key erasure */
 #define DL_REFILL_WORDS 56u     /* keystream words a refill makes available */
 #define DL_FIXED 40000u         /* charge (reseed, store commit, flash mark), header, window */
 #define DL_PER_INPUT 60u        /* COBS decoding, CRC and checks of 4 request bytes */

@@ -31,9 +31,11 @@
  *    prepared it (EDP_DEADLINE_PREPARE), the model, the charge (with a reseed
  *    and the store and flash-log writes), quantize, the output mode, the
  *    response's CRC and the encoding before the first UART write.
- * The instruction constants were measured on the compiled code (worst paths
- * forced under Unicorn: host/edgedp/bench/deadline.py) and carry a margin of
- * at least 2; tests/bench/test_deadline.py checks them against the image. */
+ * The instruction constants come from the compiled code (worst paths under
+ * Unicorn: host/edgedp/bench/deadline.py) with a margin of at least 2;
+ * tests/bench/test_deadline.py checks them against the image. They are an
+ * engineering bound, not a proof: a change of compiler or code must pass
+ * that test again. */
 #ifndef EDGEDP_DEADLINE_H
 #define EDGEDP_DEADLINE_H
 #include <stdint.h>
@@ -43,9 +45,10 @@
 
 #define EDP_DEADLINE_TAIL_BITS 40
 
-/* Instructions of edp_mech_prepare (the sampler's tables), longest measured
- * over the accepted configurations times 2; charged only to the request that
- * prepared a plan (a function of the configuration and k). */
+/* Instructions of edp_mech_prepare (the sampler's tables): at least twice the
+ * longest measured (1.25 M, 6 chunks; tests/bench/test_deadline.py); charged
+ * only to the request that prepared a plan (a function of the configuration
+ * and k). */
 #define EDP_DEADLINE_PREPARE 4000000u
 
 /* Instructions of the noise for k coordinates with tables d (draws and
