@@ -84,6 +84,11 @@ def test_query_release_time_is_one_value_for_two_inputs_and_their_noise(producti
     values = Counter(t for i in times for t in times[i])
     assert len(values) == 1, f"release times vary: {values.most_common(5)}"
     assert production.overruns() == 0
+    # the time is the deadline the firmware computed, plus the counted delay's fixed part
+    (released, _), = values.items()
+    off = production.emu.image.offset("edp_device_t", "window_insns")
+    deadline = struct.unpack("<I", production.emu.uc.mem_read(production.emu.device + off, 4))[0]
+    assert 0 < released - deadline < 100, (released, deadline)
 
 
 def test_topk_and_infer_are_released_at_their_deadline(production: Timed):

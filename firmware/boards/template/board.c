@@ -27,6 +27,8 @@ static const edp_port_t port = {
     .board = "template",
     .auth_entropy = 0,  /* NULL: the admin nonce key comes from entropy() (a hardware RNG) */
     .flash = 0,         /* or two flash sectors for the high-water log (edgedp/flog.h) */
+    .window_open = 0,   /* release timing (port.h): without both, a production build */
+    .window_close = 0,  /* refuses QUERY and INFER with EDP_ERR_TIMING */
 };
 
 const edp_port_t *edp_board_init(void) { return &port; }

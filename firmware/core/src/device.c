@@ -229,7 +229,10 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
     if ((err = ensure_plan(d, k))) return err;
     if ((err = arm_release(d, &d->plan, k, mode, arg, NULL))) return err;
-    if ((err = charge(d, &d->plan, mode, arg))) return err;
+    if ((err = charge(d, &d->plan, mode, arg))) {
+        d->window_pending = 0;  /* nothing secret ran yet: refuse at once */
+        return err;
+    }
     return release(d, &d->plan, d->xin, mode, arg, 0, o);
 }
 

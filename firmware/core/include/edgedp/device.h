@@ -15,8 +15,8 @@
  *  - with a flash log (port->flash), every commit of spend or counter raises
  *    the flash high-water mark first, and boot restores spend and counter to
  *    at least the mark (a lost or older store never lowers them);
- *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER response (answer or refusal
- *    after the window opened) leaves at a time fixed by the request, the
+ *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER answer (and an INFER refusal
+ *    after its model ran) leaves at a time fixed by the request, the
  *    configuration and the model, not by the noise (edgedp/deadline.h);
  *  - every decoded frame gets exactly one response with its seq. */
 #ifndef EDGEDP_DEVICE_H
