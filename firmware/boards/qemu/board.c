@@ -156,8 +156,7 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     }
 }
 
-#define TIM2_CNT (*(volatile uint32_t *)0x40000024u)
-#define TIM2_PSC (*(volatile uint32_t *)0x40000028u)
+#define TIM2_CNT (*(volatile uint32_t *)0x40000024u)  /* prescaler 0, ARR 0 from reset: ns, no interrupts */
 #define SHPR3 (*(volatile uint32_t *)0xE000ED20u)       /* SysTick priority: bits 31..24 */
 #define NS_PER_INSN 8u    /* -icount shift=3 (edgedp.device.targets.qemu) */
 #define MASK_SYSTICK 0x80u
@@ -242,7 +241,6 @@ const edp_port_t *edp_board_init(void)
     USART1_CR1 = (1u << 13) | (1u << 3) | (1u << 2); /* UE | TE | RE */
     edp_systick_start();
     SHPR3 = (SHPR3 & 0x00FFFFFFu) | (MASK_SYSTICK << 24);  /* maskable by BASEPRI */
-    TIM2_PSC = 0;  /* 1 GHz: virtual nanoseconds (ARR stays 0: no update interrupts) */
     if (clock_rec.magic == CLOCK_MAGIC && clock_rec.check == (~CLOCK_MAGIC ^ (uint32_t)clock_rec.seconds_at_boot))
         boot_seconds = clock_rec.seconds_at_boot;
     else

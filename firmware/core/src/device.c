@@ -574,8 +574,9 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     return (size_t)(o - d->tx);
 }
 
-/* The response's bytes to the UART; the first write of a response whose window
- * is open waits for the window's end (port.h, window_close). */
+/* The encoded response to the UART (edp_frame_send writes it in one call);
+ * a response whose window is open first waits for the window's end (port.h,
+ * window_close). */
 static void send_part(void *ctx, const uint8_t *p, size_t n)
 {
     edp_device_t *d = ctx;

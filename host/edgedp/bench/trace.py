@@ -355,16 +355,10 @@ class Emulator:
 
     def _exact_count(self) -> int:
         """Instructions executed up to and including the one now accessing memory."""
-        pc = self.uc.reg_read(UC_ARM_REG_PC) & ~1
-        blk = self._cur
-        if blk is None:
-            return self.count
-        for i, ins in enumerate(blk.insns):
-            if ins.address == pc:
-                return self._cur_base + i + 1
-        return self.count
+        return self._exact_count_at(self.uc.reg_read(UC_ARM_REG_PC) & ~1)
 
     def _exact_count_at(self, pc: int) -> int:
+        """Instructions executed up to and including the one at pc in the current block."""
         blk = self._cur
         if blk is not None:
             for i, ins in enumerate(blk.insns):
