@@ -51,6 +51,8 @@ COMMANDS: dict[str, Entry] = {
                                      "clipping, Poisson subsampling, Gaussian noise)", "train"),
     "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file and/or flags) "
                                                    "for the errors that make its ε wrong", "train"),
+    "audit-dp": Entry("audit", "audit_dp", "Empirical ε lower bound of the output mechanism from worst-case "
+                                           "neighbouring inputs", "analysis"),
 }
 
 
