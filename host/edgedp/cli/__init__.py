@@ -53,6 +53,7 @@ COMMANDS: dict[str, Entry] = {
                                                    "for the errors that make its ε wrong", "train"),
     "audit-dp": Entry("audit", "audit_dp", "Empirical ε lower bound of the output mechanism from worst-case "
                                            "neighbouring inputs", "analysis"),
+    "audit-train": Entry("audit", "audit_train", "Empirical ε lower bound of a DP-SGD configuration", "train"),
 }
 
 

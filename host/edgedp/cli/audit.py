@@ -101,3 +101,39 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
         lines.append(f"  {p['name']:9s} bound {p['epsilon_lower_bound']:.4g}  event {ev}: "
                      f"{p['hits_a']}/{p['n_a']} vs {p['hits_b']}/{p['n_b']}")
     _finish(doc, as_json, lines)
+
+
+@click.command("audit-train")
+@click.argument("config_path", metavar="[CONFIG.toml]", required=False, type=click.Path(dir_okay=False))
+@click.option("--method", type=click.Choice(["both", "two-world", "one-run"]), default=None,
+              help="Override the file's method (default both).")
+@click.option("--trainings", type=click.IntRange(8), default=None, help="Override: two-world models per world.")
+@click.option("--seed", type=int, default=None, help="Override the file's seed (trainings, canaries, split).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes for the trainings (local backend).")
+@click.option("--dask", "dask_address", default=None, metavar="tcp://HOST:PORT",
+              help="Run the trainings on this Dask scheduler instead (the [dist] extra).")
+@json_option
+@progress_option
+@handle_errors
+def audit_train(config_path: str | None, method: str | None, trainings: int | None, seed: int | None, jobs: int,
+                dask_address: str | None, as_json: bool, no_progress: bool) -> None:
+    """Empirical ε lower bound of a DP-SGD configuration: two-world canary audit (Dirac canary
+    scored white-box, out-of-distribution canary scored by loss) and the one-run audit with many
+    canaries; exit 1 when the bound exceeds the stated ε."""
+    from ..analysis import audit_train as A
+    from ..analysis.parallel import backend
+
+    cfg = A.AuditTrainConfig.read(config_path) if config_path else A.AuditTrainConfig()
+    cfg = A.with_overrides(cfg, method=method, trainings=trainings, seed=seed)
+    with backend(dask_address):
+        doc = A.audit(cfg, jobs=jobs, progress=not no_progress)
+    c = doc["config"]
+    lines = [f"DP-SGD {c['clipping']} clipping, {c['optimizer']} lr {c['learning_rate']:g}, q = {c['sampling_rate']:g}, "
+             f"{c['steps']} steps, C = {c['clip_norm']:g}, noise multiplier {doc['noise_multiplier']:.4g} for "
+             f"(ε = {c['epsilon']:g}, δ = {c['delta']:g}), {doc['n_train']} records"]
+    for t in doc["tests"]:
+        size = (f"{t['trainings_per_world']} trainings per world" if t["method"] == "two-world" else
+                f"{t['canaries']} canaries, {t['correct']}/{t['guesses']} guesses correct")
+        lines.append(f"  {t['method']:9s} {t['canary']:5s} ({t['scoring']}; {size}): bound {t['epsilon_lower_bound']:.4g}")
+    _finish(doc, as_json, lines)

@@ -145,8 +145,15 @@ class Trained:
 
 
 def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float, clip: float, steps: int,
-          hyper: Hyper, seed: int, progress: Callable[[int], None] | None = None) -> Trained:
-    """DP-SGD for ``steps`` steps on (X, y) with y class indices 0..n_classes-1."""
+          hyper: Hyper, seed: int, progress: Callable[[int], None] | None = None,
+          clipping: str = "per-example") -> Trained:
+    """DP-SGD for ``steps`` steps on (X, y) with y class indices 0..n_classes-1.
+
+    ``clipping="per-batch"`` swaps in ``batch_clipped_sum``: the configuration error that
+    ``audit-config`` and ``audit-train`` detect (never a choice for a real training)."""
+    if clipping not in GRANULARITIES:
+        raise ValueError(f"clipping must be one of {', '.join(GRANULARITIES)}")
+    summed = clipped_sum if clipping == "per-example" else batch_clipped_sum
     n, d = X.shape
     q = hyper.sampling_rate
     key = jax.random.PRNGKey(seed)
@@ -177,7 +184,7 @@ def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float,
             yb = np.zeros(rows, np.int32)
             xb[:m], yb[:m] = Xj[c], yj[c]
             mask = (np.arange(rows) < m).astype(np.float32)
-            s = clipped_sum(params, xb, yb, mask, clip_j)
+            s = summed(params, xb, yb, mask, clip_j)
             gsum = s if gsum is None else jax.tree_util.tree_map(jnp.add, gsum, s)
         key, sub = jax.random.split(key)
         params, state = apply(params, state, gsum, sub, sigma, denom)
