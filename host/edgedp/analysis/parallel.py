@@ -48,9 +48,10 @@ _dask: list[str] = []   # the scheduler addresses of the active ``backend`` bloc
 
 
 @contextlib.contextmanager
-def backend(address: str | None) -> Iterator[None]:
+def backend(address: str | None, timeout: float = 10.0) -> Iterator[None]:
     """Inside the block, ``pmap`` runs on the Dask cluster whose scheduler is at ``address``
-    (tcp://host:port); None keeps the local processes. ValueError if it cannot be reached."""
+    (tcp://host:port); None keeps the local processes. ValueError if it cannot be reached within
+    ``timeout`` seconds."""
     if address is None:
         yield
         return
@@ -59,7 +60,7 @@ def backend(address: str | None) -> Iterator[None]:
     except ModuleNotFoundError:
         raise ValueError("--dask needs the [dist] extra: pip install 'edgedp[dist]'") from None
     try:
-        client = Client(address, timeout=10)
+        client = Client(address, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ValueError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     try:

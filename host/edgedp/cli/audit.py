@@ -10,7 +10,7 @@ import click
 
 from ..device.errors import TransportError
 from ..device.targets import check_spec
-from .common import emit_json, handle_errors, json_option, progress_option
+from .common import dask_option, emit_json, handle_errors, json_option, progress_option
 
 REFERENCE = "reference"
 DEVICE_TRIALS = 1_000
@@ -111,23 +111,20 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
 @click.option("--seed", type=int, default=None, help="Override the file's seed (trainings, canaries, split).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Worker processes for the trainings (local backend).")
-@click.option("--dask", "dask_address", default=None, metavar="tcp://HOST:PORT",
-              help="Run the trainings on this Dask scheduler instead (the [dist] extra).")
+@dask_option
 @json_option
 @progress_option
 @handle_errors
 def audit_train(config_path: str | None, method: str | None, trainings: int | None, seed: int | None, jobs: int,
-                dask_address: str | None, as_json: bool, no_progress: bool) -> None:
+                as_json: bool, no_progress: bool) -> None:
     """Empirical ε lower bound of a DP-SGD configuration: two-world canary audit (Dirac canary
     scored white-box, out-of-distribution canary scored by loss) and the one-run audit with many
     canaries; exit 1 when the bound exceeds the stated ε."""
     from ..analysis import audit_train as A
-    from ..analysis.parallel import backend
 
     cfg = A.AuditTrainConfig.read(config_path) if config_path else A.AuditTrainConfig()
     cfg = A.with_overrides(cfg, method=method, trainings=trainings, seed=seed)
-    with backend(dask_address):
-        doc = A.audit(cfg, jobs=jobs, progress=not no_progress)
+    doc = A.audit(cfg, jobs=jobs, progress=not no_progress)
     c = doc["config"]
     lines = [f"DP-SGD {c['clipping']} clipping, {c['optimizer']} lr {c['learning_rate']:g}, q = {c['sampling_rate']:g}, "
              f"{c['steps']} steps, C = {c['clip_norm']:g}, noise multiplier {doc['noise_multiplier']:.4g} for "
