@@ -57,9 +57,15 @@ def test_real_mechanism_stays_below_its_epsilon(mode: str) -> None:
         assert 0.3 * eps < b <= eps, (eps, b)   # below the claim, and the audit has power
 
 
-def test_ensemble_histogram_real_mechanism_passes() -> None:
-    b = bound(A.reference_releaser, A.Mechanism(1.0, 10, 0.0, 30.0), "full")
-    assert 0.5 < b <= 1.0
+@pytest.mark.parametrize("mode", ("full", "label"))
+def test_ensemble_histogram_real_mechanism_passes(mode: str) -> None:
+    """Range [0, 30] (a vote histogram): one vote moves; in label mode only the tie pair leaks."""
+    mech = A.Mechanism(4.0, 10, 0.0, 30.0)
+    assert [p.name for p in A.neighbour_pairs(mech)] == ["extremes", "tie", "boundary"]
+    res = A.audit(A.reference_releaser(mech, Mode.parse(mode)), mech, Mode.parse(mode), TRIALS, 0.95, 3)
+    assert 1.0 < res.epsilon_lower_bound <= 4.0
+    if mode == "label":
+        assert max(res.pairs, key=lambda p: p.bound.epsilon_lower_bound).pair.name == "tie"
 
 
 @pytest.mark.parametrize("mode", ("full", "topk:3"))

@@ -2,12 +2,14 @@
 outside on worst-case neighbouring inputs (docs/privacy.md §1 states the relation: inputs clamped
 to [lo, hi] whose L1 distance is at most the sensitivity).
 
-Two neighbouring pairs are audited (``neighbour_pairs``):
+The neighbouring pairs audited (``neighbour_pairs``):
 
 * ``extremes``: two classes at opposite ends of the range swap places (by the sensitivity / 2 each,
   or the whole range), so the output clamp piles mass on the range ends, where the privacy loss of
   one answer is largest;
-* ``boundary``: the same, with every other class on a lattice rounding boundary (half a step:
+* ``tie`` (when the range is wider than that move, as a vote histogram's): two classes in the
+  middle of the range swap the lead, the worst case of the ranking modes (label, topk);
+* ``boundary``: the extremes pair, with every other class on a lattice rounding boundary (half a step:
   rounded up in one world, the float32 just below it rounded down in the other), so that the
   lattice inputs differ by k - 2 steps more at an L1 distance that still equals the sensitivity:
   the slack the lattice's Δ' = Δ + k·g has to cover.
@@ -88,6 +90,15 @@ def neighbour_pairs(mech: Mechanism) -> list[Pair]:
     a[0], b[0] = hi, hi - d
     a[1], b[1] = lo, lo + d
     pairs = [Pair("extremes", a, b)]
+    if float(hi - lo) > float(d):
+        # a near tie in the middle of the range, the two classes swapping the lead: the worst case of
+        # the ranking modes (label, topk) when the range is wider than the move (a vote histogram)
+        c = f(np.round((float(lo) + float(hi)) / 2.0 / g) * g)
+        t_a = np.full(k, lo, f)
+        t_a[0], t_a[1] = c + d / 2, c - d / 2
+        t_b = t_a.copy()
+        t_b[0], t_b[1] = t_a[1], t_a[0]
+        pairs.append(Pair("tie", t_a, t_b))
     if k > 2:
         mid = f(np.round((float(lo) + float(hi)) / 2.0 / g) * g + g / 2.0)   # exactly half a step: rounds up
         below = np.nextafter(mid, f(-np.inf), dtype=f)                        # rounds down

@@ -4,7 +4,7 @@
 The training is ``edgedp.train.dpsgd.train`` (Poisson batches, clipping, Gaussian noise of the
 multiplier that the accountant calibrates for the stated epsilon) with an explicit seed per
 training, on the configured data (digits by default, or an X, y .npz). The neighbouring relation
-is add/remove of one record (docs/privacy.md §7).
+is add/remove of one record (docs/privacy.md §4.3).
 
 Two-world audit: ``trainings`` models without any canary (world B), as many with the Dirac canary
 and as many with the out-of-distribution canary (world A of each):

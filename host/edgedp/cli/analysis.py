@@ -377,8 +377,8 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
            epsilons: str | None, modes: str | None, teachers: int | None, shadows: int | None,
            policy_path: str | None, from_json: str | None, audit_paths: tuple[str, ...], junit_path: str | None,
            seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
-    """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots;
-    with --check POLICY.toml, a privacy gate for CI (exit 1 when a threshold is violated)."""
+    """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots.
+    With --check POLICY.toml, a privacy gate for CI: exit 1 when a threshold is violated."""
     from ..analysis import policy as pol
     if policy_path is None and (from_json or audit_paths or junit_path):
         raise ValueError("--from, --audit and --junit go with --check POLICY.toml")
