@@ -42,6 +42,7 @@ range), a one-hot label (times the bucket level + 1 for bucket)."""
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TRIALS = 100_000
+MAX_PAIRS = 3   # extremes, tie, boundary
 
 
 @dataclass(frozen=True)

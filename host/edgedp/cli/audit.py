@@ -87,7 +87,7 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
         n = trials or DEVICE_TRIALS
         key = load_key(key_path)
         with open_device(target) as dev:
-            mech = A.prepare_device(dev, key, classes, 2 * n * 2 + 1, epsilon, seed)
+            mech = A.prepare_device(dev, key, classes, 2 * n * A.MAX_PAIRS, epsilon, seed)
             pairs = A.neighbour_pairs(mech)
             with tqdm(total=2 * n * len(pairs), desc="device answers", disable=no_progress, leave=False,
                       unit="q") as bar:
@@ -119,7 +119,12 @@ def audit_train(config_path: str | None, method: str | None, trainings: int | No
                 as_json: bool, no_progress: bool) -> None:
     """Empirical ε lower bound of a DP-SGD configuration: two-world canary audit (Dirac canary
     scored white-box, out-of-distribution canary scored by loss) and the one-run audit with many
-    canaries; exit 1 when the bound exceeds the stated ε."""
+    canaries; exit 1 when the bound exceeds the stated ε.
+
+    CONFIG.toml holds the configuration and the audit's size (keys at the top level or in an
+    [audit-train] table: epsilon, delta, clip_norm, clipping, optimizer, learning_rate,
+    sampling_rate, steps, data, n_train, seed, method, trainings, canaries, guesses, confidence);
+    without it, the defaults of docs/evaluation.md §9."""
     from ..analysis import audit_train as A
 
     cfg = A.AuditTrainConfig.read(config_path) if config_path else A.AuditTrainConfig()
