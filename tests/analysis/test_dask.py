@@ -15,7 +15,7 @@ from edgedp.analysis import data, models, parallel
 from edgedp.analysis.settings import Settings
 from edgedp.cli import main
 
-pytestmark = pytest.mark.timeout(300)   # about 40 s of CPU; the bound leaves room for a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]   # about 40 s of CPU; room for a loaded machine
 
 AUDIT = """[audit-train]
 method = "two-world"
