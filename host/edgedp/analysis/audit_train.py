@@ -135,7 +135,8 @@ def _load(cfg: AuditTrainConfig):
     return np.asarray(X, np.float32), np.asarray(y, np.int32), d.n_classes
 
 
-def noise_multiplier(cfg: AuditTrainConfig, n: int) -> float:
+def noise_multiplier(cfg: AuditTrainConfig) -> float:
+    """The multiplier the accountant calibrates for the stated (epsilon, delta), q and steps (PLD)."""
     from ..train import accountant
     return accountant.calibrate(cfg.epsilon, cfg.sampling_rate, cfg.steps, cfg.delta, "pld")
 
@@ -260,7 +261,7 @@ def one_run(cfg: AuditTrainConfig, X: np.ndarray, y: np.ndarray, n_classes: int,
 def audit(cfg: AuditTrainConfig, jobs: int = 1, progress: bool = False) -> dict:
     """The audit's JSON document: ``epsilon_lower_bound`` (the largest of the tests) and ``epsilon_stated``."""
     X, y, k = _load(cfg)
-    nm = noise_multiplier(cfg, len(y))
+    nm = noise_multiplier(cfg)
     tests = 2 * (cfg.method != "one-run") + (cfg.method != "two-world")
     alpha = (1 - cfg.confidence) / tests
     results: list[dict] = []
