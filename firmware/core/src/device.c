@@ -500,7 +500,8 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
         if (plen != 0) return EDP_ERR_LEN;
         next.budget.daily_spent = 0;
         break;
-    default:  /* EDP_T_TEST_SEED (test builds) */
+    default:  /* EDP_T_TEST_SEED */
+        if (!EDP_TEST_BUILD) return EDP_ERR_UNKNOWN;
         if (plen != EDP_SEED_BYTES) return EDP_ERR_LEN;
         break;
     }
@@ -628,10 +629,9 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
 #endif
     case EDP_T_CHALLENGE: err = cmd_challenge(d, n, &o); break;
     case EDP_T_STATE: err = cmd_state(d, f, n, &o); break;
-#if EDP_TEST_BUILD
-    case EDP_T_TEST_SEED:
-#endif
-    case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: err = cmd_admin(d, fr.type, f, n, &o); break;
+    case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED:
+        err = cmd_admin(d, fr.type, f, n, &o);
+        break;
     default: err = EDP_ERR_UNKNOWN; break;
     }
     if (err) return edp_frame_error(d->tx, fr.type, fr.seq, err);
