@@ -166,8 +166,8 @@ class Device:
 
     # ---- authenticated administration ---------------------------------------
     def challenge(self, key: bytes) -> P.Challenge:
-        """The device's current nonce and admin counter, checked against key (the answer is tagged,
-        so a man in the middle cannot make us sign a counter of its choosing)."""
+        """A fresh nonce (the device's previous one dies) and the admin counter, checked against key
+        (the answer is tagged, so a man in the middle cannot make us sign a counter of its choosing)."""
         ch = P.Challenge.parse(self.request(P.CHALLENGE))
         if not ch.authentic(key):
             # The device does not hold this key (or the answer was forged): it would refuse
