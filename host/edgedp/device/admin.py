@@ -62,7 +62,11 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check) -> Outc
     except DeviceError:
         _reread(dev, key)  # a forged refusal may hide a withheld frame: draw a new nonce
         raise
-    after = dev.state(key).budget
+    try:
+        after = dev.state(key).budget
+    except EdgeDPError as exc:
+        raise StateUnknown(f"{name} was accepted (counter {accepted}, authentic answer) but the state after "
+                           f"could not be re-read to check it: {exc}") from None
     if accepted != counter or after.auth_counter != counter:
         raise StateMismatch(f"{name} was signed with counter {counter}, but the device answered {accepted} "
                             f"and now holds {after.auth_counter}")
