@@ -136,11 +136,14 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def trained_model(path: str | Path, split: data.Split) -> dict:
+def trained_model(path: str | Path, split: data.Split, allow_non_private: bool = False) -> dict:
     """A model written by ``edgedp train``: its manifest, checked against the file's hash (raises
-    ``ModelFileError`` on a mismatch), and its accuracy on this report's test set when it fits."""
+    ``ModelFileError`` on a mismatch, and for a model that is not private unless allowed), and its
+    accuracy on this report's test set when it fits."""
     model, man = models_io.load_checked(path)
-    doc = {"path": str(path), "hash_matches_manifest": True, "manifest": man.as_dict(), "kind": model.kind}
+    reason = models_io.private_or_refuse(path, man, allow_non_private)
+    doc = {"path": str(path), "hash_matches_manifest": True, "manifest": man.as_dict(), "kind": model.kind,
+           "non_private": reason}
     if model.n_features == split.X_test.shape[1] and man.data.get("name") == split.name:
         doc["test_accuracy_here"] = float(np.mean(model.predict(split.X_test) == split.y_test))
     return doc
@@ -184,13 +187,13 @@ class _Stopwatch:
 
 def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progress: bool = True,
           command: str = "", data_spec: str = "digits", dpsgd: bool = True,
-          model_path: str | Path | None = None) -> dict:
+          model_path: str | Path | None = None, allow_non_private: bool = False) -> dict:
     """Run the whole pipeline (digits or an X, y .npz) and write the report; returns the JSON document."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = _settings_for(cfg, settings)
     clock = _Stopwatch()
-    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path)
+    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path, allow_non_private)
     with clock.phase("plots"):
         figs = _plots(res, cfg.mode, out)
     doc = _document(cfg, settings, res, figs, command, clock)
@@ -208,14 +211,15 @@ def _settings_for(cfg: AuditConfig, settings: Settings) -> Settings:
 
 
 def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int, progress: bool,
-             data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None) -> _Results:
+             data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None,
+             allow_non_private: bool = False) -> _Results:
     """Train the models, then measure the trade-off, the attacks and the accounting."""
     modes = parse_modes(list(settings.modes))
     eps_list = list(settings.epsilons)
     seed = settings.seed
     with clock.phase("train"):
         split = data.load_split(data_spec, seed)
-        model_doc = trained_model(model_path, split) if model_path else None
+        model_doc = trained_model(model_path, split, allow_non_private) if model_path else None
         pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
                                       jobs=jobs, progress=progress)
         dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
@@ -472,10 +476,15 @@ def _deployments(doc: dict) -> list[str]:
     if tm:
         mt = tm["manifest"]["training"]
         L.append("## Trained model and its privacy manifest\n")
+        if tm.get("non_private"):
+            L.append(f"**Not a private model** (reported with `--allow-non-private`): {tm['non_private']}. "
+                     f"The ε below does not hold for it.\n")
         L.append(f"`{tm['path']}` ({tm['kind']}): SHA-256 matches its manifest. Trained with DP-SGD: "
                  f"(ε = {mt['epsilon']:.4g}, δ = {mt['delta']:g}) by {mt['accountant'].upper()}, noise multiplier "
                  f"{mt['noise_multiplier']:.4g}, C = {mt['clip_norm']:g}, {mt['sampling']} sampling at q = "
                  f"{mt['sampling_rate']:g}, {mt['steps']} steps, {mt['n_train']} records"
+                 + (f"; neighbouring relation: {mt['neighbouring']}, replace-one ε = "
+                    f"{mt['epsilon_replace_one']:.4g}" if "epsilon_replace_one" in mt else "")
                  + (f"; test accuracy here {_pct(tm['test_accuracy_here'])}" if "test_accuracy_here" in tm else "")
                  + (f"; deployment: {tm['manifest']['deployment']}" if tm["manifest"].get("deployment") else "")
                  + ".\n")

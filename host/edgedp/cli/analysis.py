@@ -355,6 +355,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
               help="digits or an .npz of features X and labels y (all models trained here).")
 @click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A model from `edgedp train`: its privacy manifest is checked (hash) and reported.")
+@click.option("--allow-non-private", is_flag=True,
+              help="Report a --model whose manifest says it is not private (a --seed run); the report says so.")
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
               help="Include DP-SGD models as the third deployment.")
 @with_grid
@@ -362,8 +364,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 @common_options
 @handle_errors
 def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
-           delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, dpsgd: bool,
-           epsilons: str | None, modes: str | None, teachers: int | None,
+           delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, allow_non_private: bool,
+           dpsgd: bool, epsilons: str | None, modes: str | None, teachers: int | None,
            shadows: int | None, seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots."""
     from ..analysis import report as rep  # matplotlib only when needed
@@ -371,7 +373,7 @@ def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_c
                           delta=delta, data_sensitivity=data_sensitivity)
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
     doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
-                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path)
+                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path, allow_non_private=allow_non_private)
     if as_json:
         emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
                                "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],

@@ -7,6 +7,8 @@ import click
 
 from .common import emit_json, handle_errors, json_option
 
+SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice, not a secret
+
 
 @click.command()
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
@@ -26,7 +28,9 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--learning-rate", "--lr", type=float, default=0.05, show_default=True)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True,
               help="Accountant for the reported ε and the calibration (both are reported).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=None,
+              help="Reproducible run for tests and research: every draw from this seed, so the model is NOT "
+                   "private (manifest \"private\": false). Default: every draw from the OS CSPRNG.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="model.npz", show_default=True,
               help="Model file; its privacy manifest is written beside it (NAME.manifest.json).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
@@ -34,7 +38,7 @@ from .common import emit_json, handle_errors, json_option
 @handle_errors
 def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, noise_multiplier: float | None,
           delta: float, allow_large_delta: bool, clip_norm: float, sampling_rate: float, epochs: float,
-          optimizer: str, learning_rate: float, accountant: str, seed: int, out_path: str, no_progress: bool,
+          optimizer: str, learning_rate: float, accountant: str, seed: int | None, out_path: str, no_progress: bool,
           as_json: bool) -> None:
     """Train a logistic regression or small MLP with DP-SGD (per-example clipping, Poisson
     subsampling, Gaussian noise); write the model and its privacy manifest."""
@@ -61,7 +65,7 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
                       allow_large_delta=allow_large_delta,
                       hyper=dpsgd.Hyper(optimizer=optimizer, learning_rate=learning_rate, epochs=epochs,
                                         sampling_rate=sampling_rate))
-    d = data.load(data_spec, seed)
+    d = data.load(data_spec, SPLIT_SEED if seed is None else seed)
     bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=no_progress, leave=False)
 
     def progress(t: int, steps: int) -> None:
@@ -84,10 +88,14 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
         emit_json(doc)
         return
     s = res.summary
+    if not s["private"]:
+        click.echo(f"NOT PRIVATE: {s['non_private_reason']}; deploy and report refuse it without "
+                   f"--allow-non-private")
     click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
-               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g})")
+               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g}) for adding or "
+               f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
     click.echo(f"  noise multiplier {s['noise_multiplier']:.4g}, C = {clip_norm:g}, q = {sampling_rate:g} (Poisson, "
-               f"batch {s['batch_size_min']}–{s['batch_size_max']}), {s['steps']} steps")
+               f"expected batch {s['n_train'] * sampling_rate:.0f}), {s['steps']} steps; {s['randomness']}")
     click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records")
     click.echo(f"  wrote {out_path} and {models_io.manifest_path(out_path).name}")
 
