@@ -113,7 +113,14 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
 @click.option("--sampling-rate", type=float, default=None)
 @click.option("--epochs", type=float, default=None)
 @click.option("--steps", type=int, default=None)
-@click.option("--sampling", type=click.Choice(["poisson", "shuffle"]), default=None)
+@click.option("--sampling", type=click.Choice(["poisson", "shuffle", "without_replacement"]), default=None,
+              help="How batches are drawn (a fixed --batch-size with poisson is inconsistent).")
+@click.option("--noise", type=click.Choice(["gaussian", "laplace"]), default=None)
+@click.option("--preprocessing-fit", type=click.Choice(["none", "public", "private", "private_dp"]), default=None,
+              help="What any feature preprocessing (scaling, vocabulary) was fitted on.")
+@click.option("--rdp-orders", default=None, metavar="A1,A2,…", help="RDP orders the claimed ε was converted at.")
+@click.option("--hyperparameter-trials", type=int, default=None, help="Trainings run on the private data.")
+@click.option("--n-params", type=int, default=None, help="Model parameters (the L1 sensitivity of Laplace noise).")
 @click.option("--clipping", type=click.Choice(["per-example", "per-batch"]), default=None)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default=None)
 @click.option("--rdp-order", type=float, default=None, help="Fixed RDP order used for the conversion, if any.")
@@ -122,26 +129,37 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
 @json_option
 @handle_errors
 def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) -> None:
-    """Check a DP-SGD configuration (TOML/JSON file and/or flags) for the errors that make its ε
-    wrong; exit status 1 when any check fails."""
+    """Check a DP-SGD configuration (TOML/JSON file, an `edgedp train` NAME.manifest.json, and/or
+    flags) for the errors that make its ε wrong.  Exit status 0: every check passes; 1: a check
+    fails (the stated ε is wrong); 3: only warnings."""
+    from ..analysis.jsonable import finite_json
     from ..train import audit
     from ..train.data import digits
 
     d = audit.read_config(config) if config else {}
+    if flags.get("rdp_orders") is not None:
+        try:
+            flags["rdp_orders"] = [float(a) for a in flags["rdp_orders"].split(",") if a.strip()]
+        except ValueError:
+            raise ValueError(f"--rdp-orders must be comma-separated numbers, got {flags['rdp_orders']!r}") from None
     d.update({k: v for k, v in flags.items() if v is not None})
     cfg = audit.TrainingConfig.from_mapping(d)
     td = None if no_canary else digits(0)
     checks = audit.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
-    failed = [c.name for c in checks if not c.passed]
+    failed = [c.name for c in checks if c.status == "fail"]
+    warned = [c.name for c in checks if c.status == "warn"]
+    code = audit.exit_code(checks)
     if as_json:
-        emit_json({"passed": not failed, "failed": failed, "checks": [c.as_dict() for c in checks]})
+        emit_json(finite_json({"passed": not failed, "failed": failed, "warnings": warned, "exit_code": code,
+                               "checks": [c.as_dict() for c in checks]}))
     else:
         for c in checks:
-            click.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name:15s} {c.consequence}")
-        click.echo(f"{len(checks) - len(failed)}/{len(checks)} checks pass"
+            click.echo(f"{c.status.upper():4s}  {c.name:15s} {c.consequence}")
+        click.echo(f"{len(checks) - len(failed) - len(warned)}/{len(checks)} checks pass"
+                   + (f"; warnings: {', '.join(warned)}" if warned else "")
                    + (f"; failed: {', '.join(failed)}" if failed else ""))
-    if failed:
-        raise SystemExit(1)
+    if code:
+        raise SystemExit(code)
 
 
 COMMANDS = [train, audit_config]
