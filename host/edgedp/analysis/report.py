@@ -111,13 +111,13 @@ def meaning(cfg: AuditConfig, day: accounting.Composition, life: accounting.Comp
          f"{_pct(measured['tpr_at_1pct_fpr'])}, AUC {measured['auc']:.3f}). ")
     day_tpr = accounting.tpr_bound(day.best, 0.01, cfg.delta)
     s += (f"The daily cap of {cfg.daily_cap:g} allows {cfg.daily_queries} answers a day, which together are "
-          f"(ε = {day.best:.4g}, δ = {cfg.delta:g})-DP: " +
+          f"(ε = {day.best:.4g}, δ = {day.total_delta:g})-DP: " +
           (f"a test on a whole day of answers catches at most {_pct(day_tpr)} of members at 1% false positives. "
            if day_tpr < 0.995 else "over a whole day of answers that no longer limits a membership test at all. "))
     if life is not None:
         s += (f"Over {cfg.days} days ({life.queries} answers"
               f"{', the lifetime cap' if cfg.lifetime_cap is not None else ''}) the total is ε = {life.best:.4g} "
-              f"(δ = {cfg.delta:g})" + (", which bounds nothing in practice" if life.best > 10 else "") + ". ")
+              f"(δ = {life.total_delta:g})" + (", which bounds nothing in practice" if life.best > 10 else "") + ". ")
     if cfg.lifetime_cap is None:
         s += "There is no lifetime cap: the guarantee weakens every day the device keeps answering. "
     s += ("This ε is about training records (with the single-model softmax and Δ = 2 it covers the whole "
