@@ -50,10 +50,10 @@ def test_clipped_sum_bounds_every_row() -> None:
 
 def test_poisson_batches_include_each_record_independently() -> None:
     n, q, steps = 400, 0.1, 400
-    rng = np.random.default_rng(0)
+    from edgedp.train import randomness
     counts = np.zeros(n)
     sizes = []
-    for idx in dpsgd.poisson_batches(n, q, steps, rng):
+    for idx in dpsgd.poisson_batches(n, q, steps, randomness.OsRandomness()):
         counts[idx] += 1
         sizes.append(len(idx))
     # each record is in Binomial(steps, q) batches; the batch size is Binomial(n, q) and varies

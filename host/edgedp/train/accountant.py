@@ -71,10 +71,11 @@ def rdp_epsilon_at_orders(noise_multiplier: float, sampling_rate: float, steps: 
     return float(acc.get_epsilon(delta))
 
 
-def without_replacement_epsilon(noise_multiplier: float, n: int, batch: int, steps: int, delta: float) -> float:
+def without_replacement_epsilon(noise_multiplier: float, n: int, batch: int, steps: int, delta: float,
+                                orders: tuple[float, ...] = RDP_ORDERS) -> float:
     """Fixed-size batches of ``batch`` of ``n`` records drawn without replacement each step: RDP
     under replace-one (dp_accounting has no add/remove analysis of this sampler)."""
-    acc = rdp.RdpAccountant(list(RDP_ORDERS), RELATIONS["replace_one"])
+    acc = rdp.RdpAccountant([float(a) for a in orders], RELATIONS["replace_one"])
     acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.SampledWithoutReplacementDpEvent(
         n, batch, dp_accounting.GaussianDpEvent(noise_multiplier)), steps))
     return float(acc.get_epsilon(delta))
@@ -93,6 +94,14 @@ def laplace_epsilon(scale_over_sensitivity: float, sampling_rate: float, steps: 
     acc = make_accountant("pld")
     acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
         sampling_rate, dp_accounting.LaplaceDpEvent(scale_over_sensitivity)), steps))
+    return float(acc.get_epsilon(delta))
+
+
+def gaussian_rdp_epsilon(noise_multiplier: float, compositions: int, delta: float,
+                         orders: tuple[float, ...] = RDP_ORDERS) -> float:
+    """Epsilon of ``compositions`` Gaussian mechanisms without subsampling by RDP at ``orders``."""
+    acc = rdp.RdpAccountant([float(a) for a in orders])
+    acc.compose(dp_accounting.GaussianDpEvent(noise_multiplier), compositions)
     return float(acc.get_epsilon(delta))
 
 

@@ -255,11 +255,12 @@ def laplace_scale(cfg: TrainingConfig) -> float:
     return cfg.noise_std / math.sqrt(2.0) if cfg.noise_std is not None else cfg.noise_multiplier * cfg.clip_norm
 
 
-def true_epsilon(cfg: TrainingConfig) -> dict:
-    """Epsilon of what the configuration does: its noise, its sampling (a fixed batch_size is a
-    fixed-size batch whatever ``sampling`` says), its preprocessing.  Returns {"epsilon", "how",
-    "relation"} and, for Poisson Gaussian runs, the PLD and RDP values."""
-    q, T, d, nm = cfg.q, cfg.total_steps, cfg.delta, cfg.real_multiplier
+def true_epsilon(cfg: TrainingConfig, runs: int = 1) -> dict:
+    """Epsilon of what the configuration does (``runs`` trainings of it composed): its noise, its
+    sampling (a fixed batch_size is a fixed-size batch whatever ``sampling`` says), its
+    preprocessing.  Returns {"epsilon", "how", "relation"} and, for Poisson Gaussian runs, the
+    PLD and RDP values."""
+    q, T, d, nm = cfg.q, cfg.total_steps * runs, cfg.delta, cfg.real_multiplier
     if cfg.preprocessing_fit == "private":
         return {"epsilon": math.inf, "how": "preprocessing fitted on the private data without noise",
                 "relation": "any"}
@@ -269,7 +270,7 @@ def true_epsilon(cfg: TrainingConfig) -> dict:
         return {"epsilon": e, "how": f"PLD of the Poisson-subsampled Laplace, L1 sensitivity {l1:.4g}"
                                      + ("" if cfg.n_params else " (n_params not given)"), "relation": "add/remove"}
     if cfg.sampling == "shuffle":
-        epochs = max(1, math.ceil(cfg.n_epochs))
+        epochs = max(1, math.ceil(cfg.n_epochs)) * runs
         return {"epsilon": accountant.shuffle_epsilon(nm, epochs, d), "epochs": epochs,
                 "how": f"{epochs} epochs of the Gaussian mechanism at sensitivity 2C, no amplification",
                 "relation": "replace-one"}
@@ -404,8 +405,19 @@ def _orders_check(cfg: TrainingConfig, eps_true: float) -> Check:
     if orders is None:
         return Check("rdp_order", "pass", "no RDP orders given: conversion optimised over the full grid", {})
     q, T, d, nm = cfg.q, cfg.total_steps, cfg.delta, cfg.real_multiplier
-    at = accountant.rdp_epsilon_at_orders(nm, q, T, d, orders)
-    full = accountant.epsilon(nm, q, T, d, "rdp")
+    if cfg.noise == "laplace":
+        return Check("rdp_order", "pass", "RDP orders are not checked for Laplace noise (the noise check accounts it)",
+                     {"rdp_orders": list(orders)})
+    if cfg.sampling == "shuffle":
+        epochs = max(1, math.ceil(cfg.n_epochs))
+        at = accountant.gaussian_rdp_epsilon(nm / 2.0, epochs, d, orders)
+        full = accountant.gaussian_rdp_epsilon(nm / 2.0, epochs, d)
+    elif cfg.sampling == "without_replacement" or cfg.batch_size is not None:
+        at = accountant.without_replacement_epsilon(nm, cfg.n, cfg.fixed_batch, T, d, orders)
+        full = accountant.without_replacement_epsilon(nm, cfg.n, cfg.fixed_batch, T, d)
+    else:
+        at = accountant.rdp_epsilon_at_orders(nm, q, T, d, orders)
+        full = accountant.epsilon(nm, q, T, d, "rdp")
     claim = cfg.epsilon * (1 + TOLERANCE)
     listed = ", ".join(f"{a:g}" for a in orders)
     vals = {"rdp_orders": list(orders), "epsilon_at_orders": at, "epsilon_full_grid": full,
@@ -499,11 +511,11 @@ def _trials_check(cfg: TrainingConfig) -> Check:
     N = cfg.hyperparameter_trials
     if N == 1:
         return Check("hyperparameters", "pass", "one training run on the private data", {"trials": 1})
-    q, T, d = cfg.q, cfg.total_steps, cfg.delta
-    e = _eps(cfg.real_multiplier, q, N * T, d)
+    d = cfg.delta
+    e = true_epsilon(cfg, N)["epsilon"]
     vals = {"trials": N, "epsilon_all_trials": e}
     msg = (f"{N} trainings on the private data (hyperparameter search): releasing the best composes all of them, "
-           f"({e:.4g}, {d:g})-DP by composing the {N} runs (PLD)")
+           f"({e:.4g}, {d:g})-DP by composing the {N} runs")
     if e <= cfg.epsilon * (1 + TOLERANCE):
         return Check("hyperparameters", "pass", msg + f", within the claimed ε = {cfg.epsilon:g}", vals)
     return Check("hyperparameters", "warn", msg + f": the claimed ε = {cfg.epsilon:g} covers one run only; the "

@@ -129,11 +129,10 @@ def block_rows(n: int, q: float) -> int:
     return max(8, -(-min(rows, n) // 8) * 8)
 
 
-def poisson_batches(n: int, q: float, steps: int, rng: np.random.Generator | randomness.Randomness):
+def poisson_batches(n: int, q: float, steps: int, src: randomness.Randomness):
     """Indices of each step's batch: every record independently with probability q."""
     for _ in range(steps):
-        u = rng.random(n) if isinstance(rng, np.random.Generator) else randomness.uniform(rng, n)
-        yield np.flatnonzero(u < q)
+        yield np.flatnonzero(randomness.uniform(src, n) < q)
 
 
 @functools.lru_cache(maxsize=8)
