@@ -92,6 +92,15 @@ def test_flags_and_bad_input() -> None:
     assert r.exit_code != 0 and "error" in json.loads(r.stdout)
     with pytest.raises(ValueError, match="unknown configuration keys"):
         audit.TrainingConfig.from_mapping({**GOOD, "sigma": 1.0})
+    for bad, msg in (({"n_params": "x"}, "n_params must be a whole number"), ({"rdp_orders": "2,4"}, "rdp_orders"),
+                     ({"sampling": "bootstrap"}, "sampling must be one of"), ({"hyperparameter_trials": 0}, ">= 1"),
+                     ({"noise": "uniform"}, "noise must be one of"), ({"epsilon": "1"}, "epsilon must be a number")):
+        with pytest.raises(ValueError, match=msg):
+            audit.TrainingConfig.from_mapping({**GOOD, **bad})
+    r = CliRunner().invoke(main, ["audit-config", "--epsilon", "1", "--delta", "1e-5", "--n", "1000", "--clip-norm",
+                                  "1", "--noise-multiplier", "8", "--sampling-rate", "0.25", "--epochs", "15",
+                                  "--rdp-orders", "2,x", "--json"])
+    assert r.exit_code == 4 and "--rdp-orders" in json.loads(r.stdout)["message"]
 
 
 NM1 = accountant.calibrate(1.0, 0.25, 60, 1e-5)      # the trainer's default run: ε = 1 at q = 0.25, 60 steps

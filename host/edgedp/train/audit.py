@@ -165,6 +165,17 @@ class TrainingConfig:
         if missing:
             raise ValueError(f"the configuration needs {', '.join(missing)}")
         d = dict(d)
+        for f in fields(cls):
+            v = d.get(f.name)
+            if v is None or f.name == "rdp_orders":
+                continue
+            want = f.type.split(" | ")[0]
+            ok = (isinstance(v, str) if want == "str" else
+                  isinstance(v, int) and not isinstance(v, bool) if want == "int" else
+                  isinstance(v, (int, float)) and not isinstance(v, bool))
+            if not ok:
+                kind = {"int": "a whole number", "float": "a number"}.get(want, "a string")
+                raise ValueError(f"{f.name} must be {kind}, got {v!r}")
         if d.get("rdp_orders") is not None:
             orders = d["rdp_orders"]
             if not isinstance(orders, (list, tuple)) or not all(isinstance(a, (int, float)) for a in orders):
