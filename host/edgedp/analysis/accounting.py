@@ -222,14 +222,14 @@ class Composition:
     pld: float
     seed_formula: float
     pld_interval: float
-    classes: int = DEFAULT_CLASSES
-    sensitivity: float = DEFAULT_SENSITIVITY
-    exponent: int = 0
-    lattice_steps: int = 0
-    answer_epsilon: float = 0.0
-    slack_epsilon: float = 0.0
-    cap_delta: float = 0.0
-    timing_delta: float = 0.0
+    classes: int
+    sensitivity: float
+    exponent: int
+    lattice_steps: int
+    answer_epsilon: float
+    slack_epsilon: float
+    cap_delta: float
+    timing_delta: float
 
     @property
     def total_delta(self) -> float:

@@ -434,11 +434,15 @@ def _accounting(doc: dict) -> list[str]:
                     (f"horizon ({cfg['days']} days)", acc["horizon"]), ("lifetime cap", acc["lifetime"])):
         if c:
             arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
-                          f"{c['seed_formula']:.4g}"])
+                          f"{c['total_delta']:.3g}", f"{c['seed_formula']:.4g}"])
     return ["## Accounting\n",
-            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "published formula (invalid)"], arows) + "\n",
-            "Basic composition is what the device charges; advanced and PLD hold at the stated δ. The published "
-            "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n"]
+            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "total δ", "published formula (invalid)"],
+                   arows) + "\n",
+            "Basic composition is what the device charges. Every total includes the per-answer terms of "
+            "docs/privacy.md (§2: ε + k·2^-36 per answer for the tables' rounding, k·2^-66 of δ for the tail cap; "
+            "§6: 2^-40 of δ per answer for the timing) and holds at the total δ (the stated δ plus those); "
+            "`edgedp account` shows each term. The published ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is "
+            "not a bound.\n"]
 
 
 def _method(doc: dict) -> list[str]:
