@@ -216,19 +216,55 @@ def test_replace_one_epsilon_of_the_default_run() -> None:
 
 
 def test_noise_and_selection_come_from_the_source() -> None:
+    from scipy import stats
+
     from edgedp.train import randomness
     src = randomness.OsRandomness()
     assert not np.array_equal(src.words(4), src.words(4))
-    z = randomness.normal(src, (200_000,))
-    assert abs(z.mean()) < 0.01 and abs(z.std() - 1.0) < 0.01 and np.abs(z).max() < 8.3
+    z = randomness.normal(randomness.SeededRandomness(11), (200_000,))
+    assert abs(z.mean()) < 0.01 and abs(z.std() - 1.0) < 0.01 and stats.kstest(z, "norm").pvalue > 1e-3
     s1, s2 = randomness.SeededRandomness(5), randomness.SeededRandomness(5)
     assert np.array_equal(randomness.normal(s1, (3, 4)), randomness.normal(s2, (3, 4)))
     assert not s1.private and src.private
-    # the noisy sum is the float64 sum rounded once to float32
+    # the noisy sum is the float64 sum rounded to the noise lattice, then to float32
     g = [np.linspace(-1, 1, 7, dtype=np.float32)]
     noisy = dpsgd.add_noise(g, 0.5, randomness.SeededRandomness(9))
-    want = (g[0].astype(np.float64) + 0.5 * randomness.normal(randomness.SeededRandomness(9), (7,))).astype(np.float32)
+    step = dpsgd.noise_lattice(0.5)
+    assert step == 2.0 ** -17
+    z9 = randomness.normal(randomness.SeededRandomness(9), (7,))
+    want = (np.round((g[0].astype(np.float64) + 0.5 * z9) / step) * step).astype(np.float32)
     assert noisy[0].dtype == np.float32 and np.array_equal(noisy[0], want)
+
+
+class _Words:
+    """A source replaying given words (to reach the sampler's far tail deterministically)."""
+
+    private = False
+
+    def __init__(self, words: list[int]) -> None:
+        self.w = np.array(words, dtype=np.uint64)
+
+    def words(self, n: int) -> np.ndarray:
+        assert n == len(self.w)
+        return self.w
+
+    def describe(self) -> str:
+        return "fixed words"
+
+
+def test_normal_sampler_keeps_float_precision_in_the_tails() -> None:
+    """A fixed-point uniform's inversion stops at |z| = 8.3 and spaces its values 2^-53/phi(z)
+    apart (coarser than a float32 ulp beyond |z| = 6.4); the octave sampler does neither."""
+    from edgedp.train import randomness
+    deepest = randomness.normal(_Words([0, 0, 1 << 12]), (1,))[0]             # octave 128, sign bit 0
+    assert deepest == pytest.approx(13.16, abs=0.01)
+    for octave in (0, 30, 100):
+        w1 = (1 << (63 - octave)) if octave < 64 else 0
+        w2 = 0 if octave < 64 else 1 << (127 - octave)
+        a = randomness.normal(_Words([w1, w1, w2, w2, 5 << 12, (5 + 2 ** 12) << 12]), (2,))   # u 2^-40 apart
+        gap = abs(a[1] - a[0])
+        assert 0 < gap < np.spacing(np.float32(abs(a[0]))) * 2.0 ** -16, (octave, a, gap)
+    assert randomness.normal(_Words([1 << 63, 0, (1 << 12) | 1]), (1,))[0] < 0     # the sign bit
 
 
 def test_deploy_and_report_refuse_a_seeded_model(tmp_path) -> None:

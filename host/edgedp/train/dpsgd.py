@@ -4,8 +4,9 @@ divided by the expected batch size n*q, then an optax optimiser step.
 
 Every random draw (initialisation, batch selection, noise) comes from one ``randomness`` source:
 the OS CSPRNG unless a seed is given (a seeded run is reproducible and not private).  The noise is
-drawn in float64 on the host, added to the float32 sum in float64, and the noisy sum is rounded
-to float32 before the (jit-compiled) division and optimiser step.
+drawn in float64 on the host and added to the float32 sum in float64; the noisy sum is rounded to
+the lattice of step 2^(floor(log2 sigma) - 16) (``noise_lattice``) and then to float32 before the
+(jit-compiled) division and optimiser step.
 
 Batches are Poisson subsamples: every record is included in a step independently with
 probability q (what the accountant assumes).  The batch size varies from step to step; the
@@ -150,12 +151,22 @@ def _apply_fn(optimizer: str, learning_rate: float, momentum: float):
     return apply
 
 
+LATTICE_BITS = 16   # the noisy sum is rounded to a lattice 2^16 to 2^17 times finer than sigma
+
+
+def noise_lattice(sigma: float) -> float:
+    """Step of the lattice the noisy sum is rounded to: the power of two in (sigma*2^-17, sigma*2^-16]."""
+    return math.ldexp(1.0, math.floor(math.log2(sigma)) - LATTICE_BITS)
+
+
 def add_noise(gsum, sigma: float, src: randomness.Randomness):
     """gsum + N(0, sigma^2) on every coordinate: float64 noise from ``src`` added in float64, the
-    result rounded once to float32."""
+    result rounded to the ``noise_lattice`` (an absolute grid: the float attacks read the
+    sample's low bits, which the rounding removes) and then to float32."""
     leaves, tdef = jax.tree_util.tree_flatten(gsum)
-    noisy = [(np.asarray(g, np.float64) + sigma * randomness.normal(src, g.shape)).astype(np.float32)
-             for g in leaves]
+    step = noise_lattice(sigma)
+    noisy = [(np.round((np.asarray(g, np.float64) + sigma * randomness.normal(src, g.shape)) / step) * step)
+             .astype(np.float32) for g in leaves]
     return jax.tree_util.tree_unflatten(tdef, noisy)
 
 

@@ -9,11 +9,15 @@ Two sources with one interface, ``Randomness``:
   integer, so the run is bit-for-bit reproducible and therefore **not private** (anyone with
   the seed and the data replays the noise and subtracts it).
 
-Both turn words into numbers the same way: a uniform is the top 53 bits of a word over 2^53; a
-standard normal is the inverse normal CDF (``scipy.special.ndtri``, float64) of
-(top 53 bits + 1/2) / 2^53, so its support is symmetric and reaches |z| = 8.3.  The noise is
-added to the float32 gradient sum in float64 and the sum is then rounded to float32
-(docs/privacy.md §4.3 states what this does and does not protect against).
+Both turn words into numbers the same way: a uniform is the top 53 bits of a word over 2^53.  A
+standard normal is sign * (-ndtri(U)) (``scipy.special.ndtri``, float64) with U in (0, 1/2) drawn
+at full floating-point precision: its octave [2^-(j+2), 2^-(j+1)) with probability 2^-(j+1)
+(j = the leading zero bits of two words, so j <= 128 and |z| <= 13.2), its 52 mantissa bits
+uniform.  Unlike the inversion of a fixed-point uniform, whose grid thins out in the tails
+(spacing 2^-53/phi(z): coarser than a float32 ulp beyond |z| = 6.4), neighbouring samples are
+at most about 2^-52 or one float64 ulp of z apart, whichever is larger, everywhere
+(docs/privacy.md §4.3 states what this and the lattice rounding of the noisy sum do and do not
+protect against).
 """
 from __future__ import annotations
 
@@ -43,11 +47,29 @@ def uniform(src: Randomness, n: int) -> np.ndarray:
     return (src.words(n) >> np.uint64(11)).astype(np.float64) * _UNIT
 
 
+def _leading_zeros(w: np.ndarray) -> np.ndarray:
+    """Leading zero bits of each uint64 (64 for zero)."""
+    n = np.zeros(w.shape, np.int64)
+    x = w.copy()
+    for s in (32, 16, 8, 4, 2, 1):
+        top_clear = x < (np.uint64(1) << np.uint64(64 - s))
+        n += np.where(top_clear, s, 0)
+        x = np.where(top_clear, x << np.uint64(s), x)
+    return n + (x == 0)
+
+
 def normal(src: Randomness, shape: tuple[int, ...]) -> np.ndarray:
-    """Standard normal float64 samples of ``shape`` by inversion of 53-bit uniforms."""
+    """Standard normal float64 samples of ``shape``: inversion of a uniform drawn at full
+    floating-point precision (three words per sample: two for the octave, one for the 52-bit
+    mantissa and the sign)."""
     n = int(np.prod(shape, dtype=np.int64))
-    u = ((src.words(n) >> np.uint64(11)).astype(np.float64) + 0.5) * _UNIT
-    return ndtri(u).reshape(shape)
+    w = src.words(3 * n).reshape(3, n)
+    lz = _leading_zeros(w[0])
+    octave = np.where(lz == 64, 64 + _leading_zeros(w[1]), lz)          # P(octave = j) = 2^-(j+1)
+    mantissa = 1.0 + (w[2] >> np.uint64(12)).astype(np.float64) * 2.0 ** -52
+    u = np.ldexp(mantissa, -(octave + 2))                                  # uniform in (0, 1/2)
+    sign = np.where(w[2] & np.uint64(1), -1.0, 1.0)
+    return (sign * -ndtri(u)).reshape(shape)
 
 
 class OsRandomness:
