@@ -406,7 +406,8 @@ def audit(cfg: TrainingConfig, X: np.ndarray | None = None, y: np.ndarray | None
     out.append(Check("noise_sampler", "warn" if float_s else "pass",
                      "floating-point noise samples: the low bits of a float sample are porous (Mironov 2012), so an "
                      "exact noisy value can reveal the unnoised one; no proof covers the released bits (edgedp "
-                     "train samples in float64 and rounds the noisy sum to float32, docs/privacy.md §4.3)"
+                     "train samples at full float64 precision and rounds the noisy sum to a lattice of about "
+                     "σ·2^-16: an argued defence, docs/privacy.md §4.3)"
                      if float_s else "discrete (lattice) noise sampler", {"noise_sampler": cfg.noise_sampler}))
     return out
 

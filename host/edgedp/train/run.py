@@ -125,7 +125,8 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
                 "accountant": cfg.accountant, "noise_multiplier": nm,
                 "clip_norm": cfg.clip_norm, "sampling_rate": cfg.hyper.sampling_rate, "sampling": "poisson",
                 "steps": steps, "epochs": cfg.hyper.epochs, "n_train": n, "randomness": out.randomness,
-                "noise": "Gaussian, float64 by inversion of 53-bit uniforms, sum rounded to float32 "
+                "noise": "Gaussian, float64 by inversion of a full-precision uniform (see randomness); noisy sum rounded "
+                         f"to the lattice {dpsgd.noise_lattice(nm * cfg.clip_norm):g}, then float32 "
                          "(docs/privacy.md §4.3)"}
     if not out.private:
         training.update({"non_private_reason": non_private_reason(cfg.seed), "seed": cfg.seed})
