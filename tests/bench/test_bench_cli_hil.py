@@ -22,5 +22,9 @@ def test_bench_json(tmp_path) -> None:
         for key in ("dp_instructions", "naive_instructions", "est_cycles", "est_us_168mhz", "queries_per_second"):
             assert row[key] > 0, key
         assert row["conversion_max_error"] <= 6  # rounding + a possible SysTick wrap handler
+        # the production release deadline of the row, above the longest window measured
+        assert 0 < row["max_work_instructions"] < row["deadline_instructions"]
+        assert row["deadline_instructions"] < 100_000           # k <= 10 (docs/benchmarks.md section 9)
+        assert row["max_work_instructions"] < row["first_work_instructions"] < row["first_deadline_instructions"]
     assert out["trace"]["lockstep"] and out["host"]["reference_samples_per_second"] > 0
     assert png.stat().st_size > 1000

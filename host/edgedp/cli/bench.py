@@ -20,6 +20,8 @@ from .params import CLASSES, EPSILON
               help="Per-query epsilons (repeatable) [default: 0.1 1 10].")
 @click.option("--no-trace", is_flag=True, help="Skip the Unicorn trace (no cycle estimates, no breakdown).")
 @click.option("--no-footprint", is_flag=True, help="Skip the per-module footprint (needs arm-none-eabi-gcc).")
+@click.option("--no-deadline", is_flag=True,
+              help="Skip each row's production release deadline (the timing image in Unicorn).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="PNG of cost against k [default: build/bench/bench.png].")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None,
@@ -33,7 +35,7 @@ from .params import CLASSES, EPSILON
 @progress_option
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
-          no_trace: bool, no_footprint: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
+          no_trace: bool, no_footprint: bool, no_deadline: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
           models_n: int, as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
@@ -44,7 +46,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     table. See docs/benchmarks.md."""
     from ..bench import run as bench_run
 
-    cfg = bench_run.BenchConfig(trace=not no_trace, footprint=not no_footprint, key_file=key_file)
+    cfg = bench_run.BenchConfig(trace=not no_trace, deadline=not no_deadline, footprint=not no_footprint,
+                                key_file=key_file)
     if quick:
         cfg.queries = dict(bench_run.QUICK_QUERIES)
         cfg.reference_samples = 5000
