@@ -14,7 +14,7 @@ pytestmark = pytest.mark.hil
 def test_bench_json(tmp_path) -> None:
     png = tmp_path / "bench.png"
     r = CliRunner().invoke(main, ["bench", "--target", "qemu", "--quick", "--k", "1", "--k", "10",
-                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--json"])
+                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert [row["k"] for row in out["rows"]] == [1, 10]
@@ -28,3 +28,7 @@ def test_bench_json(tmp_path) -> None:
         assert row["max_work_instructions"] < row["first_work_instructions"] < row["first_deadline_instructions"]
     assert out["trace"]["lockstep"] and out["host"]["reference_samples_per_second"] > 0
     assert png.stat().st_size > 1000
+    e2e = out["e2e"]                         # API (pipelined and not) and CLI beside the wire limit
+    assert e2e["in_flight"] == 8 and e2e["request_bytes"] > 40 and e2e["response_bytes"] > 50
+    assert 100 < e2e["wire_limit_per_s"] < 11520 / 50
+    assert e2e["api_per_s"] > 0 and e2e["api_unpipelined_per_s"] > 0 and e2e["cli_per_s"] > 0
