@@ -2,7 +2,7 @@
 #include "edgedp/mech.h"
 #include "util.h"
 
-/* Instruction constants (deadline.h), checked by tests/bench/test_deadline.py
+/* Instruction constants (deadline.h), checked by tests/firmware/test_deadline.py
  * against host/edgedp/bench/deadline.py's figures for the compiled image:
  * static sizes of code regions (each instruction runs at most once per pass)
  * and worst paths with trip counts fixed by the tables, with a margin of at

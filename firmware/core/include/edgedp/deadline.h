@@ -35,7 +35,7 @@
  *    first UART write.
  * The instruction constants come from the compiled code (static sizes of the
  * sampler's regions and worst paths under Unicorn: host/edgedp/bench/deadline.py)
- * with a margin; tests/bench/test_deadline.py checks them against the image.
+ * with a margin; tests/firmware/test_deadline.py checks them against the image.
  * They are an engineering bound, not a proof: a change of compiler or code
  * must pass that test again. */
 #ifndef EDGEDP_DEADLINE_H
