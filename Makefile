@@ -118,6 +118,17 @@ build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sourc
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
 
+# The host port with another model: build/host-model-NAME/edgedp runs firmware/model/NAME.c, or
+# build/gen/models/NAME.c (models the tests generate with `edgedp deploy`).
+HOST_NOMODEL_SRCS := $(filter-out $(MODEL),$(HOST_SRCS))
+build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
+
+build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
+
 build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(INC) $(HOST_SRCS) -o $@ -lm

@@ -160,24 +160,27 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
 }
 
 /* Everything that can refuse an external answer, then the committed charge:
- * after EDP_OK the spend is durable and the answer must be sent. */
+ * after EDP_OK the spend is durable and the answer must be sent. The budget
+ * refusal is decided first, before the reseed, whose turn depends on how much
+ * keystream past answers used: a refusal's time depends on the request, the
+ * clock and the record only. */
 static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, uint32_t arg)
 {
     uint32_t day;
     edp_record_t next;
     int err;
     if ((err = edp_mech_mode_fits(plan, mode, arg))) return err;
+    if ((err = today(d, &day))) return err;
+    if (!d->store_ok) return EDP_ERR_STORE;
+    next = d->rec;
+    edp_budget_roll(&next.budget, day);
+    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
     /* A failed (re)seed is retried at every query; no answer while it fails. */
     if (!d->entropy_ok || (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS)) {
         reseed(d);
         if (!d->entropy_ok) return EDP_ERR_ENTROPY;
     }
-    if ((err = today(d, &day))) return err;
-    if (!d->store_ok) return EDP_ERR_STORE;
     /* Charge before release: commit the spend, then compute and send. */
-    next = d->rec;
-    edp_budget_roll(&next.budget, day);
-    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
     if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) {
         d->store_ok = 0;
@@ -222,18 +225,36 @@ static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_
     return EDP_OK;
 }
 
-static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+/* Zero the request's values and the lattice vector (k of each, as parsed)
+ * before the answer leaves: a later RAM read finds neither input nor noise. */
+static void wipe_values(edp_device_t *d, uint32_t n_in, uint32_t n_work)
 {
-    uint32_t mode, arg, k;
-    int err = parse_vector(d, b, n, &mode, &arg, &k);
-    if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
-    if ((err = ensure_plan(d, k))) return err;
-    if ((err = arm_release(d, &d->plan, k, mode, arg, NULL))) return err;
+    if (n_in > EDP_MAX_CLASSES) n_in = EDP_MAX_CLASSES;
+    if (n_work > EDP_MAX_CLASSES) n_work = EDP_MAX_CLASSES;
+    memset(d->xin, 0, 4 * (size_t)n_in);
+    memset(d->work, 0, 4 * (size_t)n_work);
+}
+
+static int query(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8_t **o)
+{
+    uint32_t mode, arg;
+    int err = parse_vector(d, b, n, &mode, &arg, k);
+    if (err || (err = edp_mech_mode_check(mode, arg, *k))) return err;
+    if ((err = ensure_plan(d, *k))) return err;
+    if ((err = arm_release(d, &d->plan, *k, mode, arg, NULL))) return err;
     if ((err = charge(d, &d->plan, mode, arg))) {
         d->window_pending = 0;  /* nothing secret ran yet: refuse at once */
         return err;
     }
     return release(d, &d->plan, d->xin, mode, arg, 0, o);
+}
+
+static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t k = 0;
+    int err = query(d, b, n, &k, o);
+    wipe_values(d, k, k);
+    return err;
 }
 
 /* ---- INFER: the model's output goes straight into the mechanism ---- */
@@ -254,37 +275,51 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
     return EDP_OK;
 }
 
-/* Parse an INFER body (mode u8 | arg u8 | n u16 | n x f32, n = the model's
- * n_features), prepare its plan and open the window (the model's running time
- * depends on its weights: it runs inside). Then run the model: *y points at
- * its raw output, finite. */
-static int infer(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg,
-                 const float **y, uint32_t *ticks)
+/* The INFER answer (edgedp/device.h): parse (mode u8 | arg u8 | n u16 | n x
+ * f32, n = the model's n_features), prepare the plan and open the window (the
+ * model's running time depends on its weights: it runs inside), charge, then
+ * run the model on the inputs clamped to its declared range. Every refusal
+ * comes before the model runs: no error depends on what it computes. A non-
+ * finite output is replaced by the fixed vector lo + (hi - lo) / n_classes in
+ * every class and released like any other, charged and noised. */
+static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t n, uint32_t *k,
+                 uint8_t **o)
 {
-    const edp_model_t *m = d->model;
-    uint32_t k, t0;
+    uint32_t mode, arg, i, t0, ticks;
+    const float *y;
     int err;
-    if (!m) return EDP_ERR_NO_MODEL;
-    if ((err = parse_vector(d, b, n, mode, arg, &k))) return err;
-    if (k != m->n_features) return EDP_ERR_LEN;
-    if ((err = edp_mech_mode_check(*mode, *arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
-        (err = arm_release(d, &d->infer_plan, k, *mode, *arg, m)))
+    if ((err = parse_vector(d, b, n, &mode, &arg, k))) return err;
+    if (*k != m->n_features) return EDP_ERR_LEN;
+    if ((err = edp_mech_mode_check(mode, arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
+        (err = arm_release(d, &d->infer_plan, *k, mode, arg, m)))
         return err;
+    if ((err = charge(d, &d->infer_plan, mode, arg))) {
+        d->window_pending = 0;  /* the model has not run: refuse at once */
+        return err;
+    }
+    edp_model_clamp(m, d->xin);
     t0 = d->port->ticks(d->port->ctx);
-    *y = edp_model_run(m, d->xin);
-    *ticks = d->port->ticks(d->port->ctx) - t0;
-    return edp_mech_check_values(*y, m->n_classes);
+    y = edp_model_run(m, d->xin);
+    ticks = d->port->ticks(d->port->ctx) - t0;
+    if (edp_mech_check_values(y, m->n_classes) != EDP_OK) {
+        const float fixed = m->lo + (m->hi - m->lo) / (float)m->n_classes;
+        for (i = 0; i < m->n_classes; i++) m->scratch[i] = fixed;
+        y = m->scratch;
+    }
+    edp_wr32(*o + 16, EDP_REPORT_TICKS ? ticks : 0);
+    return release(d, &d->infer_plan, y, mode, arg, 4, o);
 }
 
 static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
-    uint32_t mode, arg, ticks;
-    const float *y;
-    int err = infer(d, b, n, &mode, &arg, &y, &ticks);
-    if (err) return err;
-    if ((err = charge(d, &d->infer_plan, mode, arg))) return err;
-    edp_wr32(*o + 16, EDP_REPORT_TICKS ? ticks : 0);
-    return release(d, &d->infer_plan, y, mode, arg, 4, o);
+    const edp_model_t *m = d->model;
+    uint32_t k = 0;
+    int err;
+    if (!m) return EDP_ERR_NO_MODEL;
+    err = infer(d, m, b, n, &k, o);
+    wipe_values(d, k, m->n_classes);
+    edp_model_wipe(m);
+    return err;
 }
 
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
@@ -306,7 +341,9 @@ int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const fl
     if (!m) return EDP_ERR_NO_MODEL;
     if (n != m->n_features) return EDP_ERR_LEN;
     if (edp_mech_check_values(x, n)) return EDP_ERR_BAD_VALUE;
-    *y = edp_model_run(m, x);
+    if (x != d->xin) memcpy(d->xin, x, 4 * (size_t)n);
+    edp_model_clamp(m, d->xin);
+    *y = edp_model_run(m, d->xin);
     return edp_mech_check_values(*y, m->n_classes);
 }
 
@@ -601,6 +638,8 @@ static void finish_frame(edp_device_t *d)
         n = edp_cobs_decode(d->rx, d->rx_len);
         len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(d, d->rx, (size_t)n);
     }
+    /* The request (decoded in place) is not kept: zeroed before its answer leaves. */
+    memset(d->rx, 0, d->rx_len);
     /* The request is consumed: rx takes the encoded response. */
     edp_frame_send(d->tx, len, d->rx, send_part, d);
     d->rx_len = 0;

@@ -112,7 +112,8 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
     training = {"epsilon": eps, "delta": cfg.delta, "accountant": cfg.accountant, "noise_multiplier": nm,
                 "clip_norm": cfg.clip_norm, "sampling_rate": cfg.hyper.sampling_rate, "sampling": "poisson",
                 "steps": steps, "epochs": cfg.hyper.epochs, "n_train": n, "seed": cfg.seed}
-    data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes}
+    data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes,
+                "input_range": [float(np.min(data.X_train)), float(np.max(data.X_train))]}
     summary = {**{k: training[k] for k in ("epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate",
                                            "steps", "accountant")},
                "test_accuracy": test_acc, "train_accuracy": train_acc,
