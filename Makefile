@@ -106,9 +106,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 
 host: build/host/edgedp build/host-san/edgedp build/native/test_core build/native/fuzz_frames
 
-build/native/fuzz_frames: tests/native/fuzz_frames.c $(EDP_CORE_SRCS) $(FW_HEADERS)
+build/native/fuzz_frames: tests/native/fuzz_frames.c firmware/boards/ramflash/ramflash.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/fuzz_frames.c $(EDP_CORE_SRCS) -o $@ -lm
+	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/boards/ramflash tests/native/fuzz_frames.c \
+	  firmware/boards/ramflash/ramflash.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)

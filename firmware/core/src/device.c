@@ -71,22 +71,40 @@ static edp_flog_mark_t mark_of(const edp_record_t *r)
     return m;
 }
 
-/* Raise the flash mark to cover r before r is committed and acted on. */
-static int mark_raise(edp_device_t *d, const edp_record_t *r)
+/* v + reserve, saturating, but not above cap unless v already is. */
+static uint64_t reserved(uint64_t v, uint64_t reserve, uint64_t cap)
+{
+    uint64_t r = v + reserve < v ? UINT64_MAX : v + reserve;
+    return v >= cap ? v : (r > cap ? cap : r);
+}
+
+/* Raise the flash mark to cover r before r is committed and acted on. A charge
+ * the mark does not cover yet raises it `reserve` micro-epsilon above r's spend
+ * (within the caps): the next answers up to the mark write no flash. */
+static int mark_raise(edp_device_t *d, const edp_record_t *r, uint64_t reserve)
 {
     edp_flog_mark_t m = mark_of(r);
+    const edp_flog_mark_t *have = &d->flog.mark;
     if (!d->port->flash) return EDP_OK;
     if (!d->flog_ok) return EDP_ERR_STORE;
+    if (reserve && (m.lifetime > have->lifetime || m.day > have->day ||
+                    (m.day == have->day && m.daily > have->daily))) {
+        m.daily = reserved(m.daily, reserve, r->budget.daily_cap);
+        m.lifetime = reserved(m.lifetime, reserve, r->budget.lifetime_cap ? r->budget.lifetime_cap : UINT64_MAX);
+    }
     return edp_flog_raise(&d->flog, &m);
 }
 
-/* Lift spend and counter of the record to at least the flash mark. */
+/* Lift the counter of the record to at least the flash mark, and its spend
+ * too when the store did not load (lost, torn or corrupt): the mark holds
+ * reservations, which a loaded store has no need of. */
 static void mark_restore(edp_device_t *d)
 {
     const edp_flog_mark_t *m = &d->flog.mark;
     edp_budget_t *b = &d->rec.budget;
-    if (m->lifetime > b->lifetime_spent) b->lifetime_spent = m->lifetime;
     if (m->counter > d->rec.auth_counter) d->rec.auth_counter = m->counter;
+    if (d->store_state == EDP_STORE_LOADED) return;
+    if (m->lifetime > b->lifetime_spent) b->lifetime_spent = m->lifetime;
     if (m->day > b->day) {
         b->day = m->day;
         b->daily_spent = m->daily;
@@ -115,6 +133,7 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
         if (EDP_TEST_BUILD && d->store_state == EDP_STORE_FRESH)
             d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     }
+    if (port->flash && d->flog_ok) (void)edp_flog_prepare(&d->flog);
     reseed(d);
     auth_seed(d);
 }
@@ -182,7 +201,8 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
     }
     /* Charge before release: commit the spend, then compute and send. */
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
-    if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) {
+    if ((err = mark_raise(d, &next, (uint64_t)(EDP_FLOG_RESERVE - 1u) * d->rec.mech.eps_micro)) ||
+        (err = edp_store_commit(d->port, &next, &d->slot))) {
         d->store_ok = 0;
         return err;
     }
@@ -532,7 +552,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
     }
     /* The counter (and any change) is durable, in flash and in the store,
      * before the command takes effect. */
-    if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) return err;
+    if ((err = mark_raise(d, &next, 0)) || (err = edp_store_commit(d->port, &next, &d->slot))) return err;
     d->rec = next;
     if (type == EDP_T_CONFIG) {
         d->store_ok = 1;
@@ -642,6 +662,9 @@ static void finish_frame(edp_device_t *d)
     memset(d->rx, 0, d->rx_len);
     /* The request is consumed: rx takes the encoded response. */
     edp_frame_send(d->tx, len, d->rx, send_part, d);
+    /* The answer has left: the flash log's erase ahead of need runs here, outside
+     * every release window. */
+    if (d->port->flash && d->flog_ok) (void)edp_flog_prepare(&d->flog);
     d->rx_len = 0;
     d->rx_overflow = 0;
 }

@@ -21,8 +21,11 @@
  *    and redrawn after every admin frame, whatever its outcome) and a counter
  *    above the stored one;
  *  - with a flash log (port->flash), every commit of spend or counter raises
- *    the flash high-water mark first, and boot restores spend and counter to
- *    at least the mark (a lost or older store never lowers them);
+ *    the flash high-water mark first (a charge the mark does not cover raises
+ *    it EDP_FLOG_RESERVE - 1 answers ahead, within the caps), and boot
+ *    restores the counter, and the spend of a store that did not load, to at
+ *    least the mark (a lost store never lowers them); the flash log's spare
+ *    sector is erased after an answer has left, never inside its window;
  *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER answer leaves at a time
  *    fixed by the request, the configuration and the model, not by the noise
  *    (edgedp/deadline.h); a refusal leaves at once;
