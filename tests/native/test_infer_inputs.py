@@ -82,7 +82,6 @@ def host_device(exe: Path, tmp_path: Path) -> Device:
     return dev
 
 
-@pytest.mark.native
 def test_host_port_softmax_model_has_no_error_oracle(logreg_host: Path, tmp_path: Path, test_key: bytes) -> None:
     dev = host_device(logreg_host, tmp_path)
     try:
@@ -91,7 +90,6 @@ def test_host_port_softmax_model_has_no_error_oracle(logreg_host: Path, tmp_path
         dev.link.close()
 
 
-@pytest.mark.native
 def test_non_finite_output_is_released_as_the_fixed_vector(tmp_path: Path, test_key: bytes) -> None:
     """Weights of 3e38: two clamped pixels at 1 overflow a logit to Inf, the softmax gives NaN.
     The answer is charged and is, noise for noise (same test seed), the QUERY of the fixed

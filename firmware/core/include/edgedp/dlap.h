@@ -31,6 +31,8 @@
 
 #include "edgedp/drbg.h"
 
+#define EDP_DLAP_EXP_TERMS        24   /* Horner terms of edp_exp_neg: 1/25! < 2^-83 */
+#define EDP_DLAP_MIN_TAIL         (1.0 / 1048576.0)  /* stop adding alias values once q^w < 2^-20 */
 #define EDP_DLAP_CHUNK_BITS       4
 #define EDP_DLAP_MAX_J            24   /* t < 2^25 keeps |z| < 2^31 - 2^24 */
 #define EDP_DLAP_LOW_SHIFT        3    /* L = J - 3: 2^L / t in (1/16, 1/8] */
@@ -49,7 +51,7 @@ typedef struct {
 } edp_threshold_t;
 
 typedef struct {
-    /* used per sample (the loop in arch/armv7m/dlap.c relies on these offsets) */
+    /* used per sample (the loop in arch/armv7m/dlap_armv7m.c relies on these offsets) */
     uint32_t n1;       /*  0: fixed draw, L + K + 1 + 6 + KP <= 32 bits */
     uint32_t s1;       /*  4: 32 - n1 */
     uint32_t mk;       /*  8: acceptance bits of the draw; 2^31 (never all ones) if L = 0 */

@@ -47,10 +47,6 @@ typedef struct {
     float in_lo, in_hi;
 } edp_model_t;
 
-/* The image's model (NULL when built with MODEL=none): defined by the
- * generated model source linked into the image. */
-extern const edp_model_t *const edp_app_model;
-
 /* Clamp x[0..n_features) in place to [m->in_lo, m->in_hi] (x finite: the
  * caller checks). */
 void edp_model_clamp(const edp_model_t *m, float *x);

@@ -20,7 +20,7 @@ from ..conftest import ROOT
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Emulator:
+def logreg_emulator() -> Emulator:
     emu = Emulator(model_image("digits_logreg"))
     install_model(emu)
     return emu
@@ -38,8 +38,8 @@ def found(mem: bytes, values: np.ndarray) -> list[float]:
     return [float(v) for v in values.astype("<f4") if v != 0 and v.tobytes() in mem]
 
 
-def test_no_input_or_raw_output_stays_in_ram_after_infer_and_query(emulator: Emulator) -> None:
-    dev = Device(TraceLink(emulator), timeout=60)
+def test_no_input_or_raw_output_stays_in_ram_after_infer_and_query(logreg_emulator: Emulator) -> None:
+    dev = Device(TraceLink(logreg_emulator), timeout=60)
     dev.configure(load_key(), MechConfig(), Caps(10**12))
     model = cgen.read(ROOT / "firmware/model/digits_logreg.c")
     rng = np.random.default_rng(17)
@@ -47,12 +47,12 @@ def test_no_input_or_raw_output_stays_in_ram_after_infer_and_query(emulator: Emu
     raw = reference.run(model, x[None, :])[0]
     assert len(set(raw.tolist())) == 10  # distinctive values, none 0
     dev.infer(x, "full")
-    mem = ram(emulator)
+    mem = ram(logreg_emulator)
     assert not found(mem, x), "the INFER request's inputs stay in RAM"
     assert not found(mem, raw), "the model's raw output stays in RAM"
     q = rng.random(10, dtype=np.float32) * np.float32(0.99) + np.float32(0.005)
     dev.query(q, "label")
-    assert not found(ram(emulator), q), "the QUERY's inputs stay in RAM"
+    assert not found(ram(logreg_emulator), q), "the QUERY's inputs stay in RAM"
     # the search itself works: the inputs are in RAM while the device still holds them
     dev.local(q)
-    assert found(ram(emulator), q)
+    assert found(ram(logreg_emulator), q)
