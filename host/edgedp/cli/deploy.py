@@ -18,10 +18,13 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--input-range", nargs=2, type=float, default=None, metavar="LO HI",
               help="Range the device clamps every input to before the model runs "
                    "[default: the training data's range; required for .joblib files].")
+@click.option("--allow-non-private", is_flag=True,
+              help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
+                   "the C file and the manifest then say so.")
 @json_option
 @handle_errors
 def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[float, float] | None,
-           as_json: bool) -> None:
+           allow_non_private: bool, as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
@@ -31,10 +34,12 @@ def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[fl
 
     The image clamps every input to the model's declared input range before the model runs
     (docs/privacy.md section 5): the training data's range by default, --input-range to set it."""
-    d = run_deploy(model, out, seed, teachers, input_range)
+    d = run_deploy(model, out, seed, teachers, allow_non_private, input_range)
     if as_json:
         emit_json(d.as_dict())
         return
+    if d.non_private:
+        click.echo(f"edgedp: warning: deploying a model that is not private: {d.non_private}", err=True)
     click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
     click.echo(f"  inputs clamped to [{d.input_range[0]:g}, {d.input_range[1]:g}] "
