@@ -23,7 +23,7 @@
 #define DL_TOPK_PER_K 16u       /* TOPK insertion: per class and per K */
 #define DL_SIMPLEX 500u         /* SIMPLEX: 33 bisection passes, per class */
 #define DL_MODEL_NET 150u       /* per net of the model */
-#define DL_MODEL_MAC 7u         /* per multiply-add of a dense layer */
+#define DL_MODEL_MAC 5u         /* per multiply-add of a dense layer */
 #define DL_MODEL_UNIT 30u       /* per output of a dense layer (bias, ReLU, store) */
 #define DL_MODEL_CLASS 80u      /* per class and net: softmax exp and division, or the vote */
 
