@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from .. import schema as S
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
-from .errors import DeviceError, ErrorCode, TransportError
+from .errors import DeviceError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
 from .transport import Link
 
@@ -204,8 +205,8 @@ class Device:
 
     # ---- authenticated administration ---------------------------------------
     def challenge(self, key: bytes) -> P.Challenge:
-        """The device's current nonce and admin counter, checked against key (the answer is tagged,
-        so a man in the middle cannot make us sign a counter of its choosing)."""
+        """A fresh nonce (the device's previous one dies) and the admin counter, checked against key
+        (the answer is tagged, so a man in the middle cannot make us sign a counter of its choosing)."""
         ch = P.Challenge.parse(self.request(P.CHALLENGE))
         if not ch.authentic(key):
             # The device does not hold this key (or the answer was forged): it would refuse
@@ -213,20 +214,56 @@ class Device:
             raise DeviceError(ErrorCode.ERR_AUTH, P.CHALLENGE)
         return ch
 
-    def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> tuple[int, bytes]:
-        """(seq, wire bytes) of an authenticated command for the device's current nonce;
-        counter defaults to the challenged counter + 1. The frame is valid once, until the
-        device's next admin frame."""
-        ch = self.challenge(key)
-        seq = self.next_seq()
-        return seq, frames.encode(type_, seq, P.admin_body(type_, ch.nonce, ch.counter + 1 if counter is None
-                                                           else counter, payload, key))
+    def state(self, key: bytes) -> P.State:
+        """The device's state, authenticated (STATE with a random challenge; the device's nonce
+        is fresh, the previous one dead). NotAuthentic if the tag is wrong."""
+        challenge = os.urandom(S.AUTH_NONCE)
+        st = P.State.parse(self.request(P.STATE, challenge), key, challenge)
+        if st is None:
+            raise NotAuthentic("the device's STATE answer is not authentic: rewritten on the way, or the "
+                               "device does not hold this key")
+        return st
 
-    def admin(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> int:
-        """Send an authenticated command; returns the counter the device accepted it with."""
-        seq, wire = self.admin_frame(type_, payload, key, counter)
+    def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None,
+                    nonce: bytes | None = None) -> tuple[int, bytes]:
+        """(seq, wire bytes) of an authenticated command for ``nonce`` (default: a fresh one from
+        CHALLENGE, and counter = the challenged counter + 1). The frame is valid once, until the
+        device draws another nonce."""
+        seq, wire, _, _ = self._signed(type_, payload, key, counter, nonce)
+        return seq, wire
+
+    def _signed(self, type_: int, payload: bytes, key: bytes, counter: int | None,
+                nonce: bytes | None) -> tuple[int, bytes, bytes, bytes]:
+        """(seq, wire, nonce, tag) of a signed frame."""
+        if nonce is None:
+            ch = self.challenge(key)
+            nonce, counter = ch.nonce, ch.counter + 1 if counter is None else counter
+        if counter is None:
+            raise ValueError("a command signed for a given nonce needs its counter")
+        seq, body = self.next_seq(), P.admin_body(type_, nonce, counter, payload, key)
+        return seq, frames.encode(type_, seq, body), nonce, body[-S.AUTH_TAG:]
+
+    def admin(self, type_: int, payload: bytes, key: bytes, counter: int | None = None,
+              nonce: bytes | None = None) -> int:
+        """Send an authenticated command; returns the counter the device accepted it with.
+
+        The answer must carry the device's tag over this frame: a refusal so tagged is a
+        DeviceError with ``authenticated``; an ERROR frame (the device had no key or no nonce, or
+        a forgery) a plain DeviceError; no answer, or one whose tag is wrong, StateUnknown."""
+        seq, wire, nonce, tag = self._signed(type_, payload, key, counter, nonce)
+        name = P.T(type_).name
         self.link.write(wire)
-        return P.parse_ack(self.response(seq, type_))
+        try:
+            ans = P.AdminAnswer.parse(self.response(seq, type_))
+        except DeviceError:
+            raise  # an ERROR frame: unauthenticated (the caller re-reads the state it acts on)
+        except TransportError as exc:
+            raise StateUnknown(f"state unknown: the signed {name} was sent, then {exc}") from None
+        if not ans.authentic(key, type_, nonce, tag):
+            raise StateUnknown(f"state unknown: the answer to the signed {name} is not authentic")
+        if ans.result:
+            raise DeviceError(ErrorCode(ans.result), type_, authenticated=True)
+        return ans.counter
 
     def configure(self, key: bytes, cfg: P.MechConfig, caps: P.Caps, counter: int | None = None) -> int:
         return self.admin(P.CONFIG, P.config_payload(cfg, caps), key, counter)

@@ -112,7 +112,10 @@ class ProcessLink:
 
     def close(self) -> None:
         if self.proc.stdin:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except OSError:  # the process died with bytes still buffered for it
+                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
