@@ -51,7 +51,7 @@ QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
 FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
-firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf
+firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf build/stm32f4-test/edgedp.elf
 
 build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
@@ -80,6 +80,15 @@ build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/gen/model.txt $(ED
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
+	arm-none-eabi-size $@
+
+# The stm32f4 test image (public test seed and key, test commands; INFO says build=test): what
+# `--target renode` runs by default. The production image above stays the one to flash.
+STM32F4_TEST_SRCS := $(EDP_STM32F4_IMAGE_SRCS) $(EDP_TEST_APP_SRCS) build/gen/test_keys.c
+build/stm32f4-test/edgedp.elf: $(STM32F4_TEST_SRCS) $(FW_HEADERS) build/gen/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_TEST_DEFS) $(INC) $(STM32F4_TEST_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
 # make provision KEY=path/to/device.key  (64 hex digits: the key file the host tool reads)
