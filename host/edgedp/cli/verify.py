@@ -21,12 +21,15 @@ from .device import key_option, resolve_key
 @handle_errors
 def verify(target: str | None, queries: int, samples: int, seed: int, key_file: str | None, as_json: bool,
            no_progress: bool) -> None:
-    """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds).
+    """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds only: a
+    production image is refused at once).
 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
     mechanism configuration afterwards."""
     with open_device(target) as dev:
+        info = dev.require_test_build("verify")
         key = resolve_key(dev, key_file)
+        dev.set_time_if_unset(key, info)
         before = dev.budget()
         try:
             res = replay(dev, key, queries, seed, progress=not no_progress)
