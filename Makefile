@@ -12,12 +12,13 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test provision clean FORCE
+.PHONY: help setup firmware host demo test test-renode provision clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
 	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
 	@echo "make setup | firmware | host | clean"
+	@echo "make test-renode - only the Renode suite (renode/edgedp.robot; needs renode-test on PATH)"
 	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
 # ---- setup: Debian packages and the Python environment -----------------------
@@ -141,6 +142,24 @@ PYTEST_WORKERS ?= $(shell nproc)
 test: setup firmware host
 	$(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
+	@if command -v $(RENODE_TEST) >/dev/null; then $(MAKE) --no-print-directory test-renode; \
+	else echo "SKIPPED: the Renode suite (renode/edgedp.robot): no $(RENODE_TEST) on PATH (renode/README.md)"; fi
+
+# ---- the Renode suite: renode/edgedp.robot under Renode's renode-test ------------------
+# renode-test runs the python3 on PATH and wants its own Robot Framework version (its
+# tests/requirements.txt): a separate venv holds that and this package's dependencies.
+RENODE_TEST ?= renode-test
+RENODE_VENV := build/venv-renode
+$(RENODE_VENV)/.installed: pyproject.toml
+	@command -v $(RENODE_TEST) >/dev/null || { echo "no $(RENODE_TEST) on PATH: install Renode (renode/README.md)" >&2; exit 2; }
+	test -x $(RENODE_VENV)/bin/python || python3 -m venv $(RENODE_VENV)
+	$(RENODE_VENV)/bin/pip install -q -r "$$(dirname "$$(readlink -f "$$(command -v $(RENODE_TEST))")")/tests/requirements.txt"
+	$(RENODE_VENV)/bin/pip install -q -e .
+	touch $@
+
+test-renode: firmware $(RENODE_VENV)/.installed
+	PATH="$(CURDIR)/$(RENODE_VENV)/bin:$$PATH" PYTHONPATH="$(CURDIR)/host:$(CURDIR)/tests/robot" \
+	  $(RENODE_TEST) renode/edgedp.robot
 
 clean:
 	rm -rf build
