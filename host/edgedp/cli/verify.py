@@ -21,11 +21,10 @@ from .device import key_option, resolve_key
 @handle_errors
 def verify(target: str | None, queries: int, samples: int, seed: int, key_file: str | None, as_json: bool,
            no_progress: bool) -> None:
-    """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds only: a
-    production image is refused at once).
+    """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds).
 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
-    mechanism configuration afterwards."""
+    mechanism configuration afterwards. A production image is refused at once."""
     with open_device(target) as dev:
         info = dev.require_test_build("verify")
         key = resolve_key(dev, key_file)
