@@ -12,13 +12,14 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test test-fast provision clean FORCE
+.PHONY: help setup firmware host demo test test-fast test-renode provision clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
 	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
 	@echo "make test-fast - the tests that need no emulator and no training (about a minute)"
 	@echo "make setup | firmware | host | clean"
+	@echo "make test-renode - only the Renode suite (renode/edgedp.robot; needs renode-test on PATH)"
 	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
 # ---- setup: Debian packages and the Python environment -----------------------
@@ -52,7 +53,7 @@ QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
 FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
-firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf
+firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf build/stm32f4-test/edgedp.elf
 
 build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
@@ -89,6 +90,15 @@ build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/gen/model.txt $(ED
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
+	arm-none-eabi-size $@
+
+# The stm32f4 test image (public test seed and key, test commands; INFO says build=test): what
+# `--target renode` runs by default. The production image above stays the one to flash.
+STM32F4_TEST_SRCS := $(EDP_STM32F4_IMAGE_SRCS) $(EDP_TEST_APP_SRCS) build/gen/test_keys.c
+build/stm32f4-test/edgedp.elf: $(STM32F4_TEST_SRCS) $(FW_HEADERS) build/gen/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_TEST_DEFS) $(INC) $(STM32F4_TEST_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
 # make provision KEY=path/to/device.key  (64 hex digits: the key file the host tool reads)
@@ -154,6 +164,24 @@ PYTEST_WORKERS ?= $(shell nproc)
 test: setup firmware host
 	$(VENV)/bin/python -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
+	@if command -v $(RENODE_TEST) >/dev/null; then $(MAKE) --no-print-directory test-renode; \
+	else echo "SKIPPED: the Renode suite (renode/edgedp.robot): no $(RENODE_TEST) on PATH (renode/README.md)"; fi
+
+# ---- the Renode suite: renode/edgedp.robot under Renode's renode-test ------------------
+# renode-test runs the python3 on PATH and wants its own Robot Framework version (its
+# tests/requirements.txt): a separate venv holds that and this package's dependencies.
+RENODE_TEST ?= renode-test
+RENODE_VENV := build/venv-renode
+$(RENODE_VENV)/.installed: pyproject.toml
+	@command -v $(RENODE_TEST) >/dev/null || { echo "no $(RENODE_TEST) on PATH: install Renode (renode/README.md)" >&2; exit 2; }
+	test -x $(RENODE_VENV)/bin/python || python3 -m venv $(RENODE_VENV)
+	$(RENODE_VENV)/bin/pip install -q -r "$$(dirname "$$(readlink -f "$$(command -v $(RENODE_TEST))")")/tests/requirements.txt"
+	$(RENODE_VENV)/bin/pip install -q -e .
+	touch $@
+
+test-renode: firmware $(RENODE_VENV)/.installed
+	PATH="$(CURDIR)/$(RENODE_VENV)/bin:$$PATH" PYTHONPATH="$(CURDIR)/host:$(CURDIR)/tests/robot" \
+	  $(RENODE_TEST) renode/edgedp.robot
 
 # Folders python, docs, native and firmware (CONTRIBUTING.md), without the slow marker.
 test-fast: setup firmware host

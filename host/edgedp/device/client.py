@@ -19,7 +19,7 @@ from .. import schema as S
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
-from .errors import DeviceError, ErrorCode, NotAuthentic, StateUnknown, TransportError
+from .errors import DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
 from .transport import Link
 
@@ -273,6 +273,26 @@ class Device:
 
     def reset_budget(self, key: bytes) -> int:
         return self.admin(P.RESET_BUDGET, b"", key)
+
+    def require_test_build(self, command: str) -> P.Info:
+        """INFO, or EdgeDPError (ERR_BUILD) at once when the image is not a test build, whose
+        test commands (TEST_SEED, SAMPLE, NAIVE) and reported ticks ``command`` needs."""
+        info = self.info()
+        if info.build != "test":
+            where = self.target.name if self.target else "the device"
+            raise EdgeDPError(
+                f"{command} needs a test image: {where} runs a {info.build} image (board {info.board}), which "
+                "refuses the test commands and reports no ticks by design; run a test image "
+                "(--target qemu, host or renode)", "ERR_BUILD")
+        return info
+
+    def set_time_if_unset(self, key: bytes) -> bool:
+        """SET_TIME to the host's clock when the device's authenticated STATE shows no trusted
+        clock (no day: a fresh board's RTC, an emulator's reset calendar); True if it was sent."""
+        if self.state(key).budget.day is not None:
+            return False
+        self.set_time(key, int(time.time()))
+        return True
 
     def test_seed(self, key: bytes, seed: bytes) -> int:
         if len(seed) != P.SEED_BYTES:
