@@ -36,6 +36,7 @@ COMMANDS: dict[str, Entry] = {
                                         "(test builds)."),
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
                                   "private and the budget."),
+    "build": Entry("build", "build", "Build the firmware images with a model; later device commands run them."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
     "account": Entry("analysis", "account", "Total epsilon of N answers (basic, advanced, PLD), or the largest "
                                             "daily query count for a lifetime target", "analysis"),

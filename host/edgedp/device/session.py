@@ -360,6 +360,7 @@ class SessionTarget:
     def __init__(self, session: Session):
         self.session = session
         self.name = f"session:{session.target}"
+        self.image = Path(session.elf)
         self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0))
 
     def link(self) -> Link:

@@ -19,6 +19,7 @@ class Target(Protocol):
     """A started device: a byte link plus lifecycle control."""
 
     name: str
+    image: Path | None  # the image it runs (build/<image>/model.c beside it: its model), None if not known
 
     def link(self) -> Link: ...
     def reset(self) -> None: ...
@@ -30,6 +31,7 @@ class UrlTarget:
 
     def __init__(self, url: str, baudrate: int = 115200):
         self.name = url
+        self.image = None
         self._link = SerialLink(url, baudrate)
 
     def link(self) -> Link:

@@ -123,6 +123,7 @@ class RenodeTarget:
         root = project_root()
         self.name = "renode"
         self.elf = Path(elf) if elf else ensure_image("stm32f4")
+        self.image = self.elf
         self.resc = Path(resc) if resc else root / "renode" / "edgedp.resc"
         if not self.resc.exists():
             raise TransportError(f"Renode script {self.resc} not found")
