@@ -59,6 +59,16 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
         c("device", "stop")
 
 
+def test_admin_on_a_fresh_emulator_says_the_change_ends_with_it(cli: Cli) -> None:
+    """admin config / set-time / reset-budget on a device started for the one command (issue 20.7)."""
+    for target, args in (("qemu", ["config", "--epsilon", "0.5"]), ("host", ["set-time", "--unix", str(NOON)]),
+                         ("host", ["reset-budget"])):
+        r = cli("admin", *args, "--key-file", KEY, "--target", target)
+        assert r.returncode == 0, r.stderr
+        assert "gone when it exits" in r.stderr and "`edgedp device start`" in r.stderr, (target, args, r.stderr)
+    assert cli.json("admin", "reset-budget", "--key-file", KEY, "--target", "host")["lost_at_exit"] is True
+
+
 def test_restored_memory_is_outside_what_the_startup_code_writes() -> None:
     """start loads the saved bytes before reset; the startup code then copies .data and
     zeroes .bss (firmware/boards/cortexm/startup.c): .noinit must overlap neither."""
@@ -81,7 +91,8 @@ def test_config_clock_and_spend_survive_stop_and_start(cli: Cli, tmp_path: Path)
     started = cli.json("device", "start")
     assert started["target"] == "qemu" and not started["restored"]
     assert [r["name"] for r in started["regions"]] == [".noinit"]
-    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    r = cli("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    assert r.returncode == 0 and "gone when it exits" not in r.stderr  # the session keeps it
     cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
     cli.ok("query", str(rows))
     before = cli.json("budget")

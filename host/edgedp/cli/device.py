@@ -301,6 +301,22 @@ def admin() -> None:
     """Authenticated administration (HMAC-SHA256 with the device key)."""
 
 
+LOST_AT_EXIT = ("note: this device is an emulator started for this command only: the change is gone when it "
+                "exits. `edgedp device start` runs one that keeps its configuration, clock and budget between "
+                "commands (they then talk to it)")
+
+
+def lost_at_exit(dev: Device) -> bool:
+    """True when the device's state ends with this command (a fresh emulator, not a session)."""
+    return not getattr(dev.target, "keeps_state", True)
+
+
+def admin_done(d: dict, as_json: bool, text: str) -> None:
+    emit_json(d) if as_json else click.echo(text)
+    if d["lost_at_exit"]:
+        click.echo(LOST_AT_EXIT, err=True)
+
+
 @admin.command("config")
 @target_option
 @admin_key_option
@@ -322,8 +338,8 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
         b = dev.budget()
         counter = dev.configure(key, merged_config(b, epsilon, sensitivity, value_range, lattice_exponent),
                                 merged_caps(b, daily_cap, lifetime_cap))
-        d = {"accepted_counter": counter, **budget_dict(dev.budget())}
-    emit_json(d) if as_json else click.echo(f"configured (counter {counter})")
+        d = {"accepted_counter": counter, **budget_dict(dev.budget()), "lost_at_exit": lost_at_exit(dev)}
+    admin_done(d, as_json, f"configured (counter {counter})")
 
 
 @admin.command("set-time")
@@ -343,8 +359,9 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
     with open_device(target) as dev:
         key = load_key(key_file)
         counter = dev.set_time(key, unix_seconds)
-        d = {"accepted_counter": counter, "unix": unix_seconds, **budget_dict(dev.budget())}
-    emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} (day {unix_seconds // 86400})")
+        d = {"accepted_counter": counter, "unix": unix_seconds, **budget_dict(dev.budget()),
+             "lost_at_exit": lost_at_exit(dev)}
+    admin_done(d, as_json, f"clock set to {unix_seconds} (day {unix_seconds // 86400})")
 
 
 @admin.command("reset-budget")
@@ -357,8 +374,8 @@ def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None
     with open_device(target) as dev:
         key = load_key(key_file)
         counter = dev.reset_budget(key)
-        d = {"accepted_counter": counter, **budget_dict(dev.budget())}
-    emit_json(d) if as_json else click.echo(f"daily budget reset (counter {counter})")
+        d = {"accepted_counter": counter, **budget_dict(dev.budget()), "lost_at_exit": lost_at_exit(dev)}
+    admin_done(d, as_json, f"daily budget reset (counter {counter})")
 
 
 COMMANDS = [info, query, sample, budget, admin]

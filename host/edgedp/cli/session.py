@@ -7,6 +7,7 @@ import time
 import click
 
 from ..device import session
+from ..device.client import TIMEOUT_ENV
 from .common import emit_json, handle_errors, json_option
 
 
@@ -37,15 +38,17 @@ def _memory_line(target: str) -> str:
 @click.option("--target", "-t", "target", default="qemu", show_default=True,
               type=click.Choice(sorted(session.IMAGES)), help="Image to run.")
 @click.option("--fresh", is_flag=True, help="Discard the memory saved by the last stop (blank store).")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
+              envvar=TIMEOUT_ENV, metavar="SECONDS", help=f"Seconds to wait for the firmware to boot (env {TIMEOUT_ENV}).")
 @json_option
 @handle_errors
-def start(target: str, fresh: bool, as_json: bool) -> None:
+def start(target: str, fresh: bool, timeout: float, as_json: bool) -> None:
     """Start QEMU in the background, restoring the memory saved by the last stop."""
     stale = session.forget_stale()
     if stale is not None:
         click.echo(f"edgedp: removed the state of a session whose QEMU (pid {stale.pid}) is gone; "
                    "its memory since the last stop is lost", err=True)
-    s = session.start(target, fresh)
+    s = session.start(target, fresh, timeout)
     if as_json:
         emit_json(s.as_dict())
         return

@@ -361,6 +361,7 @@ class SessionTarget:
         self.session = session
         self.name = f"session:{session.target}"
         self.image = Path(session.elf)
+        self.keeps_state = True
         self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0))
 
     def link(self) -> Link:

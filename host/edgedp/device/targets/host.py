@@ -17,6 +17,7 @@ class HostTarget:
         if not exe.exists():
             make([f"build/{image}/edgedp"], tools=(HOST_CC,))
         self.image = exe
+        self.keeps_state = "EDP_STORE_FILE" in (env or {})
         self.name = "host:san" if sanitized else "host"
         self._argv = [str(exe)]
         self._env = env or {}

@@ -97,6 +97,7 @@ class QemuTarget:
         """extra_args: appended to the qemu-system-arm command line (e.g. more -device loader)."""
         self.name = name
         self.image = elf
+        self.keeps_state = False
         self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-qemu-")
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         self.port = free_port()

@@ -124,6 +124,7 @@ class RenodeTarget:
         self.name = "renode"
         self.elf = Path(elf) if elf else ensure_image("stm32f4")
         self.image = self.elf
+        self.keeps_state = False
         self.resc = Path(resc) if resc else root / "renode" / "edgedp.resc"
         if not self.resc.exists():
             raise TransportError(f"Renode script {self.resc} not found")
