@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,12 +29,19 @@ class Deployment:
     hi: float
     sensitivity: float
     sha256: str
-    float_accuracy: float | None = None    # the float64 host model on the digits test set
+    float_accuracy: float | None = None    # the float host model on the scored data
     device_accuracy: float | None = None   # the device's float32 kernels (reference) on it
     agreement: float | None = None         # same label, device vs float model
+    scored_on: str | None = None           # which data: the digits test set, or the user's --data file
+    scored_records: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def scores(device: np.ndarray, flt: np.ndarray, y: np.ndarray, on: str) -> dict:
+    return {"float_accuracy": float((flt == y).mean()), "device_accuracy": float((device == y).mean()),
+            "agreement": float((device == flt).mean()), "scored_on": on, "scored_records": int(len(y))}
 
 
 def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[DeviceModel, dict]:
@@ -42,21 +50,73 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[Dev
         model, obj = digits.train(source, seed, teachers)
         s = digits.split(seed)
         dev = reference.first_argmax(reference.run(model, s.X_test))
-        flt = digits.float_predict(obj, s.X_test)
-        return model, {"float_accuracy": float((flt == s.y_test).mean()),
-                       "device_accuracy": float((dev == s.y_test).mean()),
-                       "agreement": float((dev == flt).mean())}
+        return model, scores(dev, digits.float_predict(obj, s.X_test), s.y_test, "the digits test set")
+    if not Path(source).exists():
+        if Path(source).suffix in ("", ".") or source.startswith("digits"):
+            raise ValueError(f"{source!r} is neither a model file nor a built-in model (built-in: "
+                             f"{', '.join(digits.BUILTIN)})")
+        raise ValueError(f"{source}: no such file")
     return convert.load(source), {}
 
 
-def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30) -> Deployment:
-    model, scores = build(source, seed, teachers)
+def check_on_data(source: str, data: str | Path) -> dict:
+    """The device kernels against the float model on the user's labelled data (.npz with X, y):
+    accuracy of both and how often they agree."""
+    loaded = convert.load_file(source)
+    if Path(data).suffix != ".npz":
+        raise ValueError(f"--data {data}: give an .npz with arrays X (features) and y (labels), e.g. "
+                         "np.savez('data.npz', X=X, y=y)")
+    try:
+        with np.load(data, allow_pickle=False) as f:
+            if "X" not in f.files or "y" not in f.files:
+                raise ValueError(f"{data}: needs arrays X (features) and y (labels), has {sorted(f.files)}")
+            X, y = np.asarray(f["X"], np.float64), np.asarray(f["y"]).ravel()
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{data}: cannot read it as an .npz ({exc})") from None
+    n = loaded.model.n_features
+    if X.ndim != 2 or X.shape[1] != n or len(X) != len(y) or not len(X):
+        raise ValueError(f"{data}: X must be (n, {n}) for this model's {n} inputs with one label per row "
+                         f"(X {X.shape}, y {y.shape})")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{data}: X contains NaN or Inf")
+    dev = loaded.labels[reference.first_argmax(reference.run(loaded.model, X))]
+    return scores(dev, np.asarray(loaded.predict(X)), y, str(data))
+
+
+def probe_writable(out: Path) -> None:
+    """ValueError now (before the model is built) unless ``out`` can be written: a .c file in a
+    folder where a file can be created."""
+    if out.suffix != ".c":
+        raise ValueError(f"--out {out}: the model is C source: name it FILE.c (e.g. firmware/model/mine.c)")
+    if out.is_dir():
+        raise ValueError(f"--out {out}: is a directory")
+    folder = out.parent
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".edgedp-probe-"):
+            pass
+        if out.exists():
+            with open(out, "r+b"):
+                pass
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+
+
+def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30,
+           data: str | Path | None = None) -> Deployment:
     out = Path(out)
+    probe_writable(out)
+    if data is not None and source in digits.BUILTIN:
+        raise ValueError("--data checks a model file on your data; the built-in models are scored on digits")
+    model, score = build(source, seed, teachers)
+    if data is not None:
+        score = check_on_data(source, data)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(cgen.generate(model, Path(source).name))
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
                    len(model.nets), model.n_weights, 4 * model.n_weights, 4 * model.scratch_floats,
-                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **scores)
+                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **score)
     if source.endswith(".npz"):
         _record_in_manifest(Path(source), d)
     return d
