@@ -21,18 +21,33 @@ help:
 	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
 # ---- setup: Debian packages and the Python environment -----------------------
-setup: $(STAMP)
-
-$(STAMP): pyproject.toml
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# `make setup` (and `make test`) install the package with every extra ([test]); `make demo` only
+# what the demo needs ([demo]: scikit-learn for the on-device digits model), unless the full
+# install is already there.
+DEMO_STAMP := $(VENV)/.edgedp-demo-installed
+DEMO_APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv python3-pip
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 	test -x $(PY) || python3 -m venv $(VENV)
+endef
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(call apt_install,$(APT_PACKAGES))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+$(DEMO_STAMP): pyproject.toml
+	$(call apt_install,$(DEMO_APT_PACKAGES))
+	if [ ! $(STAMP) -nt pyproject.toml ]; then \
+	  $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e '.[demo]'; fi
 	touch $@
 
 # ---- firmware -----------------------------------------------------------------
@@ -133,7 +148,7 @@ build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/host-san/model.txt firmw
 	$(KEEP_MODEL)
 
 # ---- the two README commands ----------------------------------------------------
-demo: setup firmware
+demo: $(DEMO_STAMP) firmware
 	$(VENV)/bin/edgedp demo
 
 # pytest runs on every core (pytest-xdist, whole files per worker: the QEMU and native
