@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import click
+import numpy as np
 
 from ..analysis import accounting, data, extraction, mia, models, tradeoff
 from ..analysis.jsonable import finite_json
@@ -158,6 +159,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
               callback=_check_data,
               help="digits, an .npz of features X and labels y (models trained here, DP-SGD included), "
                    "or an .npz with probs|logits, labels [, votes] (your model's outputs).")
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Your deployed model (.joblib or `edgedp train` .npz): its device outputs on --data (all rows of "
+                   "an X, y .npz, or the digits test set) instead of models trained here.")
 @with_grid
 @click.option("--repeats", type=click.IntRange(1), default=None, help="Noise draws over the test set (default 5).")
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
@@ -168,7 +172,7 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
                    "fast sampler at the device's configuration.")
 @common_options
 @handle_errors
-def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None,
+def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, modes: str | None, teachers: int | None,
                  repeats: int | None, dpsgd: bool, target: str | None, target_queries: int, seed: int, quick: bool,
                  jobs: int, as_json: bool, no_progress: bool) -> None:
     """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode:
@@ -180,7 +184,12 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
     t0 = time.perf_counter()
     md = parse_modes(list(s.modes))
     dp = split = None
-    if data_spec == "digits" or data.has_features(data_spec):
+    if model_path is not None:
+        out = _model_outputs(model_path, data_spec, seed)
+        probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
+        info = {"data": out.source, "model": model_path, "test": int(len(labels)),
+                "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
+    elif data_spec == "digits" or data.has_features(data_spec):
         split = data.load_split(data_spec, seed)
         pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
         probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.test_votes[0], pop.teachers
@@ -212,6 +221,8 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
     if as_json:
         emit_json(finite_json(doc))
     else:
+        if model_path:
+            click.echo(f"model {model_path}: its device outputs (bit-exact kernels)")
         click.echo(f"data {info['data']}: {info['test']} test inputs, non-private accuracy "
                    f"{info['test_accuracy']:.3f}, chance {doc['chance']:.3f}")
         click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'accuracy':>9s} {'agreement':>10s}")
@@ -231,6 +242,18 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
                            f"{'OK' if d['ok'] else 'MISMATCH'}")
     if "device_check" in doc and not doc["device_check"]["ok"]:
         sys.exit(1)
+
+
+def _model_outputs(model_path: str, data_spec: str, seed: int) -> data.Outputs:
+    """The deployed model's outputs on the digits test set or on every row of an X, y .npz."""
+    from ..model.deploy import device_outputs, labelled_data
+    from ..model.convert import load_file
+
+    if data_spec == "digits":
+        s = data.digits_split(seed)
+        return device_outputs(model_path, s.X_test, s.y_test, f"the digits test set ({len(s.y_test)} records)")
+    X, y = labelled_data(data_spec, load_file(model_path).model.n_features)
+    return device_outputs(model_path, X, y, data_spec)
 
 
 # ---- attack -----------------------------------------------------------------------------
@@ -354,7 +377,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
               help="digits or an .npz of features X and labels y (all models trained here).")
 @click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A model from `edgedp train`: its privacy manifest is checked (hash) and reported.")
+              help="Your model: an `edgedp train` .npz (its privacy manifest is checked and reported) or a "
+                   ".joblib (scored on the test set with the device kernels).")
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
               help="Include DP-SGD models as the third deployment.")
 @with_grid
@@ -370,8 +394,17 @@ def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_c
     cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
                           delta=delta, data_sensitivity=data_sensitivity)
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
+    describe = None
+    if model_path and not model_path.endswith(".npz"):
+        from ..model.convert import load_file
+        from ..model.deploy import deployed_model_doc
+        load_file(model_path)  # a file that is no model fails now, not after the pipeline
+
+        def describe(X: np.ndarray, y: np.ndarray) -> dict:
+            return deployed_model_doc(model_path, X, y)
     doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
-                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path)
+                    data_spec=data_spec, dpsgd=dpsgd, model_path=None if describe else model_path,
+                    describe_model=describe)
     if as_json:
         emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
                                "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.data import Outputs
 from . import cgen, convert, digits, reference
 from .spec import DeviceModel
 
@@ -59,10 +60,8 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[Dev
     return convert.load(source), {}
 
 
-def check_on_data(source: str, data: str | Path) -> dict:
-    """The device kernels against the float model on the user's labelled data (.npz with X, y):
-    accuracy of both and how often they agree."""
-    loaded = convert.load_file(source)
+def labelled_data(data: str | Path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) from the user's .npz (arrays X, y), checked against a model of ``n_features`` inputs."""
     if Path(data).suffix != ".npz":
         raise ValueError(f"--data {data}: give an .npz with arrays X (features) and y (labels), e.g. "
                          "np.savez('data.npz', X=X, y=y)")
@@ -73,14 +72,56 @@ def check_on_data(source: str, data: str | Path) -> dict:
             X, y = np.asarray(f["X"], np.float64), np.asarray(f["y"]).ravel()
     except (OSError, EOFError) as exc:
         raise ValueError(f"{data}: cannot read it as an .npz ({exc})") from None
-    n = loaded.model.n_features
-    if X.ndim != 2 or X.shape[1] != n or len(X) != len(y) or not len(X):
-        raise ValueError(f"{data}: X must be (n, {n}) for this model's {n} inputs with one label per row "
-                         f"(X {X.shape}, y {y.shape})")
+    if X.ndim != 2 or X.shape[1] != n_features or len(X) != len(y) or not len(X):
+        raise ValueError(f"{data}: X must be (n, {n_features}) for this model's {n_features} inputs with one label "
+                         f"per row (X {X.shape}, y {y.shape})")
     if not np.all(np.isfinite(X)):
         raise ValueError(f"{data}: X contains NaN or Inf")
+    return X, y
+
+
+def check_on_data(source: str, data: str | Path) -> dict:
+    """The device kernels against the float model on the user's labelled data (.npz with X, y):
+    accuracy of both and how often they agree."""
+    loaded = convert.load_file(source)
+    X, y = labelled_data(data, loaded.model.n_features)
     dev = loaded.labels[reference.first_argmax(reference.run(loaded.model, X))]
     return scores(dev, np.asarray(loaded.predict(X)), y, str(data))
+
+
+def device_outputs(source: str, X: np.ndarray, y: np.ndarray, name: str) -> Outputs:
+    """What the deployed model's raw output is on labelled inputs (the device kernels, bit for bit):
+    class probabilities (softmax head) or teacher votes (votes head, probs = votes / T), and the
+    labels as the model's class indices."""
+    loaded = convert.load_file(source)
+    if X.shape[1] != loaded.model.n_features:
+        raise ValueError(f"{name}: {X.shape[1]} features, the model {source} takes {loaded.model.n_features}")
+    index = {int(v): i for i, v in enumerate(loaded.labels)}
+    unknown = sorted({int(v) for v in y} - index.keys())
+    if unknown:
+        raise ValueError(f"{name}: labels {unknown[:5]} are not classes of the model {source} "
+                         f"({[int(v) for v in loaded.labels][:10]})")
+    out = reference.run(loaded.model, X).astype(np.float64)
+    labels = np.array([index[int(v)] for v in y], dtype=np.int64)
+    if loaded.model.head == "votes":
+        T = len(loaded.model.nets)
+        return Outputs(probs=out / T, labels=labels, votes=out, teachers=T, source=name)
+    return Outputs(probs=out, labels=labels, source=name)
+
+
+def deployed_model_doc(source: str, X_test: np.ndarray, y_test: np.ndarray) -> dict:
+    """What `edgedp report --model` says of a deployed model that has no privacy manifest: what it
+    is and, when it takes these inputs, the device kernels' accuracy on the report's test set."""
+    m = convert.load_file(source).model
+    doc = {"path": str(source), "kind": f"{m.head} head, {len(m.nets)} net(s), {m.n_features} inputs -> "
+           f"{m.n_classes} classes", "name": m.name, "sha256": cgen.digest(m)}
+    try:
+        out = device_outputs(source, X_test, y_test, "the test set")
+    except ValueError as exc:
+        doc["not_scored"] = str(exc)
+    else:
+        doc["test_accuracy_here"] = float((out.probs.argmax(1) == out.labels).mean())
+    return doc
 
 
 def probe_writable(out: Path) -> None:
