@@ -55,3 +55,22 @@ def test_report_names_the_users_data_split_and_model(user: Path, tmp_path: Path)
     assert f"records of {user / 'mydata.npz'}" in md
     assert "of its 150 records, 50 are held out for testing and each model trains on a random half of the other 100" in md
     assert "## Your model" in md and "`" + str(user / "mine.joblib") + "` (mine, softmax head" in md
+
+
+def test_attack_mia_on_the_deployed_model(user: Path, tmp_path: Path) -> None:
+    """Members from --data, non-members from --holdout; the threshold attack on the model's device outputs
+    is near perfect without noise for a model that memorised its members, and bounded at a small ε."""
+    rng = np.random.default_rng(2)
+    Xm, Xn = rng.normal(size=(60, 20)), rng.normal(size=(60, 20))
+    ym, yn = rng.integers(0, 4, 60), rng.integers(0, 4, 60)  # random labels: only memorisation fits them
+    joblib.dump(MLPClassifier((64,), max_iter=2000, random_state=0).fit(Xm, ym), tmp_path / "memo.joblib")
+    np.savez(tmp_path / "members.npz", X=Xm, y=ym)
+    np.savez(tmp_path / "others.npz", X=Xn, y=yn)
+    doc = json.loads(invoke("attack", "mia", "--model", str(tmp_path / "memo.joblib"), "--data",
+                            str(tmp_path / "members.npz"), "--holdout", str(tmp_path / "others.npz"),
+                            "--epsilons", "0.1,inf", "--modes", "full", "--json", "--no-progress"))
+    rows = {r["epsilon"]: r for r in doc["rows"]}
+    assert doc["train_accuracy"] > 0.95 and rows["inf"]["auc"] > 0.9
+    assert rows[0.1]["auc"] < 0.75 and rows[0.1]["members"] == rows[0.1]["nonmembers"] == 60
+    r = CliRunner().invoke(main, ["attack", "mia", "--model", str(tmp_path / "memo.joblib")])
+    assert r.exit_code != 0 and "--holdout" in r.output
