@@ -17,6 +17,8 @@ class BuildPyWithFirmware(build_py):
         shutil.rmtree(dest, ignore_errors=True)
         for rel in FIRMWARE_DATA:
             src, out = ROOT / rel, dest / rel
+            if not src.exists():
+                raise FileNotFoundError(f"{src} is missing: build the wheel from a checkout or a complete sdist")
             out.parent.mkdir(parents=True, exist_ok=True)
             if src.is_dir():
                 shutil.copytree(src, out, ignore=shutil.ignore_patterns("*.o", "*.elf", "__pycache__"))

@@ -1,6 +1,8 @@
 """The native build of the firmware (host port) as a child process: fast, sanitizable."""
 from __future__ import annotations
 
+import os
+
 from ...paths import build_dir
 from .images import HOST_CC, make
 from ..transport import Link, ProcessLink
@@ -17,7 +19,7 @@ class HostTarget:
         if not exe.exists():
             make([f"build/{image}/edgedp"], tools=(HOST_CC,))
         self.image = exe
-        self.keeps_state = "EDP_STORE_FILE" in (env or {})
+        self.keeps_state = bool({**os.environ, **(env or {})}.get("EDP_STORE_FILE"))  # else RAM only
         self.name = "host:san" if sanitized else "host"
         self._argv = [str(exe)]
         self._env = env or {}
