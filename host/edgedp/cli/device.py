@@ -14,7 +14,7 @@ from ..device.noise import draw_samples
 from ..device.protocol import Budget, Caps, MechConfig, QueryResult, SampleRequest
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_BUCKET, MODE_TOPK, Mode
-from ..model.image import UnknownModel, check_inputs, model_dict, target_model
+from ..model.image import check_target_inputs, describe_target_model
 from .common import dumps, emit_json, handle_errors, json_option, progress_option, target_option
 from .inputs import read_rows
 from .params import (CLASSES, DAILY_CAP, EPSILON, LIFETIME_CAP, SAMPLES, SENSITIVITY, UNIX_TIME, check_range,
@@ -86,7 +86,7 @@ def info(target: str | None, as_json: bool) -> None:
     """Board, build, entropy and firmware facts of a device."""
     with open_device(target) as dev:
         i = dev.info()
-        model = describe_model(dev)
+        model = describe_target_model(dev.target)
     d = {"board": i.board, "build": i.build, "entropy": i.entropy, "firmware_version": i.firmware_version,
          "max_classes": i.max_classes, "tick": i.tick_kind, "tick_hz": i.tick_hz,
          "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model}
@@ -98,14 +98,6 @@ def info(target: str | None, as_json: bool) -> None:
                 v = (f"{v['name']} ({v['head']} head, {v['n_features']} inputs -> {v['n_classes']} classes, "
                      f"sha256 {v['sha256'][:16]}…)")
             click.echo(f"{k:17s} {'none' if v is None else v}")
-
-
-def describe_model(dev: Device) -> dict | str | None:
-    """The model of the image the device runs (None: no model; a sentence when not known)."""
-    try:
-        return model_dict(target_model(dev.target))
-    except UnknownModel as exc:
-        return f"unknown: {exc}"
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
@@ -179,7 +171,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     answers: list[tuple[int, QueryResult]] = []
     with open_device(target) as dev:
         if infer:
-            check_model_inputs(dev, rows.shape[1])
+            check_target_inputs(dev.target, rows.shape[1])
         cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
             warn_clamped(rows, cfg)
@@ -208,15 +200,6 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         _save(out_path, m, records, answers)
     if len(answers) < len(records):
         raise SystemExit(2)
-
-
-def check_model_inputs(dev: Device, width: int) -> None:
-    """Refuse (before any row is sent) inputs whose width is not the device's model's."""
-    try:
-        model = target_model(dev.target)
-    except UnknownModel:
-        return  # the device checks the width (ERR_LEN)
-    check_inputs(model, width)
 
 
 def _describe(o: dict, m: Mode) -> str:

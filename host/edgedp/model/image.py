@@ -72,6 +72,24 @@ def check_inputs(model: DeviceModel | None, width: int) -> None:
                          f"{model.n_features} inputs: nothing was sent")
 
 
+def describe_target_model(target: object) -> dict | str | None:
+    """What `edgedp info` shows: the model dict, None for no model, a sentence when not known."""
+    try:
+        return model_dict(target_model(target))
+    except UnknownModel as exc:
+        return f"unknown: {exc}"
+
+
+def check_target_inputs(target: object, width: int) -> None:
+    """Refuse (before any row is sent) model inputs whose width is not the target's model's; a
+    target whose model is not known checks the width itself (ERR_LEN)."""
+    try:
+        model = target_model(target)
+    except UnknownModel:
+        return
+    check_inputs(model, width)
+
+
 class InferReference:
     """Replays a test-build device's INFER answers: the model's raw output (bit-exact float32
     kernels) through the mechanism configured with the model's range and sensitivity."""
