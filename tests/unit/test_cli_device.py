@@ -117,3 +117,12 @@ def test_timeout_option_and_env_on_device_commands(tmp_path) -> None:
             assert time.monotonic() - t0 < 8  # not the default 10 s
     r = subprocess.run([EDGEDP, "budget", "--timeout", "0"], capture_output=True, text=True)
     assert r.returncode == 2 and "--timeout" in r.stderr
+
+
+def test_edgedp_root_that_is_no_checkout_is_one_line(tmp_path) -> None:
+    import os
+
+    r = subprocess.run([EDGEDP, "info", "--target", "qemu"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "EDGEDP_ROOT": str(tmp_path)})
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert f"EDGEDP_ROOT={tmp_path} is not an edgedp checkout" in r.stderr
