@@ -41,6 +41,11 @@ def default_timeout() -> float:
     return value
 
 
+def timeout_or(default: float) -> float:
+    """EDGEDP_TIMEOUT when it is set (`--timeout`), else ``default`` (a command's own wait)."""
+    return default_timeout() if os.environ.get(TIMEOUT_ENV) else default
+
+
 def load_key(path: str | Path | None = None) -> bytes:
     """A device key file: 64 hex digits (32 bytes); default: the public key of test images."""
     path = test_key_path() if path is None else path
