@@ -163,3 +163,17 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     r = cli("device", "start")
     assert r.returncode == 1 and "--fresh" in r.stderr and not (cli.state / "session.json").exists()
     assert not cli.json("device", "start", "--fresh")["restored"]
+
+
+def test_readme_session_example_runs_as_written(cli: Cli) -> None:
+    """Every command of the README's session block succeeds in order (issue 20.10: the query of its
+    20 sample rows fits the daily cap it configures), and the block ends with no session running."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("K=tests/keys/test-device.key"):]
+    block = block[:block.index("```")]
+    lines = [ln.split("#", 1)[0].strip() for ln in block.splitlines()[1:]]
+    for line in filter(None, lines):
+        args = [a.replace("$K", KEY) for a in line.split()[1:]]
+        r = subprocess.run([EDGEDP, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=cli.env)
+        assert r.returncode == 0, f"{line}: rc {r.returncode}\n{r.stdout}{r.stderr}"
+    assert not (cli.state / "session.json").exists()
