@@ -19,7 +19,7 @@ from .. import __version__
 class Entry:
     module: str   # edgedp.cli.<module>
     attr: str     # the click command in it
-    summary: str  # how its help starts (tests/unit/test_cli_light.py keeps them equal)
+    summary: str  # how its help starts (tests/python/test_cli_light.py keeps them equal)
     extra: str = ""  # the pip extra its imports need, if any
 
 
