@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -83,8 +84,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     checkout's editable install, are not processed from there)."""
     tmp = tmp_path_factory.mktemp("wheel")
     env = clean_env(tmp)  # no PYTHONPATH: pip would take this checkout's package as installed
+    src = tmp / "src"  # pip builds in the source tree: a copy keeps build/ and egg-info out of the checkout
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns("build", ".venv", ".git", ".pio", "*.egg-info",
+                                                              "__pycache__", ".pytest_cache"))
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                        "-w", str(tmp / "dist"), str(ROOT)], capture_output=True, text=True, cwd=tmp, env=env)
+                        "-w", str(tmp / "dist"), str(src)], capture_output=True, text=True, cwd=tmp, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     wheel = next((tmp / "dist").glob("edgedp-*.whl"))
     venv = tmp / "venv"
