@@ -48,16 +48,16 @@ def make(targets: Sequence[str], model: str | None = None, tools: Sequence[str] 
                              f"{(r.stderr or r.stdout)[-2000:]}")
 
 
-def ensure_built(image: str, file: str = "edgedp.elf", tools: Sequence[str] = (ARM_CC,)) -> Path:
-    """build/<image>/<file>, built if missing and brought up to date with the MODEL it records."""
-    out = build_dir() / image / file
+def ensure_built(image: str) -> Path:
+    """build/<image>/edgedp.elf, built if missing and brought up to date with the MODEL it records."""
+    out = build_dir() / image / "edgedp.elf"
     model = recorded_model(image) if out.exists() else None
     if model is not None and not model_file(model).is_file():
         return out  # the model it was built from is gone: run the image as it was built
     try:
-        make([f"build/{image}/{file}"], model, tools)
+        make([f"build/{image}/edgedp.elf"], model)
     except TransportError:
-        if out.exists() and any(shutil.which(t) is None for t in ("make", *tools)):
+        if out.exists() and any(shutil.which(t) is None for t in ("make", ARM_CC)):
             return out  # no toolchain here: run the image as it was built
         raise
     return out
