@@ -164,3 +164,25 @@ def test_deploy_data_scores_device_kernels_on_the_users_data(tmp_path: Path) -> 
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(tmp_path / "lr.c"),
                                   "--data", str(tmp_path / "wide.npz")])
     assert r.exit_code != 0 and "(n, 64)" in r.output and "65" in r.output
+
+
+def test_target_model_reads_the_images_copy_and_knows_a_session_image_is_stale(tmp_path: Path) -> None:
+    import os
+    from types import SimpleNamespace
+
+    from edgedp.model.image import UnknownModel, target_model
+
+    image = tmp_path / "qemu" / "edgedp.elf"
+    image.parent.mkdir()
+    dm = DeviceModel("mine", "softmax", 3, (Net((Dense(np.ones((5, 3)), np.zeros(3)),), np.arange(3)),), 0.0, 1.0)
+    (image.parent / "model.c").write_text(cgen.generate(dm))
+    assert target_model(SimpleNamespace(image=image)).n_features == 5
+    with pytest.raises(UnknownModel, match="serial link"):
+        target_model(SimpleNamespace(image=None, name="socket://x"))
+    mtime = (image.parent / "model.c").stat().st_mtime
+    assert target_model(SimpleNamespace(image=image, image_started=mtime + 1)).name == "mine"
+    os.utime(image.parent / "model.c", (mtime + 10, mtime + 10))  # rebuilt after the session started
+    with pytest.raises(UnknownModel, match="device stop"):
+        target_model(SimpleNamespace(image=image, image_started=mtime + 1))
+    (image.parent / "model.c").write_text('#include "edgedp/model.h"\nconst edp_model_t *const edp_app_model = 0;\n')
+    assert target_model(SimpleNamespace(image=image)) is None

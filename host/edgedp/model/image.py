@@ -50,6 +50,11 @@ def target_model(target: object) -> DeviceModel | None:
     if image is None:
         raise UnknownModel(f"the model of {getattr(target, 'name', 'this device')} is not known "
                            "(a serial link does not say which image it runs)")
+    started = getattr(target, "image_started", None)  # a device session: QEMU loaded the image then
+    src = Path(image).parent / "model.c"
+    if started is not None and src.exists() and src.stat().st_mtime > started:
+        raise UnknownModel(f"{image} was rebuilt after the device session started, which still runs the old "
+                           "image: `edgedp device stop` and `edgedp device start` run the new one")
     return image_model(image)
 
 
