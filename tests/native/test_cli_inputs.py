@@ -125,9 +125,9 @@ def test_query_warns_about_clamping_and_the_test_image(native_builds: None) -> N
 
 
 @pytest.mark.native
-def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
-    """BUDGET, then CHALLENGE (the nonce the CONFIG is signed for), then CONFIG: no INFO, no
-    second BUDGET before the first QUERY."""
+def test_query_epsilon_needs_four_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
+    """BUDGET, then STATE (the authenticated state and the nonce the CONFIG is signed for), CONFIG,
+    and STATE (the check): no INFO, no CHALLENGE, no second BUDGET before the first QUERY."""
     from edgedp.device import protocol as P
     from edgedp.device.client import Device
     sent: list[int] = []
@@ -137,17 +137,17 @@ def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds
         sent.append(type_)
         return request(self, type_, body, timeout)
     monkeypatch.setattr(Device, "request", spy)
-    admin = Device.admin_frame
+    signed = Device._signed
 
-    def spy_admin(self, type_, payload, key, counter=None):
-        framed = admin(self, type_, payload, key, counter)  # sends CHALLENGE first
+    def spy_admin(self, type_, payload, key, counter, nonce):
+        framed = signed(self, type_, payload, key, counter, nonce)
         sent.append(type_)
         return framed
-    monkeypatch.setattr(Device, "admin_frame", spy_admin)
+    monkeypatch.setattr(Device, "_signed", spy_admin)
     r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
     assert r.exit_code == 0, r.output
     sent = [t for t in sent if t != P.PING]  # the synchronising PINGs
-    assert sent[:sent.index(P.QUERY)] == [P.BUDGET, P.CHALLENGE, P.CONFIG]
+    assert sent[:sent.index(P.QUERY)] == [P.BUDGET, P.STATE, P.CONFIG, P.STATE]
 
 
 @pytest.mark.native

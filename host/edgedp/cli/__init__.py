@@ -38,8 +38,9 @@ COMMANDS: dict[str, Entry] = {
                                   "private and the budget."),
     "build": Entry("build", "build", "Build the firmware images with a model; later device commands run them."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
-    "account": Entry("analysis", "account", "Total epsilon of N answers (basic, advanced, PLD), or the largest "
-                                            "daily query count for a lifetime target", "analysis"),
+    "account": Entry("analysis", "account", "Total epsilon of N answers of the device's mechanism (basic, "
+                                            "advanced, PLD) with every per-answer term, or the largest daily "
+                                            "query count for a lifetime target", "analysis"),
     "tradeoff": Entry("analysis", "tradeoff_cmd", "Top-1 accuracy and agreement with the non-private prediction "
                                                   "for each ε and output mode", "analysis"),
     "attack": Entry("analysis", "attack", "Attacks on the protected API: membership inference, model "
@@ -50,8 +51,9 @@ COMMANDS: dict[str, Entry] = {
                                      "1..1000 and three epsilons.", "bench"),
     "train": Entry("train", "train", "Train a logistic regression or small MLP with DP-SGD (per-example "
                                      "clipping, Poisson subsampling, Gaussian noise)", "train"),
-    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file and/or flags) "
-                                                   "for the errors that make its ε wrong", "train"),
+    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file, an `edgedp "
+                                                   "train` NAME.manifest.json, and/or flags) for the errors that "
+                                                   "make its ε wrong", "train"),
 }
 
 

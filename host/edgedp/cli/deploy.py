@@ -19,9 +19,13 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--data", type=click.Path(dir_okay=False), default=None, metavar="FILE.npz",
               help="Your labelled data (arrays X, y): score the device kernels against the float model on it "
                    "(accuracy of both, agreement).")
+@click.option("--allow-non-private", is_flag=True,
+              help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
+                   "the C file and the manifest then say so.")
 @json_option
 @handle_errors
-def deploy(model: str, out: str, seed: int, teachers: int, data: str | None, as_json: bool) -> None:
+def deploy(model: str, out: str, seed: int, teachers: int, data: str | None, allow_non_private: bool,
+           as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
@@ -29,10 +33,12 @@ def deploy(model: str, out: str, seed: int, teachers: int, data: str | None, as_
     model file (.npz with its manifest), or a built-in trained here on the digits:
     digits-ensemble, digits-logreg, digits-mlp. Then `edgedp build --model OUT` builds the images the
     device commands run."""
-    d = run_deploy(model, out, seed, teachers, data)
+    d = run_deploy(model, out, seed, teachers, data, allow_non_private)
     if as_json:
         emit_json(d.as_dict())
         return
+    if d.non_private:
+        click.echo(f"edgedp: warning: deploying a model that is not private: {d.non_private}", err=True)
     click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
     click.echo(f"  {d.weights} float32 weights = {d.flash_weight_bytes} bytes of flash, "

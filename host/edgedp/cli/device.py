@@ -8,10 +8,13 @@ from pathlib import Path
 import click
 import numpy as np
 
+from ..device import admin as authadmin
 from ..device.client import Device, load_key, open_device
 from ..device.errors import DeviceError, EdgeDPError, ErrorCode
 from ..device.noise import draw_samples
-from ..device.protocol import Budget, Caps, MechConfig, QueryResult, SampleRequest
+from ..device.protocol import (CONFIG, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, SampleRequest,
+                               config_payload)
+from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_BUCKET, MODE_TOPK, Mode
 from ..model.image import check_target_inputs, describe_target_model
@@ -51,6 +54,29 @@ def merged_caps(b: Budget, daily_cap: float | None = None, lifetime_cap: float |
     """The device's caps with the options the user gave replaced (lifetime 0: none)."""
     return Caps(b.daily_cap if daily_cap is None else to_micro(daily_cap),
                 b.lifetime_cap if lifetime_cap is None else to_micro(lifetime_cap))
+
+
+def config_check(cfg: MechConfig, caps: Caps) -> authadmin.Check:
+    """The check that the state after CONFIG holds exactly cfg and caps."""
+    def check(before: Budget, after: Budget) -> str | None:
+        if not after.config.same_on_device(cfg):
+            return f"mechanism {after.config} instead of {cfg}"
+        if after.caps != caps:
+            return f"caps {after.caps} instead of {caps}"
+        return None
+    return check
+
+
+def configure_from_state(dev: Device, key: bytes, epsilon: float | None = None, sensitivity: float | None = None,
+                         value_range: tuple[float, float] | None = None, m: int | None = None,
+                         daily_cap: float | None = None, lifetime_cap: float | None = None) -> authadmin.Outcome:
+    """CONFIG with the options given, every other value from the authenticated state; verified after."""
+    signed: list[tuple[MechConfig, Caps]] = []
+
+    def build(b: Budget) -> bytes:
+        signed.append((merged_config(b, epsilon, sensitivity, value_range, m), merged_caps(b, daily_cap, lifetime_cap)))
+        return config_payload(*signed[0])
+    return authadmin.run(dev, key, CONFIG, build, lambda before, after: config_check(*signed[0])(before, after))
 
 
 def budget_dict(b: Budget) -> dict:
@@ -104,21 +130,24 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
                   value_range: tuple[float, float] | None, k: int) -> MechConfig:
     """The mechanism the queries of k classes will run: the device's, with the options given.
 
-    BUDGET (the configuration), then, only if it differs, CHALLENGE (a fresh nonce and the
-    tagged admin counter) and CONFIG signed for that nonce with --key-file or else the test
-    images' key. The counter is never taken from the unauthenticated BUDGET answer. A configuration the device could not
-    serve for k classes is refused here, with the reason."""
+    BUDGET (the configuration), then, only if it differs, STATE (the authenticated state and a
+    fresh nonce), CONFIG signed for that nonce with --key-file or else the test images' key, and
+    STATE again to check it: what is signed comes only from the authenticated state and the
+    options. A configuration the device could not serve for k classes is refused here, with
+    the reason."""
     b = dev.budget()
     cfg = merged_config(b, epsilon, sensitivity, value_range)
     cfg.lattice(k)
     if cfg.same_on_device(b.config):
         return cfg
     try:
-        dev.configure(load_key(key_file), cfg, b.caps)
+        out = configure_from_state(dev, load_key(key_file), epsilon, sensitivity, value_range)
     except DeviceError as exc:
         if exc.error == ErrorCode.ERR_AUTH and not key_file:
             raise EdgeDPError(NEEDS_KEY, "ERR_AUTH") from None
         raise
+    cfg = out.after.config
+    cfg.lattice(k)
     return cfg
 
 
@@ -264,19 +293,31 @@ def sample(target: str | None, epsilon: float, sensitivity: float, classes: int,
         click.echo(f"wrote {len(z)} samples to {out} (g = 2^-{lat.m}, t = {lat.t:.2f} steps)")
 
 
+UNAUTHENTICATED = ("unauthenticated: read with BUDGET, which a man in the middle can rewrite; "
+                   "pass --key-file for the authenticated state")
+
+
 @click.command()
 @target_option
+@key_option
 @json_option
 @handle_errors
-def budget(target: str | None, as_json: bool) -> None:
-    """The privacy budget: today's and lifetime spend, caps, and the store's state."""
+def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
+    """The privacy budget: today's and lifetime spend, caps, and the store's state.
+
+    With --key-file the numbers are the device's authenticated state (STATE, tagged with the
+    device key over a fresh challenge); without, they are unauthenticated and say so."""
+    key = load_key(key_file) if key_file else None
     with open_device(target) as dev:
-        d = budget_dict(dev.budget())
+        b = dev.state(key).budget if key else dev.budget()
+    d = {**budget_dict(b), "authenticated": key is not None}
     if as_json:
         emit_json(d)
     else:
         for k, v in d.items():
             click.echo(f"{k:18s} {v}")
+        if key is None:
+            click.echo(UNAUTHENTICATED)
 
 
 @click.group()
@@ -294,8 +335,7 @@ def lost_at_exit(dev: Device) -> bool:
     return not getattr(dev.target, "keeps_state", True)
 
 
-def admin_done(d: dict, as_json: bool, text: str) -> None:
-    emit_json(d) if as_json else click.echo(text)
+def note_lost_at_exit(d: dict) -> None:
     if d["lost_at_exit"]:
         click.echo(LOST_AT_EXIT, err=True)
 
@@ -315,14 +355,25 @@ def admin_done(d: dict, as_json: bool, text: str) -> None:
 def admin_config(target: str | None, key_file: str, epsilon: float | None, daily_cap: float | None,
                  lifetime_cap: float | None, sensitivity: float | None, value_range: tuple[float, float] | None,
                  lattice_exponent: int | None, as_json: bool) -> None:
-    """Set the mechanism and caps; unspecified values keep the device's."""
+    """Set the mechanism and caps; unspecified values keep the device's (authenticated) ones.
+
+    Reads the authenticated state, signs the change for its fresh nonce, and re-reads the state
+    to check it holds exactly what was signed (exit 5 if not, 6 if the answer never came)."""
+    key = load_key(key_file)
     with open_device(target) as dev:
-        key = load_key(key_file)
-        b = dev.budget()
-        counter = dev.configure(key, merged_config(b, epsilon, sensitivity, value_range, lattice_exponent),
-                                merged_caps(b, daily_cap, lifetime_cap))
-        d = {"accepted_counter": counter, **budget_dict(dev.budget()), "lost_at_exit": lost_at_exit(dev)}
-    admin_done(d, as_json, f"configured (counter {counter})")
+        out = configure_from_state(dev, key, epsilon, sensitivity, value_range, lattice_exponent, daily_cap,
+                                   lifetime_cap)
+    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True,
+         "lost_at_exit": lost_at_exit(dev)}
+    if as_json:
+        emit_json(d)
+    else:
+        a = out.after
+        click.echo(f"configured (counter {out.counter}), checked in the authenticated state: epsilon "
+                   f"{to_epsilon(a.epsilon_micro):g} per query, range [{a.lo:g}, {a.hi:g}], sensitivity "
+                   f"{a.sensitivity:g}, daily cap {to_epsilon(a.daily_cap):g}, lifetime cap "
+                   f"{to_epsilon(a.lifetime_cap) if a.lifetime_cap else 'none'}")
+    note_lost_at_exit(d)
 
 
 @admin.command("set-time")
@@ -339,12 +390,17 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
         unix_seconds = int(dt.datetime.strptime(date, "%Y-%m-%d").replace(tzinfo=dt.timezone.utc).timestamp())
     if unix_seconds is None:
         unix_seconds = int(time.time())
+    key = load_key(key_file)
+    day = unix_seconds // 86400
+
+    def check(before: Budget, after: Budget) -> str | None:
+        return None if after.day == day else f"day {after.day} instead of {day}"
     with open_device(target) as dev:
-        key = load_key(key_file)
-        counter = dev.set_time(key, unix_seconds)
-        d = {"accepted_counter": counter, "unix": unix_seconds, **budget_dict(dev.budget()),
-             "lost_at_exit": lost_at_exit(dev)}
-    admin_done(d, as_json, f"clock set to {unix_seconds} (day {unix_seconds // 86400})")
+        out = authadmin.run(dev, key, SET_TIME, lambda b: SET_TIME_PAYLOAD_FMT.pack(unix_seconds), check)
+    d = {"accepted_counter": out.counter, "unix": unix_seconds, **budget_dict(out.after), "authenticated": True,
+         "lost_at_exit": lost_at_exit(dev)}
+    emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} (day {day}, counter {out.counter})")
+    note_lost_at_exit(d)
 
 
 @admin.command("reset-budget")
@@ -354,11 +410,17 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
 @handle_errors
 def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None:
     """Reset today's spend (the lifetime spend is never reset)."""
+    key = load_key(key_file)
+
+    def check(before: Budget, after: Budget) -> str | None:
+        since = after.lifetime_spent - before.lifetime_spent  # answers after the reset, if any
+        return None if after.daily_spent <= since else f"{to_epsilon(after.daily_spent):g} spent today"
     with open_device(target) as dev:
-        key = load_key(key_file)
-        counter = dev.reset_budget(key)
-        d = {"accepted_counter": counter, **budget_dict(dev.budget()), "lost_at_exit": lost_at_exit(dev)}
-    admin_done(d, as_json, f"daily budget reset (counter {counter})")
+        out = authadmin.run(dev, key, RESET_BUDGET, lambda b: b"", check)
+    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True,
+         "lost_at_exit": lost_at_exit(dev)}
+    emit_json(d) if as_json else click.echo(f"daily budget reset (counter {out.counter})")
+    note_lost_at_exit(d)
 
 
 COMMANDS = [info, query, sample, budget, admin]

@@ -36,14 +36,40 @@ class EdgeDPError(Exception):
 
 
 class DeviceError(EdgeDPError):
-    """The device answered a request with an error frame."""
+    """The device answered a request with an error: an ERROR frame (unauthenticated: a man in
+    the middle can forge it) or, for an admin command, a refusal tagged with the device key
+    (``authenticated``)."""
 
     exit_code = 2
 
-    def __init__(self, error: ErrorCode, request_type: int):
+    def __init__(self, error: ErrorCode, request_type: int, authenticated: bool = False):
         self.error = error
         self.request_type = request_type
+        self.authenticated = authenticated
         super().__init__(f"{error.name}: {MEANING[error]}", error.name)
+
+
+class StateMismatch(EdgeDPError):
+    """After an admin command, the authenticated device state is not what was signed."""
+
+    code = "ERR_STATE_MISMATCH"
+    exit_code = 5
+
+
+class StateUnknown(EdgeDPError):
+    """A signed admin frame was sent but no authentic answer came back (time-out, or an answer
+    whose tag is wrong): whether it took effect is not known from the answer."""
+
+    code = "ERR_STATE_UNKNOWN"
+    exit_code = 6
+
+
+class NotAuthentic(EdgeDPError):
+    """An answer that should carry the device's tag does not: forged on the way, or the device
+    does not hold this key. Nothing was signed from it."""
+
+    code = "ERR_NOT_AUTHENTIC"
+    exit_code = 7
 
 
 class TransportError(EdgeDPError):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import models_io
 from ..analysis.data import Outputs
 from . import cgen, convert, digits, reference
 from .spec import DeviceModel
@@ -35,6 +36,7 @@ class Deployment:
     agreement: float | None = None         # same label, device vs float model
     scored_on: str | None = None           # which data: the digits test set, or the user's --data file
     scored_records: int | None = None
+    non_private: str | None = None         # why the trained model's ε does not hold (--allow-non-private)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -145,22 +147,36 @@ def probe_writable(out: Path) -> None:
 
 
 def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30,
-           data: str | Path | None = None) -> Deployment:
+           data: str | Path | None = None, allow_non_private: bool = False) -> Deployment:
+    """Write ``source`` as C data (``out`` checked first), scored on ``data`` when given.  An `edgedp
+    train` model whose manifest does not say it is private (a seeded run) is refused unless
+    ``allow_non_private``; then the C file, the manifest's deployment entry and the result say why
+    it is not private."""
     out = Path(out)
     probe_writable(out)
     if data is not None and source in digits.BUILTIN:
         raise ValueError("--data checks a model file on your data; the built-in models are scored on digits")
+    reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
     model, score = build(source, seed, teachers)
     if data is not None:
         score = check_on_data(source, data)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(cgen.generate(model, Path(source).name))
+    out.write_text(cgen.generate(model, Path(source).name, f"not a private model: {reason}" if reason else None))
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
                    len(model.nets), model.n_weights, 4 * model.n_weights, 4 * model.scratch_floats,
-                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **score)
+                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **score,
+                   non_private=reason)
     if source.endswith(".npz"):
         _record_in_manifest(Path(source), d)
     return d
+
+
+def _non_private(npz: Path, allow: bool) -> str | None:
+    """Why the trained model is not private (None: private, or no manifest to say), refusing it
+    unless ``allow``."""
+    if not models_io.manifest_path(npz).exists():
+        return None
+    return models_io.private_or_refuse(npz, models_io.read_manifest(npz), allow)
 
 
 def _record_in_manifest(npz: Path, d: Deployment) -> None:
@@ -171,6 +187,8 @@ def _record_in_manifest(npz: Path, d: Deployment) -> None:
     doc = json.loads(manifest.read_text())
     doc["deployment"] = {"c_file": d.out, "head": d.head, "lo": d.lo, "hi": d.hi,
                          "sensitivity": d.sensitivity, "m": None, "weights_sha256": d.sha256}
+    if d.non_private:
+        doc["deployment"]["non_private"] = d.non_private
     manifest.write_text(json.dumps(doc, indent=2) + "\n")
 
 
