@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..device.client import Device, connect, load_key
+from ..device.client import Device, connect, load_key, timeout_or
 from ..device.errors import EdgeDPError
 from ..device.protocol import Caps, MechConfig, SampleRequest
 from ..device.targets import start_target
@@ -131,7 +131,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
     say = progress or (lambda msg: None)
     t_handle = start_target(target)
     try:
-        dev = connect(t_handle, timeout=60.0, sync_timeout=20.0)
+        dev = connect(t_handle, timeout=timeout_or(60.0), sync_timeout=timeout_or(20.0))
         info = dev.require_test_build("bench")
         unit = icount.tick_unit(info, t_handle.name)
         key = load_key(cfg.key_file)

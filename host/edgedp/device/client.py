@@ -24,6 +24,29 @@ from .targets import Target, start_target
 from .transport import Link
 
 
+DEFAULT_TIMEOUT = 10.0
+TIMEOUT_ENV = "EDGEDP_TIMEOUT"
+
+
+def default_timeout() -> float:
+    """Seconds to wait for an answer: EDGEDP_TIMEOUT (what `--timeout` sets), else 10."""
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.1 <= value <= 3600:
+        raise ValueError(f"{TIMEOUT_ENV}={text!r}: give seconds between 0.1 and 3600")
+    return value
+
+
+def timeout_or(default: float) -> float:
+    """EDGEDP_TIMEOUT when it is set (`--timeout`), else ``default`` (a command's own wait)."""
+    return default_timeout() if os.environ.get(TIMEOUT_ENV) else default
+
+
 def load_key(path: str | Path | None = None) -> bytes:
     """A device key file: 64 hex digits (32 bytes); default: the public key of test images."""
     path = test_key_path() if path is None else path
@@ -58,11 +81,13 @@ class Device:
 
     def receive(self, timeout: float | None = None) -> frames.Frame:
         """Next frame from the device (skipping undecodable chunks)."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while not self._pending:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TransportError(f"no response from the device within {self.timeout:.0f} s")
+                raise TransportError(f"no response from the device within {wait:g} s "
+                                     f"(a slow machine or emulator: raise --timeout / {TIMEOUT_ENV})")
             self._pending += self._reader.feed(self.link.read(min(left, 0.5)))
         return self._pending.pop(0)
 
@@ -312,8 +337,11 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
 
 
 @contextlib.contextmanager
-def open_device(target: str | None = None, timeout: float = 10.0) -> Iterator[Device]:
-    """Start or connect to a target and yield a synchronised Device; stops it afterwards."""
+def open_device(target: str | None = None, timeout: float | None = None) -> Iterator[Device]:
+    """Start or connect to a target and yield a synchronised Device; stops it afterwards.
+
+    ``timeout``: seconds to wait for each answer and for the boot (default: ``default_timeout()``)."""
+    timeout = default_timeout() if timeout is None else timeout
     t = start_target(target)
     try:
         yield connect(t, timeout)

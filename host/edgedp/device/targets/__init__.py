@@ -20,6 +20,8 @@ class Target(Protocol):
     """A started device: a byte link plus lifecycle control."""
 
     name: str
+    image: Path | None  # the image it runs (build/<image>/model.c beside it: its model), None if not known
+    keeps_state: bool   # False: an emulator started for one command; its budget, clock and config end with it
 
     def link(self) -> Link: ...
     def reset(self) -> None: ...
@@ -31,6 +33,8 @@ class UrlTarget:
 
     def __init__(self, url: str, baudrate: int = 115200):
         self.name = url
+        self.image = None
+        self.keeps_state = True
         self._link = SerialLink(url, baudrate)
 
     def link(self) -> Link:

@@ -131,6 +131,8 @@ class RenodeTarget:
         self.elf = Path(elf) if elf else ensure_image(TEST_IMAGE)
         if not self.elf.is_file():
             raise TransportError(f"Renode image {self.elf} not found")
+        self.image = self.elf
+        self.keeps_state = False
         self.resc = Path(resc) if resc else root / "renode" / "edgedp.resc"
         if not self.resc.exists():
             raise TransportError(f"Renode script {self.resc} not found")
