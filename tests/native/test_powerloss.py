@@ -16,7 +16,7 @@ from edgedp.device.protocol import Caps, MechConfig
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query
 X = np.array([0.1, 0.6, 0.3])
-WORDS_PER_COMMIT = 21  # 84-byte record = 20 body words + 1 CRC word
+WORDS_PER_COMMIT = 28  # 112-byte record (store version 2) = 27 body words + 1 CRC word
 
 
 def spent(dev) -> tuple[int, int]:
@@ -104,7 +104,7 @@ def test_bit_flips_in_either_slot(host_device, slot: int) -> None:
     rng = np.random.default_rng(slot)
     raw = bytearray(host_device.store.read_bytes())
     for _ in range(3):
-        pos = slot * 128 + int(rng.integers(0, 84))
+        pos = slot * 128 + int(rng.integers(0, 112))
         raw[pos] ^= 1 << int(rng.integers(0, 8))
     host_device.store.write_bytes(bytes(raw))
     dev = host_device.start()

@@ -106,6 +106,13 @@ static int day(void *ctx, uint32_t *d)
     return EDP_OK;
 }
 
+static int seconds(void *ctx, uint64_t *s)
+{
+    (void)ctx;
+    *s = now_seconds();
+    return EDP_OK;
+}
+
 static int set_time(void *ctx, uint64_t secs)
 {
     uint64_t up = edp_systick_now() / CORE_HZ;
@@ -224,6 +231,7 @@ static const edp_port_t port = {
     .ticks = ticks,
     .tick_unit = tick_unit,
     .day = day,
+    .seconds = seconds,
     .set_time = set_time,
     .store_read = store_read,
     .store_write = store_write,

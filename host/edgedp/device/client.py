@@ -76,7 +76,7 @@ class Device:
             if f.seq != seq:
                 continue  # a stale answer (e.g. to garbage sent earlier)
             if f.type == P.ERROR:
-                raise DeviceError(ErrorCode(f.body[0]), f.body[1])
+                raise P.parse_error(f.body)
             if f.type != type_ | P.RESPONSE:
                 raise TransportError(f"unexpected response type 0x{f.type:02x} to 0x{type_:02x}")
             return f.body
