@@ -238,8 +238,8 @@ static int check_output(int *answered_query)
             memcpy(&crc, buf + n - 4, 4);
             if (crc != edp_crc32(0, buf, (size_t)n - 4) || buf[0] != 1) { printf("FAIL bad response frame\n"); exit(1); }
             if (buf[1] == (EDP_T_QUERY | EDP_T_RESPONSE)) *answered_query = 1;
-            if (buf[1] == EDP_T_ERROR && n >= EDP_FRAME_OVERHEAD + 1 && buf[4] == (uint8_t)-EDP_ERR_RATE &&
-                n != EDP_FRAME_OVERHEAD + EDP_RATE_ERROR_BODY) { printf("FAIL ERR_RATE without its wait\n"); exit(1); }
+            if (buf[1] == EDP_T_ERROR && n >= (int)EDP_FRAME_OVERHEAD + 1 && buf[4] == (uint8_t)-EDP_ERR_RATE &&
+                n != (int)(EDP_FRAME_OVERHEAD + EDP_RATE_ERROR_BODY)) { printf("FAIL ERR_RATE without its wait\n"); exit(1); }
             check_tags(buf, n);
             frames++;
         }
