@@ -232,7 +232,9 @@ static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_
 {
     if (!EDP_RELEASE_DEADLINE) return EDP_OK;
     if (!d->port->window_open || !d->port->window_close) return EDP_ERR_TIMING;
-    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model, d->prepared);
+    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model,
+                                          d->prepared ? plan->prepare_insns : 0u,
+                                          d->port->window_fixed ? d->port->window_fixed : EDP_DEADLINE_FIXED_DEFAULT);
     d->window_pending = 1;
     return EDP_OK;
 }

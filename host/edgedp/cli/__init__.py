@@ -37,8 +37,9 @@ COMMANDS: dict[str, Entry] = {
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
                                   "private and the budget."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
-    "account": Entry("analysis", "account", "Total epsilon of N answers (basic, advanced, PLD), or the largest "
-                                            "daily query count for a lifetime target", "analysis"),
+    "account": Entry("analysis", "account", "Total epsilon of N answers of the device's mechanism (basic, "
+                                            "advanced, PLD) with every per-answer term, or the largest daily "
+                                            "query count for a lifetime target", "analysis"),
     "tradeoff": Entry("analysis", "tradeoff_cmd", "Top-1 accuracy and agreement with the non-private prediction "
                                                   "for each ε and output mode", "analysis"),
     "attack": Entry("analysis", "attack", "Attacks on the protected API: membership inference, model "
@@ -49,8 +50,12 @@ COMMANDS: dict[str, Entry] = {
                                      "1..1000 and three epsilons.", "bench"),
     "train": Entry("train", "train", "Train a logistic regression or small MLP with DP-SGD (per-example "
                                      "clipping, Poisson subsampling, Gaussian noise)", "train"),
-    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file and/or flags) "
-                                                   "for the errors that make its ε wrong", "train"),
+    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file, an `edgedp "
+                                                   "train` NAME.manifest.json, and/or flags) for the errors that "
+                                                   "make its ε wrong", "train"),
+    "audit-dp": Entry("audit", "audit_dp", "Empirical ε lower bound of the output mechanism from worst-case "
+                                           "neighbouring inputs", "analysis"),
+    "audit-train": Entry("audit", "audit_train", "Empirical ε lower bound of a DP-SGD configuration", "train"),
 }
 
 
