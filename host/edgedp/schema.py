@@ -101,6 +101,8 @@ AUTH_DOMAIN_CHALLENGE = b'EDPC'
 AUTH_DOMAIN_STATE = b'EDPS'
 # first bytes an admin answer's tag covers
 AUTH_DOMAIN_ANSWER = b'EDPA'
+# first bytes an AUDIT_LOG tag covers
+AUTH_DOMAIN_AUDIT = b'EDPL'
 # nonce u8[16] | counter u64 | tag u8[32]
 CHALLENGE_BODY = 56
 CHALLENGE_BODY_FMT = struct.Struct('<16sQ32s')
@@ -124,6 +126,15 @@ SET_TIME_PAYLOAD = 8
 SET_TIME_PAYLOAD_FMT = struct.Struct('<Q')
 # TEST_SEED payload: a ChaCha20 key
 SEED_BYTES = 32
+# challenge u8[16]
+AUDIT_REQUEST = 16
+AUDIT_REQUEST_FMT = struct.Struct('<16s')
+# nonce u8[16] | total u32 | count u8
+AUDIT_HEAD = 21
+AUDIT_HEAD_FMT = struct.Struct('<16sIB')
+# seq u32 | day u32 | counter u64 | event u8 | arg u8
+AUDIT_ENTRY = 18
+AUDIT_ENTRY_FMT = struct.Struct('<IIQBB')
 # burst u32 | per_minute u32 | tarpit_ms u32
 RATE_PAYLOAD = 12
 RATE_PAYLOAD_FMT = struct.Struct('<III')
@@ -179,6 +190,11 @@ STORE_RECORD = 112
 # version 1 (no rate limit): still loaded, as "no limit"
 STORE_RECORD_V1 = 84
 STORE_SLOT_SIZE = 128
+AUDIT_ENTRIES = 32
+AUDIT_ENTRY_SIZE = 20
+AUDIT_OFFSET = 256
+# bytes every port's store holds
+STORE_SIZE = 896
 
 
 class FrameType(IntEnum):
@@ -201,6 +217,7 @@ class FrameType(IntEnum):
     CHALLENGE = 0x24
     STATE = 0x25  # authenticated read of the device state, with a fresh nonce
     RATE = 0x26  # authenticated: the rate limit of external answers
+    AUDIT_LOG = 0x27  # authenticated read of the audit log (edgedp/store.h), with a fresh nonce
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
 
@@ -233,6 +250,20 @@ class OutputMode(IntEnum):
     BUCKET = 3  # u16 label, u8 level: 2 top third of range, 1 middle, 0 low
     ROUND = 4  # arg = D: k x i32 round(y g, D) in units of 10^-D (edp_mech_mode_fits)
     SIMPLEX = 5  # k x i32 lattice values >= 0 summing to 2^m (1.0)
+
+
+class AuditEvent(IntEnum):
+    """Audit log events (store.h)."""
+
+    CONFIG = 1  # an admin frame with a valid tag; arg: the result (0 or -EDP_ERR_*)
+    SET_TIME = 2  # likewise
+    RESET_BUDGET = 3
+    RATE = 4
+    TEST_SEED = 5
+    EXHAUSTED = 6  # the first EDP_ERR_BUDGET refusal of a day (since boot)
+    STORE = 7  # boot found the store not loaded; arg: enum edp_store_state
+    ENTROPY = 8  # entropy failed (at boot or a reseed that had worked before)
+    RATE_TRIP = 9  # the first EDP_ERR_RATE refusal after an answer
 
 
 class StoreState(IntEnum):

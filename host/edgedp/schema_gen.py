@@ -36,6 +36,7 @@ ENUMS = {
     "edp_mode": ("OutputMode", "EDP_MODE_", "output modes (mech.h)"),
     "edp_store_state": ("StoreState", "EDP_STORE_", "store state found at boot (store.h)"),
     "edp_tick_kind": ("TickKind", "EDP_TICK_", "tick unit of the answers' ticks (port.h)"),
+    "edp_audit_event": ("AuditEvent", "EDP_AUDIT_", "audit log events (store.h)"),
 }
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "f32": "f"}
 OUTPUT = Path(__file__).with_name("schema.py")

@@ -35,7 +35,7 @@
 
 #define FLASH_SECTOR (28u * EDP_FLOG_RECORD)
 
-static uint8_t store[2 * EDP_STORE_SLOT_SIZE];
+static uint8_t store[EDP_STORE_SIZE];
 static uint8_t flash_mem[2 * FLASH_SECTOR];
 static edp_flash_t flash;
 static edp_ramflash_t flash_model;

@@ -32,7 +32,7 @@
 
 #define EDP_HOST_FLASH_SECTOR 1008u  /* 28 log slots: tests cross sector switches */
 
-static uint8_t store[2 * EDP_STORE_SLOT_SIZE];
+static uint8_t store[EDP_STORE_SIZE];
 static uint8_t flash_mem[2 * EDP_HOST_FLASH_SECTOR];
 static edp_ramflash_t flash_model;
 static edp_flash_t flash_model_ops;

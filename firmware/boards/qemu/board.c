@@ -5,7 +5,7 @@
  *  - entropy: the documented test seed (bytes 0x00..0x1f); TEST_SEED re-keys.
  *  - clock: SysTick at 168 MHz plus an epoch; boots at EDP_QEMU_TEST_EPOCH
  *    (2026-01-01T00:00:00Z) unless a SET_TIME survived a warm reset in .noinit.
- *  - store: 256 bytes in .noinit RAM, kept across QMP system_reset;
+ *  - store: EDP_STORE_SIZE bytes (record slots and audit ring) in .noinit RAM, kept across QMP system_reset;
  *  - flash high-water log: a RAM NOR model (ramflash.h) in .noinit, formatted
  *    on the first boot of the process (QEMU's flash is read-only);
  *  - release window: TIM2's counter, which QEMU clocks at 1 GHz of virtual
@@ -46,7 +46,7 @@
 
 extern const volatile uint8_t edp_qemu_host_entropy[32];
 
-static uint8_t store[2 * EDP_STORE_SLOT_SIZE] __attribute__((section(".noinit")));
+static uint8_t store[EDP_STORE_SIZE] __attribute__((section(".noinit")));
 static struct {
     uint32_t magic;
     uint32_t check;  /* ~magic ^ seconds low word */

@@ -20,7 +20,7 @@
 #include "edgedp/error.h"
 #include "edgedp/store.h"
 
-#define STORE_BYTES (2u * EDP_STORE_SLOT_SIZE)
+#define STORE_BYTES EDP_STORE_SIZE  /* the two slots and the audit ring */
 
 int edp_stm32_backup_access(edp_stm32_bkd_t *b)
 {

@@ -179,7 +179,7 @@ int edp_stm32_bkpsram_enable(edp_stm32_bkd_t *b, uint32_t spin);
 #define EDP_STM32_SHADOW_BKP 0
 #endif
 
-/* Port store callbacks on backup SRAM bytes [0, 2 * EDP_STORE_SLOT_SIZE).
+/* Port store callbacks on backup SRAM bytes [0, EDP_STORE_SIZE) (record slots and audit ring).
  * Rollback check: while a valid shadow exists, store_read fails with
  * EDP_ERR_STORE unless the newest valid slot's sequence is at least the shadow
  * (serial-number order): a backup SRAM that was rolled back, restored from an

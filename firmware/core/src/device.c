@@ -13,6 +13,7 @@
 #include <string.h>
 
 EDP_STATIC_ASSERT(rx_holds_response, EDP_WIRE_MAX >= EDP_COBS_MAX(EDP_FRAME_MAX));
+EDP_STATIC_ASSERT(audit_fits, EDP_AUDIT_HEAD + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY + EDP_AUTH_TAG <= EDP_BODY_MAX);
 
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
@@ -115,6 +116,20 @@ static void mark_restore(edp_device_t *d)
     }
 }
 
+static int today(edp_device_t *d, uint32_t *day);
+
+/* Append an audit entry (store.h). A failed write loses the entry, nothing else. */
+static void audit(edp_device_t *d, uint32_t event, uint32_t arg)
+{
+    edp_audit_entry_t e;
+    if (today(d, &e.day) != 0) e.day = EDP_NO_DAY;
+    e.seq = d->audit_seq + 1u;
+    e.counter = d->rec.auth_counter;
+    e.event = (uint8_t)event;
+    e.arg = (uint8_t)arg;
+    if (edp_audit_append(d->port, &e) == EDP_OK) d->audit_seq = e.seq;
+}
+
 void edp_device_init(edp_device_t *d, const edp_port_t *port)
 {
     memset(d, 0, sizeof *d);
@@ -138,6 +153,10 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     if (port->flash && d->flog_ok) (void)edp_flog_prepare(&d->flog);
     reseed(d);
     auth_seed(d);
+    d->audit_seq = edp_audit_last(port);
+    d->audit_exhausted_day = EDP_NO_DAY;
+    if (d->store_state != EDP_STORE_LOADED) audit(d, EDP_AUDIT_STORE, d->store_state);
+    if (!d->entropy_ok || !d->auth_ok) audit(d, EDP_AUDIT_ENTROPY, 0);
 }
 
 /* ---- commands ---- */
@@ -201,16 +220,32 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
     edp_record_t next;
     int err;
     if ((err = edp_mech_mode_fits(plan, mode, arg))) return err;
-    if ((err = rate_check(d))) return err;
+    if ((err = rate_check(d))) {
+        if (err == EDP_ERR_RATE && !d->audit_rate_tripped) {
+            d->audit_rate_tripped = 1;
+            audit(d, EDP_AUDIT_RATE_TRIP, 0);
+        }
+        return err;
+    }
     if ((err = today(d, &day))) return err;
     if (!d->store_ok) return EDP_ERR_STORE;
     next = d->rec;
     edp_budget_roll(&next.budget, day);
-    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
+    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) {
+        if (err == EDP_ERR_BUDGET && d->audit_exhausted_day != day) {
+            d->audit_exhausted_day = day;
+            audit(d, EDP_AUDIT_EXHAUSTED, 0);
+        }
+        return err;
+    }
     /* A failed (re)seed is retried at every query; no answer while it fails. */
     if (!d->entropy_ok || (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS)) {
+        const uint8_t was_ok = d->entropy_ok;
         reseed(d);
-        if (!d->entropy_ok) return EDP_ERR_ENTROPY;
+        if (!d->entropy_ok) {
+            if (was_ok) audit(d, EDP_AUDIT_ENTROPY, 1);
+            return EDP_ERR_ENTROPY;
+        }
     }
     /* Charge before release: commit the spend, then compute and send. */
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
@@ -222,6 +257,7 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
         return err;
     }
     d->rec = next;
+    d->audit_rate_tripped = 0;
     return EDP_OK;
 }
 
@@ -640,7 +676,12 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
     memcpy(*o, head, sizeof head);
     edp_hmac_final(&h, *o + sizeof head);
     *o += EDP_ADMIN_ANSWER;
-    if (valid) new_nonce(d);
+    if (valid) {
+        new_nonce(d);
+        audit(d, type == EDP_T_CONFIG ? EDP_AUDIT_CONFIG : type == EDP_T_SET_TIME ? EDP_AUDIT_SET_TIME :
+                 type == EDP_T_RESET_BUDGET ? EDP_AUDIT_RESET_BUDGET : type == EDP_T_RATE ? EDP_AUDIT_RATE :
+                 EDP_AUDIT_TEST_SEED, head[0]);
+    }
     return EDP_OK;
 }
 
@@ -684,6 +725,44 @@ static int cmd_state(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     *o = write_rate(d, write_budget(d, *o + EDP_AUTH_NONCE));
     hmac_begin(&h, key, domain);
     edp_hmac_update(&h, b, EDP_STATE_REQUEST);
+    edp_hmac_update(&h, start, (size_t)(*o - start));
+    edp_hmac_final(&h, *o);
+    *o += EDP_AUTH_TAG;
+    return EDP_OK;
+}
+
+/* AUDIT_LOG: challenge[16] in; nonce (fresh) | total u32 | count u8 | count
+ * entries (seq u32 | day u32 | counter u64 | event u8 | arg u8, oldest first) |
+ * HMAC(key, "EDPL" | challenge | everything before the tag) out. total is the
+ * number of events ever logged: total - count were overwritten (or torn). */
+static int cmd_audit_log(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_AUDIT;
+    const uint8_t *key;
+    edp_audit_entry_t e;
+    edp_hmac_t h;
+    uint8_t *start = *o, *count;
+    uint32_t s, first;
+    int err;
+    if (n != EDP_AUDIT_REQUEST) return EDP_ERR_LEN;
+    if ((err = auth_ready(d, &key))) return err;
+    new_nonce(d);
+    memcpy(*o, d->nonce, EDP_AUTH_NONCE);
+    *o = edp_wr32(*o + EDP_AUTH_NONCE, d->audit_seq);
+    count = (*o)++;
+    *count = 0;
+    first = d->audit_seq > EDP_AUDIT_ENTRIES ? d->audit_seq - EDP_AUDIT_ENTRIES + 1u : 1u;
+    for (s = first; d->audit_seq && s <= d->audit_seq; s++) {
+        if (!edp_audit_get(d->port, (s - 1u) % EDP_AUDIT_ENTRIES, &e) || e.seq != s) continue;
+        *o = edp_wr32(*o, e.seq);
+        *o = edp_wr32(*o, e.day);
+        *o = edp_wr64(*o, e.counter);
+        *o = edp_wr8(*o, e.event);
+        *o = edp_wr8(*o, e.arg);
+        (*count)++;
+    }
+    hmac_begin(&h, key, domain);
+    edp_hmac_update(&h, b, EDP_AUDIT_REQUEST);
     edp_hmac_update(&h, start, (size_t)(*o - start));
     edp_hmac_final(&h, *o);
     *o += EDP_AUTH_TAG;
@@ -738,6 +817,7 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
 #endif
     case EDP_T_CHALLENGE: err = cmd_challenge(d, n, &o); break;
     case EDP_T_STATE: err = cmd_state(d, f, n, &o); break;
+    case EDP_T_AUDIT_LOG: err = cmd_audit_log(d, f, n, &o); break;
     case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED: case EDP_T_RATE:
         err = cmd_admin(d, fr.type, f, n, &o);
         break;

@@ -112,3 +112,48 @@ int edp_store_commit(const edp_port_t *port, edp_record_t *r, uint32_t *slot)
     *slot = target;
     return EDP_OK;
 }
+
+/* ---- audit log (store.h) ---- */
+
+static uint16_t audit_check(const uint8_t *b)
+{
+    return (uint16_t)edp_crc32(0, b, EDP_AUDIT_ENTRY_SIZE - 2);
+}
+
+int edp_audit_get(const edp_port_t *port, uint32_t i, edp_audit_entry_t *e)
+{
+    uint8_t b[EDP_AUDIT_ENTRY_SIZE];
+    if (i >= EDP_AUDIT_ENTRIES ||
+        port->store_read(port->ctx, EDP_AUDIT_OFFSET + i * EDP_AUDIT_ENTRY_SIZE, b, sizeof b) < 0)
+        return 0;
+    e->seq = edp_rd32(b);
+    e->day = edp_rd32(b + 4);
+    e->counter = edp_rd64(b + 8);
+    e->event = b[16];
+    e->arg = b[17];
+    return e->seq != 0 && (e->seq - 1u) % EDP_AUDIT_ENTRIES == i && edp_rd16(b + 18) == audit_check(b);
+}
+
+uint32_t edp_audit_last(const edp_port_t *port)
+{
+    edp_audit_entry_t e;
+    uint32_t i, last = 0;
+    for (i = 0; i < EDP_AUDIT_ENTRIES; i++)
+        if (edp_audit_get(port, i, &e) && e.seq > last) last = e.seq;
+    return last;
+}
+
+int edp_audit_append(const edp_port_t *port, const edp_audit_entry_t *e)
+{
+    uint8_t b[EDP_AUDIT_ENTRY_SIZE];
+    int err;
+    (void)edp_wr32(b, e->seq);
+    (void)edp_wr32(b + 4, e->day);
+    (void)edp_wr64(b + 8, e->counter);
+    b[16] = e->event;
+    b[17] = e->arg;
+    (void)edp_wr16(b + 18, audit_check(b));
+    err = port->store_write(port->ctx, EDP_AUDIT_OFFSET + ((e->seq - 1u) % EDP_AUDIT_ENTRIES) * EDP_AUDIT_ENTRY_SIZE,
+                            b, sizeof b);
+    return err < 0 ? err : EDP_OK;
+}

@@ -30,6 +30,9 @@ COMMANDS: dict[str, Entry] = {
     "sample": Entry("device", "sample", "Raw noise samples from the device (test builds), before output clamping."),
     "budget": Entry("device", "budget", "The privacy budget: today's and lifetime spend, caps, and the store's "
                                         "state."),
+    "audit-log": Entry("device", "audit_log", "The device's audit log: admin commands, time sets, budget "
+                                              "exhaustion, store loss, entropy failures and rate-limit trips, "
+                                              "each with its day and admin counter."),
     "admin": Entry("device", "admin", "Authenticated administration (HMAC-SHA256 with the device key)."),
     "device": Entry("session", "device", "A long-lived emulated device that keeps its state between commands."),
     "verify": Entry("verify", "verify", "Replay N varied queries bit for bit and test >= 1e5 noise samples "

@@ -1,4 +1,4 @@
-"""Device commands: info, query, sample, budget, admin."""
+"""Device commands: info, query, sample, budget, audit-log, admin."""
 from __future__ import annotations
 
 import datetime as dt
@@ -329,6 +329,35 @@ def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
             click.echo(UNAUTHENTICATED)
 
 
+def _day_text(day: int | None) -> str:
+    return "no clock" if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+
+
+@click.command("audit-log")
+@target_option
+@admin_key_option
+@json_option
+@handle_errors
+def audit_log(target: str | None, key_file: str, as_json: bool) -> None:
+    """The device's audit log: admin commands, time sets, budget exhaustion, store loss, entropy
+    failures and rate-limit trips, each with its day and admin counter.
+
+    Read with AUDIT_LOG, tagged with the device key over a fresh challenge (exit 7 if the answer
+    is not authentic). The key is never guessed from INFO: a man in the middle could claim a
+    test build and forge a log with the public test key."""
+    key = load_key(key_file)
+    with open_device(target) as dev:
+        log = dev.audit_log(key)
+    entries = [{"seq": e.seq, "day": e.day, "counter": e.counter, "event": e.event_name, "arg": e.arg,
+                "detail": e.detail} for e in log.entries]
+    if as_json:
+        emit_json({"total": log.total, "overwritten": log.overwritten, "entries": entries, "authenticated": True})
+        return
+    click.echo(f"{log.total} events logged, {len(log.entries)} kept ({log.overwritten} overwritten); authenticated")
+    for e in log.entries:
+        click.echo(f"{e.seq:6d}  {_day_text(e.day):10s}  counter {e.counter:<6d} {e.event_name:13s} {e.detail}")
+
+
 @click.group()
 def admin() -> None:
     """Authenticated administration (HMAC-SHA256 with the device key)."""
@@ -458,4 +487,4 @@ def admin_rate(target: str | None, key_file: str, burst: int, per_minute: int, t
         f" (counter {out.counter}), checked in the authenticated state")
 
 
-COMMANDS = [info, query, sample, budget, admin]
+COMMANDS = [info, query, sample, budget, audit_log, admin]

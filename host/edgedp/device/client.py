@@ -249,6 +249,16 @@ class Device:
                                "device does not hold this key")
         return st
 
+    def audit_log(self, key: bytes) -> P.AuditLog:
+        """The device's audit log, authenticated like ``state`` (AUDIT_LOG with a random challenge;
+        the device's nonce is fresh). NotAuthentic if the tag is wrong."""
+        challenge = os.urandom(S.AUTH_NONCE)
+        log = P.AuditLog.parse(self.request(P.AUDIT_LOG, challenge), key, challenge)
+        if log is None:
+            raise NotAuthentic("the device's AUDIT_LOG answer is not authentic: rewritten on the way, or the "
+                               "device does not hold this key")
+        return log
+
     def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None,
                     nonce: bytes | None = None) -> tuple[int, bytes]:
         """(seq, wire bytes) of an authenticated command for ``nonce`` (default: a fresh one from

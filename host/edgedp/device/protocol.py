@@ -19,13 +19,14 @@ import numpy as np
 from .. import schema as S
 from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice, to_epsilon
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_TOPK, Mode, Released
-from ..schema import FrameType, StoreState, TickKind
+from ..schema import AuditEvent, FrameType, StoreState, TickKind
 from .errors import DeviceError, ErrorCode, TransportError
 
 T = FrameType
 PING, INFO, BUDGET, QUERY, LOCAL, SAMPLE, NAIVE = T.PING, T.INFO, T.BUDGET, T.QUERY, T.LOCAL, T.SAMPLE, T.NAIVE
 INFER, INFER_LOCAL, CHALLENGE, STATE, ERROR, RESPONSE = T.INFER, T.INFER_LOCAL, T.CHALLENGE, T.STATE, T.ERROR, \
     T.RESPONSE
+AUDIT_LOG = T.AUDIT_LOG
 CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, RATE = T.CONFIG, T.SET_TIME, T.RESET_BUDGET, T.TEST_SEED, T.RATE
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, RATE)
 M_AUTO = S.M_AUTO
@@ -415,6 +416,80 @@ class State:
             return None
         v = S.STATE_BODY_FMT.unpack(body)
         return cls(v[0], Budget.from_fields(v[1:16], "STATE"), Rate(*v[16:]))
+
+
+_ADMIN_EVENTS = (AuditEvent.CONFIG, AuditEvent.SET_TIME, AuditEvent.RESET_BUDGET, AuditEvent.RATE,
+                 AuditEvent.TEST_SEED)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit log entry (store.h): its sequence number, the day (None without a trusted
+    clock), the admin counter when it was logged, the event and its argument."""
+
+    seq: int
+    day: int | None
+    counter: int
+    event: int
+    arg: int
+
+    @property
+    def event_name(self) -> str:
+        """config, set-time, exhausted, ...; event-N for a number this host does not know."""
+        try:
+            return AuditEvent(self.event).name.lower().replace("_", "-")
+        except ValueError:
+            return f"event-{self.event}"
+
+    @property
+    def detail(self) -> str:
+        """The argument in words: an admin frame's result, a store state at boot, else the number."""
+        if self.event in _ADMIN_EVENTS:
+            if self.arg == 0:
+                return "accepted"
+            try:
+                return f"refused: {ErrorCode(self.arg).name}"
+            except ValueError:
+                return f"refused: error {self.arg}"
+        if self.event == AuditEvent.STORE:
+            try:
+                return f"store {StoreState(self.arg).name.lower()}"
+            except ValueError:
+                return f"store state {self.arg}"
+        if self.event == AuditEvent.ENTROPY:
+            return "at boot" if self.arg == 0 else "at a reseed"
+        return ""
+
+
+@dataclass(frozen=True)
+class AuditLog:
+    """The AUDIT_LOG answer, checked: the device's fresh nonce, the number of events ever logged
+    and the entries still in the ring (oldest first), tagged over the host's random challenge."""
+
+    nonce: bytes
+    total: int
+    entries: tuple[AuditEntry, ...]
+
+    @property
+    def overwritten(self) -> int:
+        """Events logged but no longer readable (overwritten by the ring, or torn by a power cut)."""
+        return self.total - len(self.entries)
+
+    @classmethod
+    def parse(cls, b: bytes, key: bytes, challenge: bytes) -> "AuditLog | None":
+        """The log, or None if the tag is not HMAC(key, "EDPL" | challenge | body); TransportError if
+        the body is malformed (its length does not match its count)."""
+        _sized(b, S.AUDIT_HEAD + S.AUTH_TAG, "AUDIT_LOG", exact=False)
+        body, tag = b[:-S.AUTH_TAG], b[-S.AUTH_TAG:]
+        if not hmac.compare_digest(_hmac(key, S.AUTH_DOMAIN_AUDIT, challenge, body), tag):
+            return None
+        nonce, total, count = S.AUDIT_HEAD_FMT.unpack_from(body)
+        _sized(body, S.AUDIT_HEAD + count * S.AUDIT_ENTRY, "AUDIT_LOG")
+        entries = []
+        for i in range(count):
+            seq, day, counter, event, arg = S.AUDIT_ENTRY_FMT.unpack_from(body, S.AUDIT_HEAD + i * S.AUDIT_ENTRY)
+            entries.append(AuditEntry(seq, None if day == S.NO_DAY else day, counter, event, arg))
+        return cls(nonce, total, tuple(entries))
 
 
 @dataclass(frozen=True)

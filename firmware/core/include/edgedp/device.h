@@ -33,6 +33,11 @@
  *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER answer leaves at a time
  *    fixed by the request, the configuration and the model, not by the noise
  *    (edgedp/deadline.h); a refusal leaves at once;
+ *  - the audit log (store.h) records admin frames with a valid tag, time sets,
+ *    the first budget refusal of a day, store loss at boot, entropy failures
+ *    and the first rate refusal after an answer, each with its day and counter:
+ *    only on admin frames, at boot and on refusals (which leave at once), never
+ *    inside a release window; AUDIT_LOG reads it, tagged as STATE;
  *  - every decoded frame gets exactly one response with its seq. */
 #ifndef EDGEDP_DEVICE_H
 #define EDGEDP_DEVICE_H
@@ -67,6 +72,9 @@ typedef struct {
     uint32_t rate_wait;    /* seconds an EDP_ERR_RATE refusal asks to wait */
     uint64_t rate_now;     /* clock seconds of the last rate check */
     edp_flog_t flog;
+    uint32_t audit_seq;    /* seq of the last audit entry (store.h) */
+    uint32_t audit_exhausted_day;  /* day of the last EDP_AUDIT_EXHAUSTED entry since boot */
+    uint8_t audit_rate_tripped;    /* an EDP_AUDIT_RATE_TRIP is logged since the last answer */
     edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
     edp_naive_fn naive;    /* NULL unless the app installs the baseline */
     const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */

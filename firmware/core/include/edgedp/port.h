@@ -46,7 +46,7 @@ typedef struct edp_port {
     int (*set_time)(void *ctx, uint64_t unix_seconds);
 
     /* Read / write n bytes of the persistent store at byte offset off
-     * (0 <= off, off + n <= 2 * EDP_STORE_SLOT_SIZE). EDP_ERR_STORE on failure. */
+     * (0 <= off, off + n <= EDP_STORE_SIZE: the two record slots and the audit ring, store.h). EDP_ERR_STORE on failure. */
     int (*store_read)(void *ctx, uint32_t off, void *buf, uint32_t n);
     int (*store_write)(void *ctx, uint32_t off, const void *buf, uint32_t n);
 

@@ -42,6 +42,7 @@ enum edp_frame_type {
     EDP_T_CHALLENGE = 0x24,    /* a fresh nonce (the previous one dies) and the counter the next admin command must sign */
     EDP_T_STATE = 0x25,        /* authenticated read of the device state, with a fresh nonce */
     EDP_T_RATE = 0x26,         /* authenticated: the rate limit of external answers */
+    EDP_T_AUDIT_LOG = 0x27,    /* authenticated read of the audit log (edgedp/store.h), with a fresh nonce */
     EDP_T_ERROR = 0x7F,
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
@@ -77,6 +78,7 @@ enum edp_frame_type {
 #define EDP_AUTH_DOMAIN_CHALLENGE {'E', 'D', 'P', 'C'}  /* first bytes a CHALLENGE tag covers */
 #define EDP_AUTH_DOMAIN_STATE {'E', 'D', 'P', 'S'}      /* first bytes a STATE tag covers */
 #define EDP_AUTH_DOMAIN_ANSWER {'E', 'D', 'P', 'A'}     /* first bytes an admin answer's tag covers */
+#define EDP_AUTH_DOMAIN_AUDIT {'E', 'D', 'P', 'L'}      /* first bytes an AUDIT_LOG tag covers */
 #define EDP_CHALLENGE_BODY 56u /* layout: nonce u8[EDP_AUTH_NONCE] | counter u64 | tag u8[EDP_AUTH_TAG] */
 #define EDP_STATE_REQUEST 16u  /* layout: challenge u8[EDP_AUTH_NONCE] */
 #define EDP_STATE_BODY 106u    /* layout: nonce u8[EDP_AUTH_NONCE] | recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 */
@@ -84,6 +86,9 @@ enum edp_frame_type {
 #define EDP_CONFIG_PAYLOAD 36u /* layout: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo f32 | hi f32 | sensitivity f32 | m i32 */
 #define EDP_SET_TIME_PAYLOAD 8u  /* layout: unix_seconds u64 */
 #define EDP_SEED_BYTES 32u     /* TEST_SEED payload: a ChaCha20 key */
+#define EDP_AUDIT_REQUEST 16u  /* layout: challenge u8[EDP_AUTH_NONCE] */
+#define EDP_AUDIT_HEAD 21u     /* layout: nonce u8[EDP_AUTH_NONCE] | total u32 | count u8 */
+#define EDP_AUDIT_ENTRY 18u    /* layout: seq u32 | day u32 | counter u64 | event u8 | arg u8 */
 #define EDP_RATE_PAYLOAD 12u   /* layout: burst u32 | per_minute u32 | tarpit_ms u32 */
 
 #endif
