@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pytest
 
+from edgedp import schema as S
 from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, ErrorCode, StateUnknown, TransportError
 from edgedp.device.protocol import Caps, MechConfig
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query
 X = np.array([0.1, 0.6, 0.3])
 WORDS_PER_COMMIT = 28  # 112-byte record (store version 2) = 27 body words + 1 CRC word
+AUDIT_WORDS = S.AUDIT_ENTRY_SIZE // 4  # the audit entry an admin frame writes after its answer left
 RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
                         (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
 FLASH_WORDS = 9         # one 36-byte flash log record
@@ -67,13 +69,16 @@ def test_cut_power_at_every_write_of_a_commit(host_device, cut: int) -> None:
     assert r.remaining_micro == dev.budget().remaining
 
 
-@pytest.mark.parametrize("cut", range(WORDS_PER_COMMIT + 2))
+@pytest.mark.parametrize("cut", range(WORDS_PER_COMMIT + AUDIT_WORDS + 2))
 def test_cut_power_at_every_write_of_a_signed_config(host_device, test_key: bytes, cut: int) -> None:
     """A CONFIG signed from the authenticated state, power cut at each write of its commit: the host
     reports state unknown (no authentic answer, no re-read), and after the reboot the device holds
-    either the whole old record or the whole new one, and the captured frame never lands again."""
+    either the whole old record or the whole new one, and the captured frame never lands again.
+    A cut in the audit entry written after the answer (the host's re-read finds the device gone:
+    state unknown) leaves the new record, and the log skips the torn entry."""
     dev = host_device.start()
     before = dev.state(test_key).budget
+    logged = dev.audit_log(test_key).total
     dev = host_device.start(EDP_STORE_CUT_AFTER=str(cut))
     signed: list[bytes] = []
     write = dev.link.write
@@ -91,13 +96,17 @@ def test_cut_power_at_every_write_of_a_signed_config(host_device, test_key: byte
     except StateUnknown:
         accepted = False
     assert host_device.stop() in (0, 99)
-    assert accepted == (cut >= WORDS_PER_COMMIT), cut
+    assert accepted == (cut >= WORDS_PER_COMMIT + AUDIT_WORDS), cut
     dev = host_device.start()
     after = dev.state(test_key).budget
+    log = dev.audit_log(test_key)
+    config_logged = any(e.event == S.AuditEvent.CONFIG for e in log.entries)
+    assert config_logged == (cut >= WORDS_PER_COMMIT + AUDIT_WORDS), cut
+    assert [e.seq for e in log.entries] == list(range(1, log.total + 1)) and log.total >= logged  # no torn entry
     old = (before.daily_cap, before.auth_counter)
     new = (7 * EPS, before.auth_counter + 1)
     assert (after.daily_cap, after.auth_counter) in (old, new), "a torn admin commit"
-    if accepted:
+    if cut >= WORDS_PER_COMMIT:
         assert (after.daily_cap, after.auth_counter) == new
     dev.send_raw(signed[0])  # the captured frame after the reboot: its nonce died with the power
     assert P.AdminAnswer.parse(dev.receive().body).result == ErrorCode.ERR_AUTH

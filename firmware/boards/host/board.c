@@ -76,11 +76,16 @@ static void save(const char *path, const void *buf, size_t n)
     fclose(f);
 }
 
-static void load(const char *path, void *buf, size_t n)
+/* Fill buf from path: a file shorter than `need` bytes counts as lost (all zero); one of
+ * need..n bytes keeps what it has (the store of an older layout, without the audit ring). */
+static void load(const char *path, void *buf, size_t n, size_t need)
 {
     FILE *f = path ? fopen(path, "rb") : 0;
+    size_t got;
     if (!f) return;
-    if (fread(buf, 1, n, f) != n) memset(buf, 0, n);
+    got = fread(buf, 1, n, f);
+    if (got < need) memset(buf, 0, n);
+    else memset((uint8_t *)buf + got, 0, n - got);
     fclose(f);
 }
 
@@ -233,14 +238,14 @@ const edp_port_t *edp_board_init(void)
     const char *t = getenv("EDP_HOST_TIME"), *c = getenv("EDP_STORE_CUT_AFTER");
     const char *fc = getenv("EDP_FLASH_CUT_AFTER"), *e = getenv("EDP_HOST_ENTROPY");
     store_path = getenv("EDP_STORE_FILE");
-    load(store_path, store, sizeof store);
+    load(store_path, store, sizeof store, EDP_AUDIT_OFFSET);
     if (c) cut_after = atol(c);
     if (e && strcmp(e, "fail") == 0) entropy_failures = -1;
     else if (e && strncmp(e, "fail:", 5) == 0) entropy_failures = atol(e + 5);
     flash_path = getenv("EDP_FLASH_FILE");
     edp_ramflash_bind(&flash_model_ops, &flash_model, flash_mem, EDP_HOST_FLASH_SECTOR);
     edp_ramflash_format(&flash_model_ops);
-    load(flash_path, flash_mem, sizeof flash_mem);
+    load(flash_path, flash_mem, sizeof flash_mem, sizeof flash_mem);
     if (fc) flash_model.cut_after = atol(fc);
     if (t && strcmp(t, "unset") == 0) clock_state = 2;
     else if (t) clock_state = 1, clock_base = atoll(t);

@@ -118,8 +118,8 @@ static void mark_restore(edp_device_t *d)
 
 static int today(edp_device_t *d, uint32_t *day);
 
-/* Append an audit entry (store.h). A failed write loses the entry, nothing else. */
-static void audit(edp_device_t *d, uint32_t event, uint32_t arg)
+/* Append an audit entry (store.h) now. A failed write loses the entry, nothing else. */
+static void audit_write(edp_device_t *d, uint32_t event, uint32_t arg)
 {
     edp_audit_entry_t e;
     if (today(d, &e.day) != 0) e.day = EDP_NO_DAY;
@@ -128,6 +128,21 @@ static void audit(edp_device_t *d, uint32_t event, uint32_t arg)
     e.event = (uint8_t)event;
     e.arg = (uint8_t)arg;
     if (edp_audit_append(d->port, &e) == EDP_OK) d->audit_seq = e.seq;
+}
+
+/* Log an event of this frame once its answer has left (audit_flush): the write
+ * never delays an answer or a refusal, and a power cut during it loses only
+ * the entry. At most one event per frame. */
+static void audit(edp_device_t *d, uint32_t event, uint32_t arg)
+{
+    d->audit_event = (uint8_t)event;
+    d->audit_arg = (uint8_t)arg;
+}
+
+static void audit_flush(edp_device_t *d)
+{
+    if (d->audit_event) audit_write(d, d->audit_event, d->audit_arg);
+    d->audit_event = 0;
 }
 
 void edp_device_init(edp_device_t *d, const edp_port_t *port)
@@ -155,8 +170,8 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     auth_seed(d);
     d->audit_seq = edp_audit_last(port);
     d->audit_exhausted_day = EDP_NO_DAY;
-    if (d->store_state != EDP_STORE_LOADED) audit(d, EDP_AUDIT_STORE, d->store_state);
-    if (!d->entropy_ok || !d->auth_ok) audit(d, EDP_AUDIT_ENTROPY, 0);
+    if (d->store_state != EDP_STORE_LOADED) audit_write(d, EDP_AUDIT_STORE, d->store_state);
+    if (!d->entropy_ok || !d->auth_ok) audit_write(d, EDP_AUDIT_ENTROPY, 0);
 }
 
 /* ---- commands ---- */
@@ -794,6 +809,7 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     const uint8_t *f;
     uint8_t *o;
     int err = edp_frame_parse(frame, n, &fr);
+    audit_flush(d);  /* the previous frame's event, when the caller is not finish_frame */
     if (err) return edp_frame_error(d->tx, fr.type, fr.seq, err);
     f = fr.body;
     n = fr.len;
@@ -859,8 +875,9 @@ static void finish_frame(edp_device_t *d)
     memset(d->rx, 0, d->rx_len);
     /* The request is consumed: rx takes the encoded response. */
     edp_frame_send(d->tx, len, d->rx, send_part, d);
-    /* The answer has left: the flash log's erase ahead of need runs here, outside
-     * every release window. */
+    /* The answer has left: its audit entry and the flash log's erase ahead of
+     * need run here, outside every release window. */
+    audit_flush(d);
     if (d->port->flash && d->flog_ok) (void)edp_flog_prepare(&d->flog);
     d->rx_len = 0;
     d->rx_overflow = 0;

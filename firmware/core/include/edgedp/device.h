@@ -36,8 +36,8 @@
  *  - the audit log (store.h) records admin frames with a valid tag, time sets,
  *    the first budget refusal of a day, store loss at boot, entropy failures
  *    and the first rate refusal after an answer, each with its day and counter:
- *    only on admin frames, at boot and on refusals (which leave at once), never
- *    inside a release window; AUDIT_LOG reads it, tagged as STATE;
+ *    at boot, and for a frame only after its answer has left (never inside a
+ *    release window, never delaying a refusal); AUDIT_LOG reads it, tagged as STATE;
  *  - every decoded frame gets exactly one response with its seq. */
 #ifndef EDGEDP_DEVICE_H
 #define EDGEDP_DEVICE_H
@@ -75,6 +75,7 @@ typedef struct {
     uint32_t audit_seq;    /* seq of the last audit entry (store.h) */
     uint32_t audit_exhausted_day;  /* day of the last EDP_AUDIT_EXHAUSTED entry since boot */
     uint8_t audit_rate_tripped;    /* an EDP_AUDIT_RATE_TRIP is logged since the last answer */
+    uint8_t audit_event, audit_arg;  /* this frame's event, written after its answer left (0: none) */
     edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
     edp_naive_fn naive;    /* NULL unless the app installs the baseline */
     const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */
