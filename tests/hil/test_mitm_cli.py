@@ -207,3 +207,30 @@ def test_captured_frames_replayed_across_nonces_are_refused(mitm: Proxy, qemu: D
     after = authentic_state(qemu, test_key)
     assert (after.daily_cap, after.daily_spent, after.auth_counter) == \
         (before.daily_cap, before.daily_spent, before.auth_counter) == (7 * MICRO, MICRO, before.auth_counter)
+
+
+def test_audit_log_through_the_cli_and_a_rewritten_one(mitm: Proxy, qemu: Device, test_key: bytes) -> None:
+    """`edgedp audit-log --json` on QEMU shows the fixture's SET_TIME, CONFIG and RESET_BUDGET
+    with their day and counter; an entry rewritten on the way (an accepted RESET_BUDGET made to
+    look refused) exits 7 with the JSON error and no entries."""
+    r = mitm.cli("audit-log", "--key-file", KEY, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    last = out["entries"][-3:]
+    counter = qemu.state(test_key).budget.auth_counter
+    day = qemu.epoch // 86400  # type: ignore[attr-defined]
+    assert [(e["event"], e["day"], e["counter"], e["detail"]) for e in last] == [
+        ("set-time", day, counter - 2, "accepted"), ("config", day, counter - 1, "accepted"),
+        ("reset-budget", day, counter, "accepted")]
+    assert out["total"] == last[-1]["seq"] and out["overwritten"] == out["total"] - len(out["entries"])
+
+    def rewrite(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.AUDIT_LOG | P.RESPONSE:
+            b = bytearray(f.body)
+            b[-S.AUTH_TAG - 1] = S.ErrorCode.ERR_REPLAY  # the last entry's arg: accepted -> refused
+            return answer(f, bytes(b))
+        return None
+    mitm.to_host = rewrite
+    r = mitm.cli("audit-log", "--key-file", KEY, "--json")
+    assert r.returncode == 7 and "not authentic" in r.stderr and json.loads(r.stdout)["error"] == "ERR_NOT_AUTHENTIC"
+    assert "entries" not in r.stdout
