@@ -161,7 +161,7 @@ static void seed_frame(uint8_t *raw, size_t *n)
     case 2: put_frame(raw, n, EDP_T_BUDGET, body, 0); return;
     case 3: put_frame(raw, n, EDP_T_RESET_BUDGET, body, 40); return;
     case 7: for (i = 0; i < EDP_STATE_REQUEST; i++) body[i] = (uint8_t)rnd();
-            put_frame(raw, n, EDP_T_STATE, body, EDP_STATE_REQUEST); return;
+            put_frame(raw, n, rnd() % 2 ? EDP_T_STATE : EDP_T_AUDIT_LOG, body, EDP_STATE_REQUEST); return;
     case 8: case 9: signed_frame(raw, n); return;
     default:
         body[0] = (uint8_t)(rnd() % 7); body[1] = (uint8_t)(rnd() % 8);
@@ -191,6 +191,7 @@ static uint8_t nonce_before[EDP_AUTH_NONCE];
 static void check_tags(const uint8_t *buf, int n)
 {
     static const uint8_t dom_a[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ANSWER, dom_s[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_STATE;
+    static const uint8_t dom_l[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_AUDIT;
     static const uint8_t no_tag[EDP_AUTH_TAG];
     uint8_t tag[EDP_AUTH_TAG], type = buf[1] & (uint8_t)~EDP_T_RESPONSE;
     size_t blen = (size_t)n - EDP_FRAME_OVERHEAD;
@@ -215,6 +216,13 @@ static void check_tags(const uint8_t *buf, int n)
         if (blen != EDP_STATE_BODY + EDP_AUTH_TAG) { printf("FAIL STATE answer of %zu bytes\n", blen); exit(1); }
         mac(tag, dom_s, req + EDP_FRAME_HEADER, EDP_STATE_REQUEST, body, EDP_STATE_BODY, body, 0);
         if (memcmp(tag, body + EDP_STATE_BODY, EDP_AUTH_TAG)) { printf("FAIL STATE answer without its tag\n"); exit(1); }
+    } else if (type == EDP_T_AUDIT_LOG) {
+        size_t lb = blen < EDP_AUDIT_HEAD + EDP_AUTH_TAG ? 0 : EDP_AUDIT_HEAD + (size_t)body[EDP_AUDIT_HEAD - 1] * EDP_AUDIT_ENTRY;
+        if (!lb || blen != lb + EDP_AUTH_TAG || body[EDP_AUDIT_HEAD - 1] > EDP_AUDIT_ENTRIES) {
+            printf("FAIL AUDIT_LOG answer of %zu bytes\n", blen); exit(1);
+        }
+        mac(tag, dom_l, req + EDP_FRAME_HEADER, EDP_AUDIT_REQUEST, body, lb, body, 0);
+        if (memcmp(tag, body + lb, EDP_AUTH_TAG)) { printf("FAIL AUDIT_LOG answer without its tag\n"); exit(1); }
     }
 }
 
@@ -263,6 +271,7 @@ int main(int argc, char **argv)
 {
     static uint8_t raw[EDP_FRAME_MAX + 64], wire[2 * EDP_WIRE_MAX];
     static edp_record_t rec_before;
+    uint32_t audit_before;
     long iters, it, chunks = 0, answered = 0, admin_ok = 0, admin_bad = 0;
     if (argc != 3) { fprintf(stderr, "usage: fuzz_frames SEED ITERATIONS\n"); return 2; }
     rng_state ^= (uint64_t)atoll(argv[1]) * 0x9E3779B97F4A7C15ull;
@@ -299,6 +308,7 @@ int main(int argc, char **argv)
         }
         memcpy(nonce_before, dev.nonce, EDP_AUTH_NONCE);
         memcpy(&rec_before, &dev.rec, sizeof rec_before);
+        audit_before = dev.audit_seq;
         out_len = 0;
         fuzz_seconds += rnd() % 3;  /* the clock moves on a little between frames */
         edp_device_rx(&dev, wire, w);
@@ -316,7 +326,8 @@ int main(int argc, char **argv)
                 admin_ok++;
             } else {
                 admin_bad++;
-                if (memcmp(nonce_before, dev.nonce, EDP_AUTH_NONCE) || memcmp(&rec_before, &dev.rec, sizeof rec_before)) {
+                if (memcmp(nonce_before, dev.nonce, EDP_AUTH_NONCE) || memcmp(&rec_before, &dev.rec, sizeof rec_before) ||
+                    dev.audit_seq != audit_before) {
                     printf("FAIL an admin frame without a valid tag changed the device at iteration %ld\n", it);
                     return 1;
                 }
