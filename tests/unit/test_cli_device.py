@@ -48,11 +48,11 @@ def test_query_reconfigures_epsilon_and_writes_out(native_builds: None, tmp_path
     assert np.load(out).shape == (5, 10)
 
 
-def test_query_nan_row_reports_and_exits_nonzero(native_builds: None) -> None:
-    r = cli("query", "--json", "-", stdin="0.5,nan\n0.5,0.5\n", check=False)
-    recs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert r.returncode != 0
-    assert [x["status"] for x in recs] == ["ERR_BAD_VALUE", "ok"]
+def test_query_nan_row_is_refused_before_anything_is_sent(native_builds: None) -> None:
+    r = cli("query", "--json", "-", stdin="0.5,0.5\n0.5,nan\n0.5,inf\n", check=False)
+    assert r.returncode == 3
+    [err] = [json.loads(x) for x in r.stdout.splitlines()]  # no row was answered
+    assert err["error"] == "ERR_INPUT" and "NaN and inf in rows 1, 2" in err["message"]
 
 
 def test_bad_inputs_are_one_line_errors(native_builds: None) -> None:

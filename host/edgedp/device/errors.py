@@ -44,7 +44,6 @@ class EdgeDPError(Exception):
     """Any failure the user should see as one line; ``code`` is the JSON error name."""
 
     code = "ERR_HOST"
-    exit_code = 1
 
     def __init__(self, message: str, code: str | None = None):
         super().__init__(message)
@@ -54,8 +53,6 @@ class EdgeDPError(Exception):
 
 class DeviceError(EdgeDPError):
     """The device answered a request with an error frame."""
-
-    exit_code = 2
 
     def __init__(self, error: ErrorCode, request_type: int):
         self.error = error
@@ -67,4 +64,10 @@ class TransportError(EdgeDPError):
     """No answer, a broken link, or a target that cannot start."""
 
     code = "ERR_TRANSPORT"
-    exit_code = 3
+
+
+class StateUnknownError(TransportError):
+    """The link failed after a command that changes the device's state was sent: whether the
+    device applied it is unknown (read its state, e.g. BUDGET, before acting on it)."""
+
+    code = "ERR_STATE_UNKNOWN"

@@ -1,0 +1,77 @@
+"""Answers paid for are never lost: Ctrl-C during `edgedp query --out` against a device session.
+
+The device's own spend (BUDGET, read through `edgedp budget` after the command) counts the
+charged answers; every one of them must be in the output file, and the command exits 130."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .test_device_session import EDGEDP, KEY, Cli
+
+pytestmark = pytest.mark.hil
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    c = Cli(tmp_path_factory.mktemp("interrupt") / "state")
+    c.ok("device", "start", "--fresh")
+    c.ok("admin", "config", "--key-file", KEY, "--daily-cap", "100000", "--epsilon", "0.25")
+    yield c
+    c("device", "stop")
+
+
+def spent(c: Cli) -> float:
+    return c.json("budget")["daily_spent"]
+
+
+def interrupt_after(c: Cli, args: list[str], ready) -> subprocess.CompletedProcess:
+    """Run edgedp args, send SIGINT once ready() holds, and wait for it to end."""
+    p = subprocess.Popen([EDGEDP, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=c.env)
+    deadline = time.monotonic() + 60
+    while not ready():
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def lines(path: Path) -> int:
+    return path.read_text().count("\n") if path.exists() else 0
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "npy"])
+def test_sigint_keeps_every_charged_answer(session: Cli, tmp_path: Path, suffix: str) -> None:
+    rows = np.random.default_rng(1).dirichlet(np.ones(10), size=3000)
+    np.save(tmp_path / "x.npy", rows)
+    out = tmp_path / f"y.{suffix}"
+    before = spent(session)
+    if suffix == "jsonl":
+        ready = lambda: lines(out) >= 20  # noqa: E731
+    else:
+        ready = lambda: out.exists() and out.stat().st_size > 128 + 20 * 80  # noqa: E731
+    r = interrupt_after(session, ["query", str(tmp_path / "x.npy"), "--out", str(out), "--json"], ready)
+    assert r.returncode == 130, r.stderr
+    assert "interrupted after" in r.stderr and "Traceback" not in r.stderr
+    charged = round((spent(session) - before) / 0.25)
+    assert 20 <= charged < 3000
+    if suffix == "jsonl":
+        recs = [json.loads(ln) for ln in out.read_text().splitlines()]
+        assert [x["row"] for x in recs] == list(range(len(recs)))
+        assert sum(x["status"] == "ok" for x in recs) == charged
+    else:
+        assert np.load(out).shape == (charged, 10)
+    # stdout holds the same rows and then one JSON error object
+    printed = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert printed[-1]["error"] == "ERR_INTERRUPTED" and printed[-1]["exit_code"] == 130
+    assert sum(x.get("status") == "ok" for x in printed) == charged
+    assert f"{charged} answers saved in {out}" in r.stderr
