@@ -87,7 +87,7 @@ def test_verify_json_on_native(native_builds: None) -> None:
 
 def test_missing_device_is_a_clear_error() -> None:
     r = cli("info", "--json", target="socket://127.0.0.1:9", check=False)
-    assert r.returncode != 0
+    assert r.returncode == 5  # cli/exit_codes.py: TRANSPORT
     assert json.loads(r.stdout)["error"] == "ERR_TRANSPORT"
 
 
