@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..device.errors import EdgeDPError
 from .common import fail, set_verbosity
 from .exit_codes import ExitCode
 
@@ -90,7 +91,7 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             fail(exc, as_json)
         except (click.exceptions.Abort, KeyboardInterrupt):
-            fail(click.ClickException("interrupted"), as_json, ExitCode.INTERRUPTED)
+            fail(EdgeDPError("interrupted", "ERR_INTERRUPTED"), as_json, ExitCode.INTERRUPTED)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
