@@ -1,7 +1,8 @@
 # Source lists and flags shared by the Makefile and PlatformIO (firmware/boards/stm32f4/pio_build.py
 # reads this file): one source of truth for what each image is built from.
 
-# The DP core. arch/<name>/<module>.c holds the architecture-specific part of <module>.c;
+# The DP core. arch/<name>/<module>_<name>.c holds the architecture-specific part of <module>.c
+# (every base name is unique, so the sources fit one flat object folder or archive);
 # every file is listed, and only the one the compiler's target selects (core/src/arch/arch.h)
 # is not empty.
 EDP_CORE_SRCS := \
@@ -18,10 +19,10 @@ EDP_CORE_SRCS := \
 	firmware/core/src/model.c \
 	firmware/core/src/sha256.c \
 	firmware/core/src/store.c \
-	firmware/core/src/arch/armv7m/dlap.c \
-	firmware/core/src/arch/armv7m/drbg.c \
-	firmware/core/src/arch/portable/dlap.c \
-	firmware/core/src/arch/portable/drbg.c
+	firmware/core/src/arch/armv7m/dlap_armv7m.c \
+	firmware/core/src/arch/armv7m/drbg_armv7m.c \
+	firmware/core/src/arch/portable/dlap_portable.c \
+	firmware/core/src/arch/portable/drbg_portable.c
 
 # The model compiled into every image: C data written by `edgedp deploy`
 # (`make firmware MODEL=path/to/model.c`; MODEL=firmware/model/none.c builds an image without

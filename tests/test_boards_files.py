@@ -320,7 +320,7 @@ def test_platformio_environments():
     assert set(config.envs()) == set(EXPECTED_ENVS)
     for env, (board, usart, bypass) in EXPECTED_ENVS.items():
         opts = dict(config.items(env=env))
-        assert opts["platform"] == "ststm32"
+        assert opts["platform"] == "ststm32@19.6.0"  # the version these files were checked on
         assert opts["board"] == board
         assert "framework" not in opts  # bare metal: the project's startup and linker script
         assert opts["extra_scripts"] == ["pre:firmware/boards/stm32f4/pio_build.py",
@@ -330,6 +330,21 @@ def test_platformio_environments():
         assert str(opts["custom_define_edp_console_usart"]) == usart
         assert str(opts["custom_define_edp_hse_bypass"]) == bypass
     assert Path(config.get("platformio", "src_dir")) == ROOT / "firmware"
+
+
+def test_pio_check_filter_covers_the_image_and_no_test_port():
+    """`pio check` analyses the production image's sources, never a test port (they #error)."""
+    pytest.importorskip("platformio")
+    from platformio.fs import match_src_files
+
+    config = project_config()
+    filters = config.get("env", "check_src_filters")
+    src_dir = ROOT / "firmware"
+    checked = {f"firmware/{s}" for s in match_src_files(str(src_dir), filters, ["c", "h"])}
+    build = load_pio_build().stm32f4_build(str(ROOT))
+    assert set(build.srcs) <= checked
+    test_ports = [s for s in checked if s.split("/")[2] in ("host", "qemu", "ramflash", "template")]
+    assert test_ports == []
 
 
 def test_pio_source_filter_selects_the_image_sources():

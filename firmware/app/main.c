@@ -1,6 +1,7 @@
 /* The device program shared by every board: init, banner, frame loop. */
 #include <string.h>
 
+#include "app_model.h"
 #include "board.h"
 #include "edgedp/device.h"
 #include "edgedp/model.h"

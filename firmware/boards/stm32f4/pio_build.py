@@ -12,10 +12,11 @@ is told apart by whether PlatformIO's project environment ``projenv`` exists:
   the source filter under ``src_dir = firmware``.
 * ``post:`` (after the builder has set its defaults and created the build
   nodes): replaces every compiler, assembler and linker variable -- the
-  builder's ``-Os``, ``-nostdlib``, ``F_CPU``, board and PLATFORMIO defines,
-  libraries and linker script -- with the Makefile's. SCons expands these
-  variables when it runs a command, so the replacement applies to every object
-  file and to the link.
+  builder's ``-Os``, ``F_CPU``, board and PLATFORMIO defines, libraries and
+  linker script -- with the Makefile's, and makes the size line count every
+  section the image puts in flash (``.isr_vector`` and ``.edp_key`` included).
+  SCons expands these variables when it runs a command, so the replacement
+  applies to every object file and to the link.
 
 Board options: an environment option ``custom_define_<name> = <value>`` sets
 ``-D<NAME>=<value>`` in place of the image's default (platformio.ini:
@@ -267,6 +268,9 @@ def _post(env, projenv) -> None:
         LINKFLAGS=absolute_paths(build.link_flags, root)
         + ["-Wl,-Map=" + os.path.join(env.subst("$BUILD_DIR"), "edgedp.map")],
         LIBS=[], LIBPATH=[], _LIBDIRFLAGS="", _LIBFLAGS="",
+        # firmware/boards/stm32f4/stm32f4.ld: what goes to flash, and what takes RAM.
+        SIZEPROGREGEXP=r"^(?:\.isr_vector|\.text|\.data|\.edp_key)\s+(\d+).*",
+        SIZEDATAREGEXP=r"^(?:\.data|\.bss)\s+(\d+).*",
     )
 
 

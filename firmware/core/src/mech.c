@@ -1,3 +1,5 @@
+#include "fp_contract.h"  /* first: no fused multiply-add in this file */
+
 #include "edgedp/mech.h"
 #include "edgedp/deadline.h"
 #include "edgedp/error.h"

@@ -1,3 +1,5 @@
+#include "fp_contract.h"  /* first: no fused multiply-add in this file */
+
 #include "edgedp/model.h"
 
 #include <string.h>  /* memset */

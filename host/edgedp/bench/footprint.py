@@ -3,7 +3,7 @@
 Three views:
 
 - per module: every core source (``firmware/core/src/<module>.c`` and its architecture parts
-  ``arch/<arch>/<module>.c``, counted with the module) compiled alone with the firmware's own flags
+  ``arch/<arch>/<module>_<arch>.c``, counted with the module) compiled alone with the firmware's own flags
   (``EDP_ARM_CFLAGS`` from firmware/sources.mk, production ``EDP_TEST_BUILD=0``) and measured
   with ``arm-none-eabi-size`` (text = code + constants, data, bss), before the linker drops
   unused sections;
@@ -118,7 +118,7 @@ def _run(argv: list[str], cwd: Path) -> str:
 
 def compile_modules(outdir: Path | None = None) -> dict[str, Path]:
     """Compile each core source alone (production flags); returns source -> object path, the
-    source named by its path under firmware/core/src without ``.c`` (``dlap``, ``arch/armv7m/dlap``)."""
+    source named by its path under firmware/core/src without ``.c`` (``dlap``, ``arch/armv7m/dlap_armv7m``)."""
     if shutil.which(ARM_CC) is None:
         raise FootprintError(f"{ARM_CC} not found (run `make setup`)")
     root = project_root()
@@ -137,12 +137,12 @@ def compile_modules(outdir: Path | None = None) -> dict[str, Path]:
 
 
 def object_sizes(objs: dict[str, Path]) -> list[ModuleSize]:
-    """Sizes per module: a module's architecture parts (arch/<arch>/<module>) add to it."""
+    """Sizes per module: a module's architecture parts (arch/<arch>/<module>_<arch>) add to it."""
     out = _run([ARM_SIZE, "--format=berkeley", *[str(p) for p in objs.values()]], project_root())
     sizes: dict[str, ModuleSize] = {}
     for line, name in zip(out.splitlines()[1:], objs):
         text, data, bss = (int(x) for x in line.split()[:3])
-        mod = name.rsplit("/", 1)[-1]
+        mod = name.rsplit("/", 1)[-1].split("_", 1)[0]
         m = sizes.setdefault(mod, ModuleSize(mod, 0, 0, 0))
         m.text, m.data, m.bss = m.text + text, m.data + data, m.bss + bss
     return list(sizes.values())
@@ -181,7 +181,7 @@ def linked_symbols(elf: Path) -> list[_Symbol]:
             continue
         addr, size, kind, name = int(parts[0], 16), int(parts[1], 16), parts[2], parts[3]
         loc = parts[4] if len(parts) > 4 else ""
-        m = re.search(r"firmware/core/src/(?:arch/\w+/)?(\w+)\.c:", loc)
+        m = re.search(r"firmware/core/src/(?:arch/\w+/)?([a-z0-9]+)(?:_\w+)?\.c:", loc)
         module = m.group(1) if m else ("runtime" if not loc else Path(loc.split(":")[0]).stem)
         syms.append(_Symbol(name, addr & ~1, size, kind, module))
     return syms

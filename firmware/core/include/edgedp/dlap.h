@@ -49,7 +49,7 @@ typedef struct {
 } edp_threshold_t;
 
 typedef struct {
-    /* used per sample (the loop in arch/armv7m/dlap.c relies on these offsets) */
+    /* used per sample (the loop in arch/armv7m/dlap_armv7m.c relies on these offsets) */
     uint32_t n1;       /*  0: fixed draw, L + K + 1 + 6 + KP <= 32 bits */
     uint32_t s1;       /*  4: 32 - n1 */
     uint32_t mk;       /*  8: acceptance bits of the draw; 2^31 (never all ones) if L = 0 */

@@ -44,10 +44,6 @@ typedef struct {
     int32_t m;                /* lattice exponent, or EDP_M_AUTO */
 } edp_model_t;
 
-/* The image's model (NULL when built with MODEL=none): defined by the
- * generated model source linked into the image. */
-extern const edp_model_t *const edp_app_model;
-
 /* Run the model on x[0..n_features). Returns a pointer to n_classes outputs in
  * m->scratch, valid until the next call. x must be finite (the caller checks);
  * the outputs may still overflow to Inf for extreme weights: check them. */

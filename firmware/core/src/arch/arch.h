@@ -1,8 +1,8 @@
 /* What the architecture-specific code in arch/<name>/ shares with the portable
  * core (core-internal).
  *
- * arch/<name>/<module>.c holds the hot loops of <module>.c for one
- * architecture, arch/portable/<module>.c the portable C of the same functions.
+ * arch/<name>/<module>_<name>.c holds the hot loops of <module>.c for one
+ * architecture, arch/portable/<module>_portable.c the portable C of the same functions.
  * Every file is compiled on every target and is empty unless its architecture
  * is selected here, so one source list serves all images. Both versions give
  * the same bits (the QEMU bit-exact replay and tests/bench check it). */

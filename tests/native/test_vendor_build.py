@@ -1,0 +1,128 @@
+"""The C core as another firmware vendors it: CMake and PlatformIO library descriptions that list
+exactly the core sources, a consumer build (template port + app) through CMake with the host
+compiler and the ARM cross compiler, unique object names in an archive, and floating-point
+contraction pinned off in the sources whatever the build's -std."""
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from edgedp.bench.footprint import make_vars
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "firmware" / "core"
+ARM_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+FUSED = re.compile(r"\bv(fma|fms|fnma|fnms|mla|mls|nmla|nmls)\.f32\b")
+
+
+def core_sources() -> list[str]:
+    """EDP_CORE_SRCS of firmware/sources.mk, relative to firmware/core."""
+    srcs = make_vars(ROOT / "firmware" / "sources.mk")["EDP_CORE_SRCS"].split()
+    return sorted(str(Path(s).relative_to("firmware/core")) for s in srcs)
+
+
+def run(argv: list[str], cwd: Path) -> str:
+    r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    assert r.returncode == 0, f"{' '.join(argv)}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+def test_core_base_names_are_unique() -> None:
+    names = [Path(s).name for s in core_sources()]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_cmake_lists_exactly_the_core_sources() -> None:
+    text = (CORE / "CMakeLists.txt").read_text()
+    block = re.search(r"add_library\(edgedp_core STATIC(.*?)\)", text, re.S)
+    assert block, "CMakeLists.txt has no edgedp_core library"
+    assert sorted(block.group(1).split()) == core_sources()
+
+
+def test_library_json_selects_exactly_the_core_sources() -> None:
+    build = json.loads((CORE / "library.json").read_text())["build"]
+    src = CORE / build["srcDir"]
+    assert (CORE / build["includeDir"] / "edgedp" / "device.h").is_file()
+    selected: set[str] = set()
+    for rule in build["srcFilter"]:
+        sign, pattern = rule[0], rule[2:-1]
+        hits = {str(p.relative_to(src)) for p in src.rglob("*.c")
+                if fnmatch.fnmatch(str(p.relative_to(src)), pattern)}
+        selected = selected | hits if sign == "+" else selected - hits
+    assert sorted(f"{build['srcDir']}/{s}" for s in selected) == core_sources()
+    assert "-ffp-contract=off" in build["flags"]
+
+
+def cmake_build(tmp: Path, *options: str, target: str | None = None) -> Path:
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake not found: `make setup` installs it")
+    out = tmp / "build"
+    run(["cmake", "-S", str(ROOT / "tests" / "consumer"), "-B", str(out), *options], tmp)
+    run(["cmake", "--build", str(out), "-j", "2", *(["--target", target] if target else [])], tmp)
+    return out
+
+
+def defined_symbols(obj_archive: Path, nm: str) -> dict[str, set[str]]:
+    """Source base name (``dlap_armv7m.c``) -> defined global symbols of a static archive."""
+    members: dict[str, set[str]] = {}
+    current = None
+    for line in run([nm, "--defined-only", "-g", str(obj_archive)], obj_archive.parent).splitlines():
+        if line.endswith(":"):
+            current = line[:-1].removesuffix(".obj").removesuffix(".o")
+            members[current] = set()
+        elif current and line.split():
+            members[current].add(line.split()[-1])
+    return members
+
+
+def test_consumer_links_the_template_port_with_the_host_compiler(tmp_path: Path) -> None:
+    out = cmake_build(tmp_path, "-DCMAKE_BUILD_TYPE=Release")
+    assert (out / "template_image").is_file()
+    members = defined_symbols(out / "edgedp" / "libedgedp_core.a", "nm")
+    assert len(members) == len(core_sources())  # one object per source, none overwritten
+    assert {"edp_dlap_add", "edp_dlap_setup"} <= members["dlap_portable.c"] | members["dlap.c"]
+    assert "edp_device_rx" in members["device.c"]
+
+
+def test_core_cross_compiles_as_a_cmake_library(tmp_path: Path) -> None:
+    toolchain = tmp_path / "arm.cmake"
+    toolchain.write_text(
+        "set(CMAKE_SYSTEM_NAME Generic)\nset(CMAKE_SYSTEM_PROCESSOR arm)\n"
+        "set(CMAKE_C_COMPILER arm-none-eabi-gcc)\n"
+        "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)\n"
+        f"set(CMAKE_C_FLAGS_INIT \"{' '.join(ARM_FLAGS)}\")\n")
+    out = cmake_build(tmp_path, f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", "-DCMAKE_BUILD_TYPE=Release",
+                      target="edgedp_core")
+    members = defined_symbols(out / "edgedp" / "libedgedp_core.a", "arm-none-eabi-nm")
+    assert "edp_dlap_add" in members["dlap_armv7m.c"]  # the Thumb-2 loop, not overwritten
+    assert "edp_chacha20_block" in members["drbg_armv7m.c"]
+
+
+def fused_ops(src: Path, tmp: Path, *extra: str) -> int:
+    obj = tmp / (src.stem + ".o")
+    run(["arm-none-eabi-gcc", *ARM_FLAGS, "-std=gnu11", "-O2", *extra,
+         f"-I{CORE / 'include'}", f"-I{CORE / 'src'}", "-c", str(src), "-o", str(obj)], tmp)
+    return len(FUSED.findall(run(["arm-none-eabi-objdump", "-d", str(obj)], tmp)))
+
+
+@pytest.mark.parametrize("module", ["model", "mech", "device"])
+def test_no_fused_multiply_add_under_gnu_c(module: str, tmp_path: Path) -> None:
+    """-std=gnu11 (GCC's default, and many IDEs') turns contraction on; the source pins it off."""
+    assert fused_ops(CORE / "src" / f"{module}.c", tmp_path) == 0
+
+
+def test_gnu_c_would_fuse_without_the_pin(tmp_path: Path) -> None:
+    """The check above can fail: the same kernel shape without fp_contract.h fuses."""
+    src = tmp_path / "dot.c"
+    src.write_text("float dot(const float *x, const float *w, int n)\n"
+                   "{ float s = 0; for (int i = 0; i < n; i++) s = s + x[i] * w[i]; return s; }\n")
+    assert fused_ops(src, tmp_path) > 0
+    pinned = tmp_path / "dot_pinned.c"
+    pinned.write_text('#include "fp_contract.h"\n' + src.read_text())
+    assert fused_ops(pinned, tmp_path) == 0
