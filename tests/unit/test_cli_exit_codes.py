@@ -150,3 +150,22 @@ def test_table_keeps_its_columns_for_wide_logits_and_verbosity(native_builds: No
 def test_shell_completion_lists_commands() -> None:
     r = run(env={"_EDGEDP_COMPLETE": "bash_complete", "COMP_WORDS": "edgedp qu", "COMP_CWORD": "1"})
     assert "query" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["train", "--lr", "nan"], "the learning rate must be finite, not nan"),
+    (["train", "--clip-norm", "0"], "the clip norm must be > 0"),
+    (["train", "--sampling-rate", "1.5"], "the sampling rate must be at most 1"),
+])
+def test_train_refuses_garbage_numbers(args: list[str], reason: str) -> None:
+    r = CliRunner().invoke(main, [*args, "--json"])
+    json_error(subprocess.CompletedProcess(args, r.exit_code, r.stdout, r.stderr), 2, "ERR_USAGE", reason)
+
+
+def test_audit_config_names_a_value_of_the_wrong_type(tmp_path: Path) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('epsilon = "one"\ndelta = 1e-5\nn = 1000\nclip_norm = 1.0\nnoise_multiplier = 1.1\n'
+                   'sampling_rate = 0.01\nepochs = 10\n')
+    r = CliRunner().invoke(main, ["audit-config", str(cfg), "--no-canary", "--json"])
+    json_error(subprocess.CompletedProcess([], r.exit_code, r.stdout, r.stderr), 3, "ERR_INPUT",
+               "epsilon must be a number, not 'one'")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .common import emit_json, handle_errors, json_option, progress_option, target_option
+from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
+from .exit_codes import ExitCode
 from .params import CLASSES, EPSILON
 
 
@@ -29,12 +30,14 @@ from .params import CLASSES, EPSILON
 @click.option("--models", "models_n", type=int, default=0, metavar="N",
               help="Also measure INFER on each bundled model's QEMU test image with N digits images "
                    "(inference vs DP step vs whole frame; edgedp.bench.infer).")
+@click.option("--check", is_flag=True,
+              help="Exit with code 1 if a speed or size target is MISSED (for CI; the JSON's \"missed\" lists them).")
 @json_option
 @progress_option
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          models_n: int, as_json: bool, no_progress: bool) -> None:
+          models_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -54,18 +57,20 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         cfg.ks = tuple(ks)
     if epsilons:
         cfg.epsilons = tuple(epsilons)
-    say = (lambda msg: None) if no_progress else (lambda msg: click.echo(f"  {msg}", err=True))
+    say = (lambda msg: None) if not progress(no_progress) else (lambda msg: click.echo(f"  {msg}", err=True))
     result = bench_run.run(target, cfg, progress=say)
     if models_n > 0:
         from ..bench import infer as bench_infer
         result["infer"] = bench_infer.run(models_n, progress=say)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
+    result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
     if md_path:
         extra = "\n\n" + bench_infer.markdown(result["infer"]) if models_n > 0 else ""
         Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
     if as_json:
         emit_json(result)
+        _check(check, result["missed"])
         return
     click.echo(f"edgedp bench on {result['board']} ({result['target']}), commit {result['commit']}")
     click.echo(f"ticks: {result['tick']['meaning']}")
@@ -95,3 +100,11 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         click.echo(line)
     click.echo(f"plot: {png}")
     sys.stdout.flush()
+    _check(check, result["missed"])
+
+
+def _check(check: bool, missed: list[str]) -> None:
+    """--check: a MISSED target fails the command (exit code 1, cli/exit_codes.py FAILED)."""
+    if check and missed:
+        click.echo(f"edgedp: error: bench targets MISSED: {', '.join(missed)}", err=True)
+        sys.exit(ExitCode.FAILED)

@@ -56,6 +56,11 @@ class _Number(click.ParamType):
         return v
 
 
+def positive(what: str, high: float = math.inf) -> click.ParamType:
+    """A finite float in (0, high]: NaN, inf, 0 and negatives are usage errors naming ``what``."""
+    return _Number(what, 0.0, high)
+
+
 EPSILON = _Number("epsilon", 0.0, math.inf, micro_max=U32)
 """Per-query epsilon: micro-epsilon in 1..2^32-1 (the CONFIG and SAMPLE fields are u32)."""
 DAILY_CAP = _Number("the daily cap", 0.0, math.inf, micro_max=U64)

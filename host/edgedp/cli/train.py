@@ -6,6 +6,7 @@ import warnings
 import click
 
 from .common import emit_json, handle_errors, json_option
+from .params import positive
 
 
 @click.command()
@@ -13,17 +14,18 @@ from .common import emit_json, handle_errors, json_option
               help="digits, or an .npz with features X (n, d) and integer labels y (n,).")
 @click.option("--model", "kind", type=click.Choice(["logreg", "mlp"]), default="logreg", show_default=True)
 @click.option("--hidden", default="32", show_default=True, metavar="H1,H2,…", help="MLP hidden layer sizes.")
-@click.option("--target-epsilon", "-e", type=float, default=None,
+@click.option("--target-epsilon", "-e", type=positive("the target epsilon"), default=None,
               help="Find the noise multiplier for this ε (default 1 unless --noise-multiplier is given).")
-@click.option("--noise-multiplier", type=float, default=None, help="σ/C instead of a target ε.")
-@click.option("--delta", type=float, default=1e-5, show_default=True, help="Must be < 1/n.")
+@click.option("--noise-multiplier", type=positive("the noise multiplier"), default=None,
+              help="σ/C instead of a target ε.")
+@click.option("--delta", type=positive("delta", 1.0), default=1e-5, show_default=True, help="Must be < 1/n.")
 @click.option("--allow-large-delta", is_flag=True, help="Accept δ ≥ 1/n (with a warning).")
-@click.option("--clip-norm", "-C", type=float, default=1.0, show_default=True, help="Per-example L2 clip norm C.")
-@click.option("--sampling-rate", "-q", type=float, default=0.25, show_default=True,
+@click.option("--clip-norm", "-C", type=positive("the clip norm"), default=1.0, show_default=True, help="Per-example L2 clip norm C.")
+@click.option("--sampling-rate", "-q", type=positive("the sampling rate", 1.0), default=0.25, show_default=True,
               help="Poisson sampling rate q (each record in each step with probability q).")
-@click.option("--epochs", type=float, default=15.0, show_default=True, help="Expected passes (steps = epochs/q).")
+@click.option("--epochs", type=positive("the epochs"), default=15.0, show_default=True, help="Expected passes (steps = epochs/q).")
 @click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True)
-@click.option("--learning-rate", "--lr", type=float, default=0.05, show_default=True)
+@click.option("--learning-rate", "--lr", type=positive("the learning rate"), default=0.05, show_default=True)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True,
               help="Accountant for the reported ε and the calibration (both are reported).")
 @click.option("--seed", type=int, default=0, show_default=True)
