@@ -14,8 +14,8 @@ from ..analysis import accounting, data, extraction, mia, models, tradeoff
 from ..analysis.jsonable import finite_json
 from ..analysis.mechanism import SOFTMAX, ensemble, parse_epsilon, parse_modes
 from ..analysis.parallel import default_jobs
-from ..analysis.settings import Settings
-from .common import emit_json, handle_errors, json_option, target_option
+from ..analysis.settings import Settings, estimate_seconds
+from .common import emit_json, handle_errors, json_option, note, progress as show_progress, target_option
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -53,6 +53,21 @@ def make_settings(quick: bool, seed: int, epsilons: str | None, modes: str | Non
     eps = tuple(parse_epsilon(e) for e in _csv(epsilons)) if epsilons else None
     mds = tuple(str(m) for m in parse_modes(_csv(modes))) if modes else None
     return Settings.make(quick=quick, seed=seed, epsilons=eps, modes=mds, shadows=shadows, teachers=teachers)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def announce(command: str, s: Settings, jobs: int, dpsgd: bool = True) -> None:
+    """Before a long run: how long it will roughly take, and what --quick would take."""
+    est = estimate_seconds(s, command, jobs, dpsgd)
+    if s.quick or est < 60:
+        return
+    quick = estimate_seconds(Settings.make(quick=True, seed=s.seed), command, jobs, dpsgd)
+    note(f"edgedp {command}: these settings take roughly {_duration(est)} with --jobs {jobs} (about "
+         f"{s.shadows + 1} models of {s.model.teachers} teachers, {len(s.modes)} modes × {len(s.epsilons)} ε); "
+         f"--quick runs the same pipeline on small settings in roughly {_duration(quick)}")
 
 
 def _eps(e: float) -> str:
@@ -260,7 +275,8 @@ def attack_mia(data_spec: str, epsilons: str | None, modes: str | None, teachers
     single model and ensemble with output noise, DP-SGD models; plus the averaging attack within
     one daily budget."""
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-    progress = not no_progress
+    announce("attack mia", s, jobs, dpsgd)
+    progress = show_progress(no_progress)
     t0 = time.perf_counter()
     split = data.load_split(data_spec, seed)
     pop = models.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
@@ -370,7 +386,8 @@ def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_c
     cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
                           delta=delta, data_sensitivity=data_sensitivity)
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
+    announce("report", s, jobs, dpsgd)
+    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=show_progress(no_progress), command=_command_line(),
                     data_spec=data_spec, dpsgd=dpsgd, model_path=model_path)
     if as_json:
         emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
