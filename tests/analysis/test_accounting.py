@@ -194,4 +194,4 @@ def test_cli_account_error_is_one_json_line() -> None:
     r = CliRunner().invoke(main, ["account", "-e", "0.1", "--json"])
     assert r.exit_code != 0
     d = json.loads(r.stdout)
-    assert set(d) == {"error", "message"}
+    assert set(d) == {"error", "message", "exit_code"} and d["exit_code"] == r.exit_code == 2

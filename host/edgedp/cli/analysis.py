@@ -113,7 +113,7 @@ def account(epsilon: float, queries: int | None, delta: float, target_epsilon: f
     """Total epsilon of N answers (basic, advanced, PLD), or the largest daily query count for a
     lifetime target (--target-epsilon, --days), ready for `edgedp admin config`."""
     if (queries is None) == (target_epsilon is None):
-        raise ValueError("give either --queries N or --target-epsilon E (with --days)")
+        raise click.UsageError("give either --queries N or --target-epsilon E (with --days)")
     if queries is not None:
         c = accounting.compose(epsilon, queries, delta)
         if as_json:
@@ -337,7 +337,7 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
     if budgets:
         bl = sorted({int(b) for b in _csv(budgets)})
         if bl[0] < 1 or bl[-1] > pool:
-            raise ValueError(f"budgets must be between 1 and the pool size {pool}")
+            raise click.UsageError(f"budgets must be between 1 and the pool size {pool}")
     else:
         bl = extraction.budgets_for(pool, quick)
     pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)

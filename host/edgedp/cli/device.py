@@ -11,7 +11,6 @@ import numpy as np
 
 from ..device.client import Device, load_key, open_device
 from ..device.errors import DeviceError, EdgeDPError, ErrorCode
-from ..device.noise import draw_samples
 from ..device.protocol import Budget, Caps, MechConfig, QueryResult, SampleRequest
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
@@ -301,6 +300,8 @@ def _describe(o: dict, width: int) -> str:
 def sample(target: str | None, epsilon: float, sensitivity: float, classes: int, count: int, out: str,
            as_json: bool, no_progress: bool) -> None:
     """Raw noise samples from the device (test builds), before output clamping."""
+    from ..device.noise import draw_samples  # (its progress bars are needed by this command only)
+
     req = SampleRequest(to_micro(epsilon), sensitivity, classes, count)
     lat = make_lattice(classes, req.eps_micro, sensitivity, 0.0, 1.0)
     out_path = check_writable(out)

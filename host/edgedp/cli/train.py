@@ -47,15 +47,15 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
         from ..train import dpsgd
         from ..train.run import TrainConfig, run
     except ImportError as exc:
-        raise ValueError(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
+        raise click.ClickException(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
     from ..train import data
 
     try:
         layers = tuple(int(h) for h in hidden.split(",") if h.strip())
     except ValueError:
-        raise ValueError(f"--hidden must be comma-separated integers, got {hidden!r}") from None
+        raise click.UsageError(f"--hidden must be comma-separated integers, got {hidden!r}") from None
     if any(h < 1 for h in layers):
-        raise ValueError("hidden layer sizes must be >= 1")
+        raise click.UsageError("hidden layer sizes must be >= 1")
     if target_epsilon is None and noise_multiplier is None:
         target_epsilon = 1.0
     cfg = TrainConfig(kind=kind, hidden=layers, target_epsilon=target_epsilon, noise_multiplier=noise_multiplier,
