@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import signal
 import time
-from pathlib import Path
 
 import click
 import numpy as np
@@ -19,7 +18,7 @@ from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handl
 from .config import config_default
 from .exit_codes import ExitCode
 from .inputs import check_finite, read_rows
-from .output import StopRequest, open_sink
+from .output import Sink, StopRequest, open_sink
 from .params import (CLASSES, DAILY_CAP, DATE, EPSILON, LIFETIME_CAP, MODE, SAMPLES, SENSITIVITY, UNIX_TIME,
                      check_mode_fits, check_range, check_writable)
 
@@ -213,67 +212,87 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     if not infer:
         check_mode_fits(m, rows.shape[1])
     sink = open_sink(check_writable(out), m, len(rows), dumps) if out else None
-    stop, counts, pipe_closed = StopRequest(), {"ok": 0, "refused": 0}, False
     try:
         with open_device(target) as dev:
             cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
             if not infer:  # model inputs are not clamped to the mechanism's range
                 warn_clamped(rows, cfg)
-            table = Table(rows, cfg, m, infer)
+            run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, getattr(dev.target, "name", ""))
             if not as_json:
-                click.echo(table.header())
+                click.echo(run.table.header())
             t0 = time.perf_counter()
-            with stop.deferring_signals():
-                stream = (dev.infer_many if infer else dev.query_many)(stop.rows(rows), m)
-                for i, r in enumerate(stream):
-                    answer = None if isinstance(r, DeviceError) else r
-                    if answer is None:
-                        rec = {"row": i, "status": r.code, "output": None, "remaining": None}
-                    else:
-                        rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining,
-                               "ticks": r.ticks}
-                    counts["ok" if answer else "refused"] += 1
-                    if sink is not None and not (stop.reason and "cannot write" in stop.reason):
-                        try:
-                            sink.write(i, rec, answer)
-                        except OSError as exc:
-                            stop.stop(str(exc))
-                    if not pipe_closed:
-                        try:
-                            click.echo(dumps(rec) if as_json else table.line(i, rows[i], rec))
-                        except BrokenPipeError:
-                            pipe_closed = True
-                            stop.stop("stdout closed")
-                    if isinstance(r, DeviceError) and r.error == ErrorCode.ERR_ENTROPY:
-                        name = getattr(dev.target, "name", "")
-                        on_qemu = "stm32f4" in name and name.startswith(("qemu", "session"))
-                        stop.stop(NO_RNG_ON_QEMU.format(target=name.removeprefix("session:")) if on_qemu
-                                  else ENTROPY_FAILED)
-                        note(stop.reason or "")
-                    if rec["status"] == "ERR_BUDGET":
-                        note("budget exhausted: the device refuses further external answers today")
+            with run.stop.deferring_signals():
+                for i, r in enumerate((dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m)):
+                    run.take(i, r)
             elapsed = time.perf_counter() - t0
             i_dev = dev.info()
     finally:
         if sink is not None:
             sink.close()
-    done = counts["ok"] + counts["refused"]
     detail(f"device: {i_dev.board}, {i_dev.build} build, firmware {i_dev.firmware_version}")
-    detail(f"{done} rows in {elapsed:.2f} s ({done / elapsed if elapsed else 0:.0f} rows/s)")
-    if pipe_closed:
-        close_stdout_quietly()
-        raise SystemExit(ExitCode.BROKEN_PIPE)
-    if i_dev.build == "test":
-        note(TEST_IMAGE_NOTE)
-    saved = f"; {sink.saved} answers saved in {sink.path}" if sink is not None else ""
-    if stop.signal is not None:
-        fail(EdgeDPError(f"interrupted after {done} of {len(rows)} rows ({counts['ok']} answered){saved}",
-                         "ERR_INTERRUPTED"), as_json,
-             ExitCode.INTERRUPTED if stop.signal == signal.SIGINT else ExitCode.TERMINATED)
-    if stop.reason and stop.reason.startswith("cannot write"):
-        fail(OSError(stop.reason), as_json)
-    if counts["refused"]:
-        raise SystemExit(ExitCode.REFUSED)
+    detail(f"{run.done} rows in {elapsed:.2f} s ({run.done / elapsed if elapsed else 0:.0f} rows/s)")
+    run.finish(i_dev.build == "test")
+
+
+class QueryRun:
+    """What query does with each answer as it arrives: file, stdout, and when to stop sending."""
+
+    def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str):
+        self.rows, self.table, self.sink, self.as_json, self.target_name = rows, table, sink, as_json, target_name
+        self.stop = StopRequest()
+        self.answered = self.refused = 0
+        self.write_error: OSError | None = None
+        self.pipe_closed = False
+
+    @property
+    def done(self) -> int:
+        return self.answered + self.refused
+
+    def take(self, i: int, r: QueryResult | DeviceError) -> None:
+        """Row i's answer or refusal: saved (a write that fails stops the stream), then shown."""
+        if isinstance(r, DeviceError):
+            answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
+            self.refused += 1
+        else:
+            answer, rec = r, {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining,
+                              "ticks": r.ticks}
+            self.answered += 1
+        if self.sink is not None and self.write_error is None:
+            try:
+                self.sink.write(i, rec, answer)
+            except OSError as exc:
+                self.write_error = exc
+                self.stop.stop(str(exc))
+        if not self.pipe_closed:
+            try:
+                click.echo(dumps(rec) if self.as_json else self.table.line(i, self.rows[i], rec))
+            except BrokenPipeError:
+                self.pipe_closed = True
+                self.stop.stop("stdout closed")
+        if isinstance(r, DeviceError) and r.error == ErrorCode.ERR_ENTROPY:
+            on_qemu = "stm32f4" in self.target_name and self.target_name.startswith(("qemu", "session"))
+            self.stop.stop(NO_RNG_ON_QEMU.format(target=self.target_name.removeprefix("session:")) if on_qemu
+                           else ENTROPY_FAILED)
+            note(self.stop.reason or "")
+        if rec["status"] == "ERR_BUDGET":
+            note("budget exhausted: the device refuses further external answers today")
+
+    def finish(self, test_image: bool) -> None:
+        """End the command with the exit code of what happened (cli/exit_codes.py)."""
+        if self.pipe_closed:
+            close_stdout_quietly()
+            raise SystemExit(ExitCode.BROKEN_PIPE)
+        if test_image:
+            note(TEST_IMAGE_NOTE)
+        if self.stop.signal is not None:
+            saved = f"; {self.sink.saved} answers saved in {self.sink.path}" if self.sink is not None else ""
+            fail(EdgeDPError(f"interrupted after {self.done} of {len(self.rows)} rows ({self.answered} answered)"
+                             f"{saved}", "ERR_INTERRUPTED"), self.as_json,
+                 ExitCode.INTERRUPTED if self.stop.signal == signal.SIGINT else ExitCode.TERMINATED)
+        if self.write_error is not None:
+            fail(self.write_error, self.as_json)
+        if self.refused:
+            raise SystemExit(ExitCode.REFUSED)
 
 
 def _describe(o: dict, width: int) -> str:
