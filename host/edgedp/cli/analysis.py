@@ -191,7 +191,7 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
     s = make_settings(quick, seed, epsilons, modes, teachers)
     if repeats:
         s = dataclasses.replace(s, repeats=repeats)
-    progress = not no_progress
+    progress = show_progress(no_progress)
     t0 = time.perf_counter()
     md = parse_modes(list(s.modes))
     dp = split = None
@@ -330,7 +330,7 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
                    quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Train a surrogate on the API's answers for each query budget, mode and ε."""
     s = make_settings(quick, seed, epsilons, modes, teachers)
-    progress = not no_progress
+    progress = show_progress(no_progress)
     t0 = time.perf_counter()
     split = data.digits_split(seed)
     pool = len(split.y_pool)

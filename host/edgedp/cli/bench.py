@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
+from .common import emit_json, handle_errors, json_option, note, progress, progress_option, target_option
 from .exit_codes import ExitCode
 from .params import CLASSES, EPSILON
 
@@ -93,7 +93,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         for m in fp["modules"]:
             click.echo(f"  {m['module']:8s} {m['text']:6d} {m['data']:4d} {m['bss']:4d}  {m['linked_flash']:6d}")
     elif fp:
-        click.echo(f"footprint: {fp.get('error')}", err=True)
+        note(f"footprint: {fp.get('error')}")
     if models_n > 0:
         click.echo(bench_infer.markdown(result["infer"]))
     for line in bench_run.describe_targets(result):

@@ -5,7 +5,7 @@ import warnings
 
 import click
 
-from .common import emit_json, handle_errors, json_option
+from .common import emit_json, handle_errors, json_option, note, progress as show_progress
 from .params import positive
 
 
@@ -64,21 +64,21 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
                       hyper=dpsgd.Hyper(optimizer=optimizer, learning_rate=learning_rate, epochs=epochs,
                                         sampling_rate=sampling_rate))
     d = data.load(data_spec, seed)
-    bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=no_progress, leave=False)
+    bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=not show_progress(no_progress), leave=False)
 
     def progress(t: int, steps: int) -> None:
         bar.update(t - bar.n)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if target_epsilon is not None and not no_progress:
+        if target_epsilon is not None and show_progress(no_progress):
             bar.set_postfix_str("calibrating noise")
         try:
             res = run(cfg, d, progress)
         finally:
             bar.close()
     for w in caught:
-        click.echo(f"edgedp: warning: {w.message}", err=True)
+        note(f"edgedp: warning: {w.message}")
     man = models_io.save(out_path, res.model, res.training, res.data)
     doc = {**res.summary, "model_file": out_path, "manifest": str(models_io.manifest_path(out_path)),
            "model_sha256": man.model_sha256, "warnings": [str(w.message) for w in caught]}
