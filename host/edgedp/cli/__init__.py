@@ -88,6 +88,9 @@ class LazyGroup(click.Group):
                 raise
             fail(click.ClickException(f"this command needs the [{extra}] extra ({exc.name} is not installed): "
                                       f"pip install 'edgedp[{extra}]'"), as_json, ExitCode.FAILED)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `edgedp`, `edgedp admin`: the help, as click shows it
+            click.echo(exc.format_message(), err=True)
+            sys.exit(ExitCode.USAGE)
         except click.ClickException as exc:
             fail(exc, as_json)
         except (click.exceptions.Abort, KeyboardInterrupt):
