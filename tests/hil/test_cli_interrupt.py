@@ -5,6 +5,7 @@ charged answers; every one of them must be in the output file, and the command e
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -75,3 +76,24 @@ def test_sigint_keeps_every_charged_answer(session: Cli, tmp_path: Path, suffix:
     assert printed[-1]["error"] == "ERR_INTERRUPTED" and printed[-1]["exit_code"] == 130
     assert sum(x.get("status") == "ok" for x in printed) == charged
     assert f"{charged} answers saved in {out}" in r.stderr
+
+
+def test_ctrl_c_at_a_terminal_stops_edgedp_not_the_fresh_qemu(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C goes to the whole foreground process group: the QEMU that `query`
+    started for itself must not die with it (the answer in flight would be lost, exit 5)."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(2).dirichlet(np.ones(10), size=3000))
+    out = tmp_path / "y.jsonl"
+    env = {**Cli(tmp_path / "state").env}
+    p = subprocess.Popen([EDGEDP, "query", "--target", "qemu", str(tmp_path / "x.npy"), "--out", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)  # its own group, as a shell job
+    deadline = time.monotonic() + 60
+    while lines(out) < 20:
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130, err
+    recs = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert f"{len(recs)} answers saved" in err
+    assert recs[-1]["remaining"] == pytest.approx(1000 - len(recs))  # every charge up to the last is here
