@@ -181,3 +181,22 @@ def test_long_commands_say_how_long_and_suggest_quick(command: list[str]) -> Non
     q = CliRunner().invoke(main, [*command, "--data", "/nonexistent.npz", "--quick"])
     assert q.exit_code == 3 and "roughly" not in q.stderr
     assert "roughly" not in CliRunner().invoke(main, ["-q", *command, "--data", "/nonexistent.npz"]).stderr
+
+
+@pytest.mark.parametrize("name", ["old.jsonl", "old.npy"])
+def test_an_output_is_replaced_only_once_a_row_is_answered(native_builds: None, tmp_path: Path, name: str) -> None:
+    old = tmp_path / name
+    old.write_text("answers paid for by an earlier run\n")
+    # the configuration is refused on the host (its lattice is too fine) after the device was opened
+    r = run("query", "--target", "host", "-d", "1e-30", "--out", str(old), "-", stdin="0.1,0.9\n")
+    assert r.returncode == 3 and "lattice" in r.stderr, r.stderr
+    assert old.read_text() == "answers paid for by an earlier run\n"
+    new = tmp_path / ("new" + old.suffix)
+    run("query", "--target", "host", "-d", "1e-30", "--out", str(new), "-", stdin="0.1,0.9\n")
+    assert not new.exists()
+    r = run("query", "--target", "host", "--out", str(old), "-", stdin="0.1,0.9\n")
+    assert r.returncode == 0, r.stderr
+    if old.suffix == ".npy":
+        assert np.load(old).shape == (1, 2)
+    else:
+        assert json.loads(old.read_text())["status"] == "ok"

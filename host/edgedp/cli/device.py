@@ -188,8 +188,9 @@ class Table:
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write what was released, each answer as it arrives: .jsonl (every row and status, one line "
                    "each), or .npy (values for full, round and simplex; labels for label; a record array of row, "
-                   "indices and values for topk, of row, label and level for bucket). Created before the first "
-                   "query; Ctrl-C waits for the answer in flight and keeps the file complete.")
+                   "indices and values for topk, of row, label and level for bucket). Checked before the first "
+                   "query, replaced once a row is answered; Ctrl-C waits for the answer in flight and keeps the "
+                   "file complete.")
 @key_option
 @json_option
 @handle_errors

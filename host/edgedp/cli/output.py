@@ -50,45 +50,66 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-def _open(path: Path, mode: str) -> IO:
-    try:
-        return open(path, mode)
-    except OSError as exc:
-        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 class OutputError(OSError):
     """The output file cannot be written: the stream stops before the next charge."""
 
 
-class JsonlSink:
-    """One JSON line per row (answers and refusals), flushed as it arrives."""
+class _OutputFile:
+    """The output file: checked (opened for appending, so nothing is truncated) before the first
+    query, replaced only when the first row's outcome arrives. A command that ends before any
+    row leaves an existing file as it was, and creates none."""
 
-    def __init__(self, path: Path, dumps: Callable[[dict], str]):
-        self.path, self.saved, self._dumps = path, 0, dumps
-        self._f = _open(path, "w")
-
-    def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
+    def __init__(self, path: Path, binary: bool):
+        self.path, self._file_mode, self.saved = path, "w+b" if binary else "w", 0
+        existed = path.exists()
         try:
-            self._f.write(self._dumps(record) + "\n")
-            self._f.flush()
+            open(path, "ab").close()
         except OSError as exc:
-            raise OutputError(f"cannot write {self.path} ({exc.strerror or exc}): stopped before the next "
-                              f"query; {self.saved} answers are in it") from None
-        self.saved += answer is not None
+            raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+        self._created = not existed
+        self._f: IO | None = None
+
+    def file(self) -> IO:
+        if self._f is None:
+            self._f = open(self.path, self._file_mode)
+        return self._f
+
+    def failed(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write {self.path} ({exc.strerror or exc}): stopped before the next query; "
+                           f"{self.saved} answers are in it")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self._f.close()
+            if self._f is not None:
+                self._f.close()
+            elif self._created:
+                self.path.unlink()
 
 
-class NpySink:
+class JsonlSink(_OutputFile):
+    """One JSON line per row (answers and refusals), flushed as it arrives."""
+
+    def __init__(self, path: Path, dumps: Callable[[dict], str]):
+        super().__init__(path, binary=False)
+        self._dumps = dumps
+
+    def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
+        try:
+            f = self.file()
+            f.write(self._dumps(record) + "\n")
+            f.flush()
+        except OSError as exc:
+            raise self.failed(exc) from None
+        self.saved += answer is not None
+
+
+class NpySink(_OutputFile):
     """A .npy that holds every answer so far: rows are appended, then the header's count is rewritten
     (its length is fixed, so a file cut at any point is a valid array of the answers before it)."""
 
     def __init__(self, path: Path, mode: Mode, max_rows: int):
-        self.path, self.saved, self._mode, self._max = path, 0, mode, max_rows
-        self._f = _open(path, "wb")
+        super().__init__(path, binary=True)
+        self._mode, self._max = mode, max_rows
         self._dtype: np.dtype | None = None
         self._inner: tuple[int, ...] = ()
         self._header_len = 0
@@ -106,31 +127,31 @@ class NpySink:
 
     def _start(self, first: np.ndarray) -> None:
         self._dtype, self._inner = first.dtype, first.shape[1:]
-        self._f.write(self._header(0))
+        self.file().write(self._header(0))
 
     def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
-        if answer is None:
-            return
-        arr = released_array(self._mode, [(row, answer)])
         try:
+            f = self.file()  # a refusal too: the command has begun, the old file is replaced
+            if answer is None:
+                return
+            arr = released_array(self._mode, [(row, answer)])
             if self._dtype is None:
                 self._start(arr)
-            self._f.seek(0, 2)
-            self._f.write(arr.astype(self._dtype).tobytes())
-            self._f.seek(0)
-            self._f.write(self._header(self.saved + 1))
-            self._f.flush()
+            f.seek(0, 2)
+            f.write(arr.astype(self._dtype).tobytes())
+            f.seek(0)
+            f.write(self._header(self.saved + 1))
+            f.flush()
         except OSError as exc:
-            raise OutputError(f"cannot write {self.path} ({exc.strerror or exc}): stopped before the next "
-                              f"query; {self.saved} answers are in it") from None
+            raise self.failed(exc) from None
         self.saved += 1
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            if self._dtype is None:  # no answer: an empty array of the mode's type
+            if self._f is not None and self._dtype is None:  # rows, but no answer: an empty array
                 self._start(released_array(self._mode, []))
                 self._f.flush()
-            self._f.close()
+        super().close()
 
 
 def open_sink(path: Path, mode: Mode, max_rows: int, dumps: Callable[[dict], str]) -> Sink:
