@@ -12,11 +12,12 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test provision clean FORCE
+.PHONY: help setup firmware host demo test test-fast provision clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
 	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
+	@echo "make test-fast - the tests that need no emulator and no training (about a minute)"
 	@echo "make setup | firmware | host | clean"
 	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
@@ -129,9 +130,14 @@ demo: setup firmware
 # pytest runs on every core (pytest-xdist, whole files per worker: the QEMU and native
 # fixtures are per file or per worker); the Robot suite follows on QEMU.
 PYTEST_WORKERS ?= $(shell nproc)
+# -rs lists every skipped test with its reason.
 test: setup firmware host
-	$(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(VENV)/bin/python -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
+
+# Folders python, docs, native and firmware (CONTRIBUTING.md), without the slow marker.
+test-fast: setup firmware host
+	$(VENV)/bin/python -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile -m "not hil and not analysis and not slow"
 
 clean:
 	rm -rf build

@@ -1,6 +1,9 @@
-"""Shared fixtures: builds, the test key, a native device, and one QEMU per session."""
+"""Shared fixtures (builds, the test key, a native device, one QEMU per session) and the
+markers every test gets from the folder it is in (CONTRIBUTING.md says which folder a test
+goes in)."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +17,29 @@ from edgedp.device.targets.qemu import QemuTarget
 from edgedp.mech.lattice import MICRO
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
 TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
 DAY = 86400
+
+
+# Folder -> what its tests need; the folder's name is also the marker (pyproject.toml lists them).
+FOLDERS = {
+    "python": "Python only: no compiler, no firmware, no emulator",
+    "docs": "the documentation against the code",
+    "native": "the C core built natively (host gcc, ASan/UBSan)",
+    "firmware": "the ARM images (arm-none-eabi-gcc), run in Unicorn or inspected; no emulator",
+    "hil": "the firmware in an emulator (QEMU; Renode where installed) over a TCP serial link",
+    "analysis": "analysis and training (scikit-learn, JAX, dp-accounting)",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(TESTS).parts
+        if len(parts) < 2 or parts[0] not in FOLDERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in one of tests/{{{','.join(FOLDERS)}}}/ "
+                                    "(CONTRIBUTING.md)")
+        item.add_marker(parts[0])
 
 
 def make(*targets: str) -> None:
@@ -73,6 +97,15 @@ def host_device(native_builds: None, tmp_path: Path) -> Iterator[HostDevice]:
     yield h
     code = h.stop()
     assert code in (None, 0), f"native device exited with {code} (sanitizer report above?)"
+
+
+@pytest.fixture(scope="session")
+def qemu_elf() -> Path:
+    """The QEMU test image (also what Unicorn runs in tests/firmware)."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("arm-none-eabi-gcc is not installed (make setup)")
+    from edgedp.device.targets.qemu import ensure_image
+    return ensure_image("qemu")
 
 
 @pytest.fixture(scope="session")

@@ -51,7 +51,7 @@ static void p_uart(void *c, const uint8_t *b, size_t n)
     out_len += n;
 }
 
-static void p_tick_unit(void *c, uint32_t *hz, uint8_t *kind) { (void)c; *hz = 1; *kind = EDP_TICK_HOST; }
+static void p_tick_unit(void *c, uint32_t *hz, uint8_t *kind) { (void)c; *hz = 1; *kind = EDP_TICK_HOST_NS; }
 
 static const edp_port_t port = {
     .entropy = p_entropy,

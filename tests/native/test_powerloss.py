@@ -71,9 +71,10 @@ def test_bit_flips_in_either_slot(host_device, slot: int) -> None:
     dev = host_device.start()
     info = dev.info()
     after, _ = spent(dev)
-    # Five commits alternate slots 1,0,1,0,1 (first commit of a blank store is slot 0 at boot).
-    assert info.store in ("loaded", "recovered")
-    assert after >= before - 0, "a damaged slot rolled the spend back"
+    # Either damaged copy is detected (CRC), reported, and the spend comes back from the other copy
+    # and the flash high-water log: never below what was spent, whichever slot held the newest record.
+    assert info.store == "recovered"
+    assert after >= before, "a damaged slot rolled the spend back"
 
 
 def test_both_slots_destroyed_fails_closed(host_device) -> None:

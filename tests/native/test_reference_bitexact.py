@@ -11,6 +11,7 @@ from edgedp.mech.reference import ReferenceDevice
 pytestmark = pytest.mark.native
 
 
+@pytest.mark.slow  # 10,000 sanitized round trips
 def test_ten_thousand_varied_queries_bit_exact(host_device, test_key: bytes) -> None:
     dev = host_device.start()
     res = replay(dev, test_key, 10_000, seed=7, progress=False)

@@ -191,7 +191,7 @@ static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
 {
     (void)ctx;
     *hz = 1000000000u;
-    *kind = EDP_TICK_HOST;
+    *kind = EDP_TICK_HOST_NS;
 }
 
 static const edp_flash_t flash = {

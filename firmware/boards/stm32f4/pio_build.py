@@ -3,7 +3,7 @@
 firmware/sources.mk is the one description of what the images are built
 from; the top-level Makefile includes it and this script reads it, so
 `pio run` compiles the sources `make build/stm32f4/edgedp.elf` compiles, with
-the same flags. tests/test_boards_files.py checks the two against `make -n`.
+the same flags. tests/python/test_board_files.py checks the two against `make -n`.
 
 platformio.ini runs this file twice (PlatformIO's "launch types"); the stage
 is told apart by whether PlatformIO's project environment ``projenv`` exists:

@@ -4,7 +4,7 @@
 /* Instruction constants (deadline.h). The draw and refill ones are at least
  * twice the longest paths that host/edgedp/bench/deadline.py measures on the
  * compiled image (at the time of writing: a draw 467 + product + less_than, 2,235 with 6
- * chunks; a refill 3,191), checked by tests/bench/test_deadline.py; the
+ * chunks; a refill 3,191), checked by tests/firmware/test_deadline.py; the
  * request's parts are checked there against whole windows. */
 #define DL_DRAW_BASE 1000u      /* sampler loop pass, tier-1 acceptance, tie, tail round */
 #define DL_DRAW_PER_CHUNK 240u  /* exact acceptance: less_than over 2 limbs per chunk */

@@ -17,7 +17,7 @@ EDP_STATIC_ASSERT(rx_holds_response, EDP_WIRE_MAX >= EDP_COBS_MAX(EDP_FRAME_MAX)
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
     size_t n = strlen(s);
-    if (n > 32) n = 32;
+    if (n > EDP_INFO_TEXT_MAX) n = EDP_INFO_TEXT_MAX;
     *o++ = (uint8_t)n;
     memcpy(o, s, n);
     return o + n;
@@ -104,9 +104,9 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     d->flog_ok = !port->flash || edp_flog_open(&d->flog, port->flash) >= 0;
     d->store_state = (uint8_t)edp_store_load(port, &d->rec, &d->slot);
     d->store_ok = d->store_state == EDP_STORE_LOADED;
-    if (d->store_state != EDP_STORE_LOADED && d->store_state != EDP_STORE_TORN) default_record(&d->rec);
+    if (d->store_state != EDP_STORE_LOADED && d->store_state != EDP_STORE_RECOVERED) default_record(&d->rec);
     if (port->flash && d->flog_ok) mark_restore(d);
-    if (d->store_state == EDP_STORE_TORN) {
+    if (d->store_state == EDP_STORE_RECOVERED) {
         /* The damaged slot may hold a newer commit whose answer was sent: count
          * one more query against both budgets (over-count, never under-count). */
         edp_budget_charge(&d->rec.budget, d->rec.mech.eps_micro);
@@ -146,14 +146,14 @@ static int ensure_plan(edp_device_t *d, uint32_t k)
 static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg, uint32_t *k)
 {
     uint32_t i, nonfinite = 0;
-    if (n < 4) return EDP_ERR_LEN;
+    if (n < EDP_VECTOR_HEAD) return EDP_ERR_LEN;
     *mode = b[0];
     *arg = b[1];
     *k = edp_rd16(b + 2);
     if (*k < 1 || *k > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
-    if (n != 4 + 4 * (size_t)*k) return EDP_ERR_LEN;
+    if (n != EDP_VECTOR_HEAD + EDP_VALUE_BYTES * (size_t)*k) return EDP_ERR_LEN;
     for (i = 0; i < *k; i++) {
-        const uint32_t v = edp_rd32(b + 4 + 4 * i);
+        const uint32_t v = edp_rd32(b + EDP_VECTOR_HEAD + EDP_VALUE_BYTES * i);
         /* NaN and Inf have an all-ones exponent: then adding 1 to it sets bit 31. */
         nonfinite |= (v & 0x7F800000u) + 0x00800000u;
         memcpy(&d->xin[i], &v, 4);
@@ -199,7 +199,7 @@ static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
     t0 = d->port->ticks(d->port->ctx);
     edp_mech_quantize(plan, x, d->work);
     edp_mech_noise(plan, &d->drbg, d->work);
-    len = edp_mech_output(plan, mode, arg, d->work, *o + 16 + elen, EDP_BODY_MAX - 16 - elen);
+    len = edp_mech_output(plan, mode, arg, d->work, *o + EDP_QUERY_HEAD + elen, EDP_BODY_MAX - EDP_QUERY_HEAD - elen);
     t1 = d->port->ticks(d->port->ctx);
     if (len < 0) return len;
     *o = edp_wr64(*o, edp_budget_remaining(&d->rec.budget));
@@ -285,8 +285,8 @@ static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     int err = infer(d, b, n, &mode, &arg, &y, &ticks);
     if (err) return err;
     if ((err = charge(d, &d->infer_plan, mode, arg))) return err;
-    edp_wr32(*o + 16, EDP_REPORT_TICKS ? ticks : 0);
-    return release(d, &d->infer_plan, y, mode, arg, 4, o);
+    edp_wr32(*o + EDP_QUERY_HEAD, EDP_REPORT_TICKS ? ticks : 0);
+    return release(d, &d->infer_plan, y, mode, arg, EDP_INFER_TICKS, o);
 }
 
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
@@ -347,7 +347,7 @@ static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     edp_mech_config_t c;
     uint32_t k, count, i;
     int err;
-    if (n != 13) return EDP_ERR_LEN;
+    if (n != EDP_SAMPLE_REQUEST) return EDP_ERR_LEN;
     c.eps_micro = edp_rd32(b);
     c.sensitivity = edp_rdf(b + 4);
     k = edp_rd16(b + 8);
@@ -355,7 +355,7 @@ static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     c.m = (int8_t)b[12];
     c.lo = 0.0f;
     c.hi = 1.0f;
-    if (count > EDP_MAX_CLASSES) return EDP_ERR_BAD_VALUE;
+    if (count > EDP_SAMPLE_MAX) return EDP_ERR_BAD_VALUE;
     if (!d->entropy_ok) return EDP_ERR_ENTROPY;
     d->plan_valid = 0;
     if ((err = edp_mech_prepare(&d->plan, &c, k))) return err;
@@ -372,10 +372,10 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     float scale;
     int err;
     if (!d->naive) return EDP_ERR_UNKNOWN;
-    if (n < 4) return EDP_ERR_LEN;
+    if (n < EDP_NAIVE_SCALE) return EDP_ERR_LEN;
     scale = edp_rdf(b);
     if (!(scale > 0.0f)) return EDP_ERR_BAD_VALUE;
-    if ((err = parse_vector(d, b + 4, n - 4, &mode, &arg, &k)) || (err = edp_mech_mode_check(mode, arg, k)))
+    if ((err = parse_vector(d, b + EDP_NAIVE_SCALE, n - EDP_NAIVE_SCALE, &mode, &arg, &k)) || (err = edp_mech_mode_check(mode, arg, k)))
         return err;
     t0 = d->port->ticks(d->port->ctx);
     d->naive(d->xin, d->yout, k, scale);
@@ -412,7 +412,7 @@ static int cmd_budget(edp_device_t *d, uint8_t **o)
     int have_day = today(d, &day) == EDP_OK;
     if (have_day) edp_budget_roll(&b, day);
     *o = edp_wr32(*o, b.day);
-    *o = edp_wr32(*o, have_day ? day : 0xFFFFFFFFu);
+    *o = edp_wr32(*o, have_day ? day : EDP_NO_DAY);
     *o = edp_wr64(*o, b.daily_cap);
     *o = edp_wr64(*o, b.daily_spent);
     *o = edp_wr64(*o, b.lifetime_cap);
@@ -434,7 +434,7 @@ static int cmd_budget(edp_device_t *d, uint8_t **o)
 static int authenticate(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
                         const uint8_t **payload, size_t *plen, uint64_t *counter)
 {
-    static const uint8_t prefix[4] = {'E', 'D', 'P', '2'};
+    static const uint8_t prefix[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
     const uint8_t *key;
     uint8_t tag[32], t8 = (uint8_t)type;
     edp_hmac_t h;
@@ -444,7 +444,7 @@ static int authenticate(edp_device_t *d, uint32_t type, const uint8_t *b, size_t
     if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
     *plen = n - EDP_AUTH_COUNTER - EDP_AUTH_TAG;
     edp_hmac_init(&h, key, 32);
-    edp_hmac_update(&h, prefix, 4);
+    edp_hmac_update(&h, prefix, EDP_AUTH_DOMAIN_LEN);
     edp_hmac_update(&h, &t8, 1);
     edp_hmac_update(&h, d->nonce, EDP_AUTH_NONCE);
     edp_hmac_update(&h, b, EDP_AUTH_COUNTER + *plen);
@@ -470,7 +470,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
     next.auth_counter = counter;
     switch (type) {
     case EDP_T_CONFIG:
-        if (plen != 36) return EDP_ERR_LEN;
+        if (plen != EDP_CONFIG_PAYLOAD) return EDP_ERR_LEN;
         next.mech.eps_micro = edp_rd32(p);
         next.budget.daily_cap = edp_rd64(p + 4);
         next.budget.lifetime_cap = edp_rd64(p + 12);
@@ -481,7 +481,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
         if ((err = edp_mech_config_check(&next.mech))) return err;
         break;
     case EDP_T_SET_TIME:
-        if (plen != 8) return EDP_ERR_LEN;
+        if (plen != EDP_SET_TIME_PAYLOAD) return EDP_ERR_LEN;
         secs = edp_rd64(p);
         break;
     case EDP_T_RESET_BUDGET:
@@ -490,7 +490,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
         break;
     case EDP_T_TEST_SEED:
         if (!EDP_TEST_BUILD) return EDP_ERR_UNKNOWN;
-        if (plen != 32) return EDP_ERR_LEN;
+        if (plen != EDP_SEED_BYTES) return EDP_ERR_LEN;
         break;
     default:
         return EDP_ERR_UNKNOWN;
@@ -517,7 +517,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
  * make it sign a future one). */
 static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
 {
-    static const uint8_t prefix[4] = {'E', 'D', 'P', 'C'};
+    static const uint8_t prefix[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_CHALLENGE;
     const uint8_t *key;
     edp_hmac_t h;
     uint8_t *start = *o;
@@ -529,7 +529,7 @@ static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
     memcpy(*o, d->nonce, EDP_AUTH_NONCE);
     *o = edp_wr64(*o + EDP_AUTH_NONCE, d->rec.auth_counter);
     edp_hmac_init(&h, key, 32);
-    edp_hmac_update(&h, prefix, 4);
+    edp_hmac_update(&h, prefix, EDP_AUTH_DOMAIN_LEN);
     edp_hmac_update(&h, start, (size_t)(*o - start));
     edp_hmac_final(&h, *o);
     *o += EDP_AUTH_TAG;
@@ -550,7 +550,7 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     o = edp_frame_response(d->tx, fr.type, fr.seq);
     switch (fr.type) {
     case EDP_T_PING:
-        if (n > 64) { err = EDP_ERR_LEN; break; }
+        if (n > EDP_PING_MAX) { err = EDP_ERR_LEN; break; }
         memcpy(o, f, n);
         o += n;
         err = EDP_OK;

@@ -3,15 +3,13 @@
 #include "arch/arch.h"
 #include "util.h"
 
-#define DLAP_EXP_TERMS 24
-#define DLAP_MIN_TAIL (1.0 / 1048576.0)  /* stop adding alias values once q^w < 2^-20 */
 #define DLAP_LIMBS (2 * EDP_DLAP_MAX_CHUNKS)
 
 EDP_NOINLINE double edp_exp_neg(double x)
 {
     double r = 1.0;
     int n;
-    for (n = DLAP_EXP_TERMS; n > 0; n--) r = 1.0 - x * r / (double)n;
+    for (n = EDP_DLAP_EXP_TERMS; n > 0; n--) r = 1.0 - x * r / (double)n;
     return r;
 }
 
@@ -175,7 +173,7 @@ static void alias_masses(edp_dlap_t *d, double inv_t)
     q = edp_exp_neg(pow2 * inv_t);
     one_minus_q = 1.0 - q;
     qp = q;
-    for (w = 1; w < EDP_DLAP_ALIAS_N - 1 && qp >= DLAP_MIN_TAIL; w++) {
+    for (w = 1; w < EDP_DLAP_ALIAS_N - 1 && qp >= EDP_DLAP_MIN_TAIL; w++) {
         uint64_t m = threshold64(one_minus_q * qp);
         d->keep[w] = split(m);
         rest -= m;

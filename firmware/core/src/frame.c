@@ -10,13 +10,13 @@ int edp_frame_parse(uint8_t *f, size_t n, edp_frame_t *out)
     out->seq = 0;
     out->body = f;
     out->len = 0;
-    if (n < 4) return EDP_ERR_LEN;
+    if (n < EDP_FRAME_HEADER) return EDP_ERR_LEN;
     out->type = f[1];
     out->seq = edp_rd16(f + 2);
     if (n < EDP_FRAME_OVERHEAD) return EDP_ERR_LEN;
-    if (edp_rd32(f + n - 4) != edp_crc32(0, f, n - 4)) return EDP_ERR_CRC;
+    if (edp_rd32(f + n - EDP_FRAME_CRC) != edp_crc32(0, f, n - EDP_FRAME_CRC)) return EDP_ERR_CRC;
     if (f[0] != EDP_PROTO_VERSION) return EDP_ERR_VERSION;
-    out->body = f + 4;
+    out->body = f + EDP_FRAME_HEADER;
     out->len = n - EDP_FRAME_OVERHEAD;
     return EDP_OK;
 }
@@ -43,5 +43,5 @@ void edp_frame_send(uint8_t *tx, size_t len, uint8_t *wire,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx)
 {
     edp_wr32(tx + len, edp_crc32(0, tx, len));
-    write(ctx, wire, edp_cobs_encode(tx, len + 4, wire));
+    write(ctx, wire, edp_cobs_encode(tx, len + EDP_FRAME_CRC, wire));
 }

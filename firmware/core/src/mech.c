@@ -8,8 +8,6 @@
 
 #include <string.h>
 
-#define LATTICE_LIMIT 16777216.0f  /* 2^24: y * g exact in float32 */
-
 static int finite_f(float v)
 {
     return v == v && v - v == 0.0f;
@@ -20,7 +18,7 @@ int edp_mech_config_check(const edp_mech_config_t *c)
     if (c->eps_micro == 0) return EDP_ERR_BAD_VALUE;
     if (!finite_f(c->lo) || !finite_f(c->hi) || !(c->lo < c->hi)) return EDP_ERR_BAD_VALUE;
     if (!finite_f(c->sensitivity) || !(c->sensitivity > 0.0f)) return EDP_ERR_BAD_VALUE;
-    if (c->m != EDP_M_AUTO && (c->m < -30 || c->m > 30)) return EDP_ERR_BAD_VALUE;
+    if (c->m != EDP_M_AUTO && (c->m < EDP_M_MIN || c->m > EDP_M_MAX)) return EDP_ERR_BAD_VALUE;
     return EDP_OK;
 }
 
@@ -48,9 +46,9 @@ static int32_t floor_f(float v)
  * (lattice.auto_exponent). */
 static int32_t auto_exponent(uint32_t k, double sens)
 {
-    double limit = sens / 256.0;
+    double limit = sens / EDP_M_AUTO_SLACK;
     int32_t m;
-    for (m = -30; m < 30 && (double)k * pow2d(-m) > limit; m++) {
+    for (m = EDP_M_MIN; m < EDP_M_MAX && (double)k * pow2d(-m) > limit; m++) {
     }
     return m;
 }
@@ -68,7 +66,8 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     p->scale = (float)pow2d(m);
     slo = c->lo * p->scale;
     shi = c->hi * p->scale;
-    if (!(slo > -LATTICE_LIMIT && slo < LATTICE_LIMIT && shi > -LATTICE_LIMIT && shi < LATTICE_LIMIT))
+    if (!(slo > -EDP_MECH_LATTICE_LIMIT && slo < EDP_MECH_LATTICE_LIMIT && shi > -EDP_MECH_LATTICE_LIMIT &&
+          shi < EDP_MECH_LATTICE_LIMIT))
         return EDP_ERR_BAD_VALUE;
     p->ylo = ceil_f(slo);
     p->yhi = floor_f(shi);

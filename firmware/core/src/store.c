@@ -76,7 +76,7 @@ int edp_store_load(const edp_port_t *port, edp_record_t *r, uint32_t *slot)
     else s = ok[1] ? 1 : 0;
     *r = cand[s];
     *slot = s;
-    return !ok[s ^ 1u] && written[s ^ 1u] ? EDP_STORE_TORN : EDP_STORE_LOADED;
+    return !ok[s ^ 1u] && written[s ^ 1u] ? EDP_STORE_RECOVERED : EDP_STORE_LOADED;
 }
 
 int edp_store_commit(const edp_port_t *port, edp_record_t *r, uint32_t *slot)

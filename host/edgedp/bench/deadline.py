@@ -16,7 +16,7 @@ on the compiled image under Unicorn, what those constants must cover:
 - ``prepare``: edp_mech_prepare at a configuration with the most chunks.
 
 ``draw_bound(nchunks)`` adds them up: the longest draw, DRBG refills excluded. The test
-(tests/bench/test_deadline.py) checks that deadline.c's constants are at least these figures.
+(tests/firmware/test_deadline.py) checks that deadline.c's constants are at least these figures.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ the 168 MHz core clock of that virtual time, so with shift = 3 (the ``qemu`` tar
 
 The conversion is checked against a loop of known length: the DP step of the same ELF,
 fed the same frames from the same boot state, executed instruction by instruction in
-Unicorn (:mod:`edgedp.bench.trace`), whose count is exact (``tests/bench/test_conversion_hil.py``; a loop of
+Unicorn (:mod:`edgedp.bench.trace`), whose count is exact (``tests/hil/test_conversion_hil.py``; a loop of
 200,000 instructions read 268,804 ticks under QEMU 7.2). Counts are instructions, not cycles:
 QEMU charges every instruction the same time (cycle estimates come from the trace).
 

@@ -22,7 +22,7 @@ from .exit_codes import ExitCode
 class Entry:
     module: str   # edgedp.cli.<module>
     attr: str     # the click command in it
-    summary: str  # how its help starts (tests/unit/test_cli_light.py keeps them equal)
+    summary: str  # how its help starts (tests/python/test_cli_light.py keeps them equal)
     extra: str = ""  # the pip extra its imports need, if any
 
 

@@ -7,14 +7,14 @@
 from __future__ import annotations
 
 import contextlib
-import struct
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from ..mech.modes import Mode
+from .. import schema as S
+from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
 from .errors import DeviceError, ErrorCode, TransportError
@@ -132,7 +132,7 @@ class Device:
 
     def infer_local(self, x: np.ndarray) -> tuple[int, int]:
         """The model's local path (test builds): (argmax of the raw output, crc32 of its float32 bytes)."""
-        _, label, crc = struct.unpack("<HHI", self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(0))))
+        _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
         return label, crc
 
     def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
@@ -153,7 +153,7 @@ class Device:
 
     def local(self, x: np.ndarray) -> P.LocalAnswer:
         """Run the on-device local path (test builds): label and CRC-32 of the raw lattice vector."""
-        return P.LocalAnswer.parse(self.request(P.LOCAL, P.pack_vector(x, Mode(0))))
+        return P.LocalAnswer.parse(self.request(P.LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
 
     def sample(self, req: P.SampleRequest) -> P.SampleAnswer:
         """Raw noise samples (test builds), at most ``P.MAX_SAMPLES`` per request."""
@@ -193,7 +193,7 @@ class Device:
         return self.admin(P.CONFIG, P.config_payload(cfg, caps), key, counter)
 
     def set_time(self, key: bytes, unix_seconds: int) -> int:
-        return self.admin(P.SET_TIME, struct.pack("<Q", unix_seconds), key)
+        return self.admin(P.SET_TIME, S.SET_TIME_PAYLOAD_FMT.pack(unix_seconds), key)
 
     def reset_budget(self, key: bytes) -> int:
         return self.admin(P.RESET_BUDGET, b"", key)

@@ -1,28 +1,11 @@
 """Device error codes and the one exception type the host raises for them."""
 from __future__ import annotations
 
-from enum import IntEnum
+from ..schema import ErrorCode
 
 
-class ErrorCode(IntEnum):
-    """Positive wire values of the firmware's EDP_ERR_* (firmware/core/include/edgedp/error.h)."""
-
-    ERR_CRC = 1
-    ERR_LEN = 2
-    ERR_VERSION = 3
-    ERR_UNKNOWN = 4
-    ERR_BAD_VALUE = 5
-    ERR_BUDGET = 6
-    ERR_ENTROPY = 7
-    ERR_TIME = 8
-    ERR_AUTH = 9
-    ERR_REPLAY = 10
-    ERR_STORE = 11
-    ERR_NO_MODEL = 12
-    ERR_TIMING = 13
-
-
-MEANING = {
+MEANING: dict[ErrorCode, str] = {
+    # one line per code of the schema (tests/unit/test_schema.py checks that none is missing)
     ErrorCode.ERR_CRC: "frame CRC mismatch or undecodable COBS",
     ErrorCode.ERR_LEN: "frame or body has the wrong length",
     ErrorCode.ERR_VERSION: "protocol version not supported by the device",

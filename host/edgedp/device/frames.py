@@ -1,14 +1,16 @@
 """Frame codec: COBS + CRC-32, 0x00 delimited (docs/protocol.md)."""
 from __future__ import annotations
 
-import struct
 import zlib
 from dataclasses import dataclass
 
 from cobs import cobs
 
-VERSION = 1
-HEADER = struct.Struct("<BBH")
+from .. import schema as S
+
+VERSION = S.PROTO_VERSION
+HEADER = S.FRAME_HEADER_FMT
+CRC = S.FRAME_CRC_FMT
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class FrameError(ValueError):
 def encode(type_: int, seq: int, body: bytes = b"", version: int = VERSION) -> bytes:
     """Wire bytes of one frame, including the trailing 0x00."""
     raw = HEADER.pack(version, type_, seq & 0xFFFF) + body
-    raw += struct.pack("<I", zlib.crc32(raw))
+    raw += CRC.pack(zlib.crc32(raw))
     return cobs.encode(raw) + b"\x00"
 
 
@@ -36,13 +38,13 @@ def decode(chunk: bytes) -> Frame:
         raw = cobs.decode(chunk)
     except cobs.DecodeError as exc:
         raise FrameError(f"bad COBS: {exc}") from None
-    if len(raw) < 8:
+    if len(raw) < S.FRAME_OVERHEAD:
         raise FrameError(f"frame of {len(raw)} bytes is too short")
-    (crc,) = struct.unpack_from("<I", raw, len(raw) - 4)
-    if crc != zlib.crc32(raw[:-4]):
+    (crc,) = CRC.unpack_from(raw, len(raw) - CRC.size)
+    if crc != zlib.crc32(raw[:-CRC.size]):
         raise FrameError("CRC mismatch")
     version, type_, seq = HEADER.unpack_from(raw)
-    return Frame(version, type_, seq, bytes(raw[4:-4]))
+    return Frame(version, type_, seq, bytes(raw[HEADER.size:-CRC.size]))
 
 
 class FrameReader:

@@ -1,39 +1,44 @@
-"""The wire schema (docs/protocol.md): frame types and every request and response body, typed.
+"""Every request and response body, typed (docs/protocol.md).
 
-Each body mirrors a C struct or handler of firmware/core (``MechConfig`` is
-``edp_mech_config_t``, ``Caps`` the caps of ``edp_budget_t``). ``pack`` functions check
-sizes before they build a request (k, count, PING length), and every ``parse`` checks the
-body's length before it reads, so a short or long answer raises ``TransportError``
-instead of decoding garbage. Amounts of epsilon are integers in micro-epsilon
+Frame types, sizes and layouts come from ``edgedp.schema``, generated from the firmware's
+headers (``python -m edgedp.schema_gen``); this module gives them types. Each body mirrors a
+C struct or handler of firmware/core (``MechConfig`` is ``edp_mech_config_t``, ``Caps`` the
+caps of ``edp_budget_t``). ``pack`` functions check sizes before they build a request (k,
+count), and every ``parse`` checks the body's length before it reads, so a short or long
+answer raises ``TransportError`` instead of decoding garbage. Amounts of epsilon are integers in micro-epsilon
 (``mech.lattice.MICRO``) everywhere here; float epsilon exists only at the command line.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
-import struct
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import schema as S
 from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice, to_epsilon
-from ..mech.modes import MODE_BUCKET, MODE_LABEL, MODE_TOPK, Mode, Released
+from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_TOPK, Mode, Released
+from ..schema import FrameType, StoreState, TickKind
 from .errors import TransportError
 
-PING, INFO, BUDGET = 0x01, 0x02, 0x03
-QUERY, LOCAL, SAMPLE, NAIVE = 0x10, 0x11, 0x12, 0x13
-INFER, INFER_LOCAL = 0x14, 0x15
-CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, CHALLENGE = 0x20, 0x21, 0x22, 0x23, 0x24
-ERROR, RESPONSE = 0x7F, 0x80
+T = FrameType
+PING, INFO, BUDGET, QUERY, LOCAL, SAMPLE, NAIVE = T.PING, T.INFO, T.BUDGET, T.QUERY, T.LOCAL, T.SAMPLE, T.NAIVE
+INFER, INFER_LOCAL, CHALLENGE, ERROR, RESPONSE = T.INFER, T.INFER_LOCAL, T.CHALLENGE, T.ERROR, T.RESPONSE
+CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = T.CONFIG, T.SET_TIME, T.RESET_BUDGET, T.TEST_SEED
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
-M_AUTO = -128
-MAX_PING = 64
-MAX_SAMPLES = 1024
+M_AUTO = S.M_AUTO
+MAX_SAMPLES = S.SAMPLE_MAX
 """Most raw noise samples one SAMPLE request may ask for."""
-SEED_BYTES = 32
-TAG_BYTES = 32
-STORE_STATES = ("loaded", "fresh", "corrupt", "failed", "recovered")
-TICK_KINDS = ("systick", "dwt", "host-ns")
+SEED_BYTES = S.SEED_BYTES
+
+
+def _state_name(state: type[StoreState] | type[TickKind], v: int, what: str) -> str:
+    """The host's name of a device enum value: loaded, recovered, host-ns; TransportError if unknown."""
+    try:
+        return state(v).name.lower().replace("_", "-")
+    except ValueError:
+        raise TransportError(f"malformed {what} answer: unknown {state.__name__} {v}") from None
 
 
 def _sized(body: bytes, size: int, what: str, exact: bool = True) -> bytes:
@@ -83,7 +88,7 @@ class Caps:
     lifetime: int = 0
 
 
-CONFIG_FMT = struct.Struct("<IQQfffi")
+CONFIG_FMT = S.CONFIG_PAYLOAD_FMT
 
 
 def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
@@ -106,7 +111,7 @@ class Info:
     firmware_version: str
     board: str
 
-    FMT = struct.Struct("<BBBBHBBI")
+    FMT = S.INFO_HEAD_FMT
 
     @classmethod
     def parse(cls, b: bytes) -> "Info":
@@ -121,8 +126,9 @@ class Info:
             texts.append(b[off + 1: off + 1 + n].decode("ascii", errors="replace"))
             off += 1 + n
         _sized(b, off, "INFO")
-        return cls("test" if build else "production", "failed" if ent else "ok", STORE_STATES[store],
-                   bool(time_ok), maxk, TICK_KINDS[tick_kind], bool(store_ok), hz, texts[0], texts[1])
+        return cls("test" if build else "production", "failed" if ent else "ok", _state_name(StoreState, store, "INFO"),
+                   bool(time_ok), maxk, _state_name(TickKind, tick_kind, "INFO"), bool(store_ok), hz, texts[0],
+                   texts[1])
 
 
 @dataclass(frozen=True)
@@ -145,13 +151,13 @@ class Budget:
     sensitivity: float
     m: int | None
 
-    FMT = struct.Struct("<IIQQQQQQBBIfffi")
+    FMT = S.BUDGET_BODY_FMT
 
     @classmethod
     def parse(cls, b: bytes) -> "Budget":
         v = cls.FMT.unpack(_sized(b, cls.FMT.size, "BUDGET"))
-        return cls(v[0], None if v[1] == 0xFFFFFFFF else v[1], *v[2:8], STORE_STATES[v[8]], bool(v[9]),
-                   v[10], v[11], v[12], v[13], _m_host(v[14]))
+        return cls(v[0], None if v[1] == S.NO_DAY else v[1], *v[2:8], _state_name(StoreState, v[8], "BUDGET"),
+                   bool(v[9]), v[10], v[11], v[12], v[13], _m_host(v[14]))
 
     @property
     def config(self) -> MechConfig:
@@ -163,7 +169,7 @@ class Budget:
 
 
 # ---- queries -----------------------------------------------------------------------------
-VECTOR_HEAD = struct.Struct("<BBH")
+VECTOR_HEAD = S.VECTOR_HEAD_FMT
 
 
 def pack_vector(x: np.ndarray, mode: Mode) -> bytes:
@@ -226,8 +232,9 @@ class QueryResult:
             same(self.lattice, other.lattice) and same(self.indices, other.indices)
 
 
-QUERY_HEAD = struct.Struct("<QIbBH")
+QUERY_HEAD = S.QUERY_HEAD_FMT
 TOPK_ITEM = np.dtype([("i", "<u2"), ("v", "<i4")])
+assert TOPK_ITEM.itemsize == S.TOPK_ITEM
 
 
 def parse_query(b: bytes, mode: Mode) -> QueryResult:
@@ -237,23 +244,24 @@ def parse_query(b: bytes, mode: Mode) -> QueryResult:
         raise TransportError(f"malformed QUERY answer: mode {kind}, asked for {mode.kind}")
     p = b[QUERY_HEAD.size:]
     if mode.sends_values:
-        r = Released(lattice=np.frombuffer(_sized(p, 4 * k, "QUERY"), dtype="<i4")[None, :])
+        r = Released(lattice=np.frombuffer(_sized(p, S.VALUE_BYTES * k, "QUERY"), dtype="<i4")[None, :])
     elif kind == MODE_TOPK:
         rec = np.frombuffer(_sized(p, TOPK_ITEM.itemsize * min(mode.arg, k), "QUERY"), dtype=TOPK_ITEM)
         r = Released(lattice=rec["v"][None, :], indices=rec["i"][None, :], label=rec["i"][:1])
     elif kind == MODE_LABEL:
-        r = Released(label=np.frombuffer(_sized(p, 2, "QUERY"), dtype="<u2"))
+        r = Released(label=np.frombuffer(_sized(p, S.LABEL_BODY, "QUERY"), dtype="<u2"))
     else:
         assert kind == MODE_BUCKET
-        (lab, level) = struct.unpack("<HB", _sized(p, 3, "QUERY"))
+        (lab, level) = S.BUCKET_BODY_FMT.unpack(_sized(p, S.BUCKET_BODY, "QUERY"))
         r = Released(label=np.array([lab]), level=np.array([level]))
     return QueryResult.from_release(r, mode, m, k, remaining_micro=remaining, ticks=ticks)
 
 
 def parse_infer(b: bytes, mode: Mode) -> tuple[QueryResult, int]:
-    """An INFER answer: the QUERY layout with infer_ticks u32 after the 16-byte head."""
-    (infer_ticks,) = struct.unpack_from("<I", _sized(b, QUERY_HEAD.size + 4, "INFER", exact=False), 16)
-    return parse_query(b[:16] + b[20:], mode), infer_ticks
+    """An INFER answer: the QUERY layout with infer_ticks u32 after the query head."""
+    head, extra = S.QUERY_HEAD, S.INFER_TICKS
+    (infer_ticks,) = S.INFER_TICKS_FMT.unpack_from(_sized(b, head + extra, "INFER", exact=False), head)
+    return parse_query(b[:head] + b[head + extra:], mode), infer_ticks
 
 
 # ---- test-build commands -----------------------------------------------------------------
@@ -264,7 +272,7 @@ class LocalAnswer:
     label: int
     crc: int
 
-    FMT = struct.Struct("<HI")
+    FMT = S.LOCAL_BODY_FMT
 
     @classmethod
     def parse(cls, b: bytes) -> "LocalAnswer":
@@ -281,7 +289,7 @@ class SampleRequest:
     count: int
     m: int | None = None
 
-    FMT = struct.Struct("<IfHHb")
+    FMT = S.SAMPLE_REQUEST_FMT
 
     def pack(self) -> bytes:
         if not 0 <= self.count <= MAX_SAMPLES:
@@ -297,18 +305,18 @@ class SampleAnswer:
     J: int
     noise: np.ndarray
 
-    FMT = struct.Struct("<bBH")
+    FMT = S.SAMPLE_HEAD_FMT
 
     @classmethod
     def parse(cls, b: bytes) -> "SampleAnswer":
         m, J, n = cls.FMT.unpack_from(_sized(b, cls.FMT.size, "SAMPLE", exact=False))
-        _sized(b, cls.FMT.size + 4 * n, "SAMPLE")
+        _sized(b, cls.FMT.size + S.VALUE_BYTES * n, "SAMPLE")
         return cls(m, J, np.frombuffer(b, dtype="<i4", offset=cls.FMT.size).astype(np.int64))
 
 
 def naive_request(x: np.ndarray, scale: float) -> bytes:
     """NAIVE: scale f32 | vector (full mode)."""
-    return struct.pack("<f", scale) + pack_vector(x, Mode(0))
+    return S.NAIVE_SCALE_FMT.pack(scale) + pack_vector(x, Mode(MODE_FULL))
 
 
 @dataclass(frozen=True)
@@ -318,17 +326,17 @@ class NaiveAnswer:
     ticks: int
     outputs: np.ndarray
 
-    FMT = struct.Struct("<IH")
+    FMT = S.NAIVE_HEAD_FMT
 
     @classmethod
     def parse(cls, b: bytes) -> "NaiveAnswer":
         ticks, k = cls.FMT.unpack_from(_sized(b, cls.FMT.size, "NAIVE", exact=False))
-        _sized(b, cls.FMT.size + 4 * k, "NAIVE")
+        _sized(b, cls.FMT.size + S.VALUE_BYTES * k, "NAIVE")
         return cls(ticks, np.frombuffer(b, dtype="<f4", offset=cls.FMT.size))
 
 
 # ---- authenticated administration ----------------------------------------------------------
-ACK = struct.Struct("<Q")
+ACK = S.AUTH_COUNTER_FMT
 
 
 @dataclass(frozen=True)
@@ -341,20 +349,21 @@ class Challenge:
 
     @classmethod
     def parse(cls, b: bytes) -> "Challenge":
-        if len(b) != 56:
-            raise ValueError(f"a CHALLENGE answer is 56 bytes, got {len(b)}")
-        return cls(b[:16], struct.unpack_from("<Q", b, 16)[0], b[24:])
+        if len(b) != S.CHALLENGE_BODY:
+            raise ValueError(f"a CHALLENGE answer is {S.CHALLENGE_BODY} bytes, got {len(b)}")
+        return cls(*S.CHALLENGE_BODY_FMT.unpack(b))
 
     def authentic(self, key: bytes) -> bool:
         """True iff the tag is HMAC-SHA256(key, "EDPC" | nonce | counter)."""
-        want = hmac.new(key, b"EDPC" + self.nonce + struct.pack("<Q", self.counter), hashlib.sha256).digest()
+        msg = S.AUTH_DOMAIN_CHALLENGE + self.nonce + S.AUTH_COUNTER_FMT.pack(self.counter)
+        want = hmac.new(key, msg, hashlib.sha256).digest()
         return hmac.compare_digest(want, self.tag)
 
 
 def admin_body(type_: int, nonce: bytes, counter: int, payload: bytes, key: bytes) -> bytes:
     """counter u64 | payload | HMAC-SHA256(key, "EDP2" | type | nonce | counter | payload)."""
-    head = struct.pack("<Q", counter) + payload
-    tag = hmac.new(key, b"EDP2" + bytes([type_]) + nonce + head, hashlib.sha256).digest()
+    head = S.AUTH_COUNTER_FMT.pack(counter) + payload
+    tag = hmac.new(key, S.AUTH_DOMAIN_ADMIN + bytes([type_]) + nonce + head, hashlib.sha256).digest()
     return head + tag
 
 

@@ -13,34 +13,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
-EXP_TERMS = 24
+from .. import schema as S
+
+# The sampler's constants, from dlap.h through edgedp.schema (one source for both sides).
+EXP_TERMS = S.DLAP_EXP_TERMS
 """Horner terms of exp(-x) on [0, 1]; 1/25! < 2^-83, far below one ulp."""
-CHUNK_BITS = 4
+CHUNK_BITS = S.DLAP_CHUNK_BITS
 """The acceptance threshold of the low bits is a product of one 64-bit factor per 4-bit chunk."""
-MAX_J = 24
+MAX_J = S.DLAP_MAX_J
 """Largest floor(log2 t) (t < 2^25), keeps |noise| < 2^31 - 2^24."""
-LOW_SHIFT = 3
+LOW_SHIFT = S.DLAP_LOW_SHIFT
 """L = J - 3 uniform low bits: 2^L / t in (1/16, 1/8], so their acceptance is at least e^-1/8."""
-ALIAS_BITS = 6
-ALIAS_N = 1 << ALIAS_BITS
+ALIAS_BITS = S.DLAP_ALIAS_BITS
+ALIAS_N = S.DLAP_ALIAS_N
 """The high part W = G >> L comes from a 64-column alias table (63 values and a tail outcome)."""
-MAX_ACCEPT_BITS = 4
-MAX_KEEP_BITS = 4
-FIXED_BITS = 32
+MAX_ACCEPT_BITS = S.DLAP_MAX_ACCEPT_BITS
+MAX_KEEP_BITS = S.DLAP_MAX_KEEP_BITS
+FIXED_BITS = S.DLAP_FIXED_BITS
 """The fixed draw of one sample is at most 32 bits (one word of the 64-bit bit buffer)."""
-CAP_BITS = 69
+CAP_BITS = S.DLAP_CAP_BITS
 """Tail rounds: p^(rounds beyond the shift) <= 2^-69, so the cap adds at most 2^-66 of delta per
-coordinate (docs/privacy.md section 2; mirrors EDP_DLAP_CAP_BITS)."""
-Z_LIMIT = 2147483647.0 - 16777216.0
-"""|noise| must stay below 2^31 - 2^24 so that lattice value + noise fits int32 (EDP_DLAP_Z_LIMIT)."""
-MIN_TAIL = 2.0 ** -20
+coordinate (docs/privacy.md section 2)."""
+Z_LIMIT = S.DLAP_Z_LIMIT
+"""|noise| must stay below 2^31 - 2^24 so that lattice value + noise fits int32."""
+MIN_TAIL = S.DLAP_MIN_TAIL
 """The alias table stops adding values once q^w < 2^-20, so every mass is >= 2^-24 of the total."""
-MAX_CLASSES = 1024
-MICRO = 1_000_000
+MAX_CLASSES = S.MAX_CLASSES
+MICRO = S.MICRO
 """Micro-epsilon per epsilon: every epsilon on the device, the wire and in this package is an integer
 count of micro-epsilon (fixed point, no float accumulation); see ``to_micro``."""
-MAX_LATTICE = 1 << 24
+MAX_LATTICE = S.MECH_LATTICE_LIMIT
 """|lo|/g and |hi|/g must stay below 2^24 so that y*g is exact in float32."""
+M_MIN, M_MAX = S.M_MIN, S.M_MAX
+"""Lattice exponents m run M_MIN..M_MAX."""
 TWO64 = 18446744073709551616.0
 MASK64 = (1 << 64) - 1
 
@@ -74,9 +79,9 @@ def threshold64(p: float) -> int:
 
 def auto_exponent(k: int, sensitivity: float) -> int:
     """Smallest m with k * 2^-m <= sensitivity / 256 (mirrors auto_exponent in mech.c)."""
-    limit = float(np.float32(sensitivity)) / 256.0
-    m = -30
-    while m < 30 and float(k) * (2.0 ** -m) > limit:
+    limit = float(np.float32(sensitivity)) / S.M_AUTO_SLACK
+    m = M_MIN
+    while m < M_MAX and float(k) * (2.0 ** -m) > limit:
         m += 1
     return m
 
@@ -152,8 +157,8 @@ def make_lattice(k: int, epsilon_micro: int, sensitivity: float, lo: float, hi: 
         raise ConfigError("epsilon must be at least 1e-6")
     if m is None:
         m = auto_exponent(k, float(sens))
-    if not (-30 <= m <= 30):
-        raise ConfigError("lattice exponent outside -30..30")
+    if not (M_MIN <= m <= M_MAX):
+        raise ConfigError(f"lattice exponent outside {M_MIN}..{M_MAX}")
     scale = np.float32(2.0 ** m)
     slo, shi = np.float32(flo * scale), np.float32(fhi * scale)
     if not (abs(float(slo)) < MAX_LATTICE and abs(float(shi)) < MAX_LATTICE):

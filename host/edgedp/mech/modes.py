@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema import MAX_ROUND_DIGITS, MAX_TOPK, OutputMode
 from .lattice import Lattice
 
-MODE_FULL, MODE_TOPK, MODE_LABEL, MODE_BUCKET, MODE_ROUND, MODE_SIMPLEX = range(6)
-MODE_NAMES = {MODE_FULL: "full", MODE_TOPK: "topk", MODE_LABEL: "label",
-              MODE_BUCKET: "bucket", MODE_ROUND: "round", MODE_SIMPLEX: "simplex"}
+MODE_FULL, MODE_TOPK, MODE_LABEL = OutputMode.FULL, OutputMode.TOPK, OutputMode.LABEL
+MODE_BUCKET, MODE_ROUND, MODE_SIMPLEX = OutputMode.BUCKET, OutputMode.ROUND, OutputMode.SIMPLEX
+MODE_NAMES = {m: m.name.lower() for m in OutputMode}
 BUCKET_NAMES = ("low", "medium", "high")
-MAX_TOPK = 32
-MAX_ROUND_DIGITS = 6
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ import numpy as np
 
 from .spec import HEADS, Dense, DeviceModel, Net
 
-M_AUTO = -128
-
 
 def _f(v: np.float32) -> str:
     """A float32 as an exact C hex literal."""

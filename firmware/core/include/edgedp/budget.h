@@ -8,6 +8,8 @@
 #define EDGEDP_BUDGET_H
 #include <stdint.h>
 
+#define EDP_MICRO 1000000u  /* micro-epsilon per epsilon: every amount of epsilon is an integer of these */
+
 typedef struct {
     uint32_t day;             /* UTC days since 1970 of daily_spent */
     uint64_t daily_cap;       /* micro-epsilon per day */

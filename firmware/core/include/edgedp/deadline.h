@@ -33,7 +33,7 @@
  *    response's CRC and the encoding before the first UART write.
  * The instruction constants come from the compiled code (worst paths under
  * Unicorn: host/edgedp/bench/deadline.py) with a margin of at least 2;
- * tests/bench/test_deadline.py checks them against the image. They are an
+ * tests/firmware/test_deadline.py checks them against the image. They are an
  * engineering bound, not a proof: a change of compiler or code must pass
  * that test again. */
 #ifndef EDGEDP_DEADLINE_H
@@ -46,7 +46,7 @@
 #define EDP_DEADLINE_TAIL_BITS 40
 
 /* Instructions of edp_mech_prepare (the sampler's tables): at least twice the
- * longest measured (1.25 M, 6 chunks; tests/bench/test_deadline.py); charged
+ * longest measured (1.25 M, 6 chunks; tests/firmware/test_deadline.py); charged
  * only to the request that prepared a plan (a function of the configuration
  * and k). */
 #define EDP_DEADLINE_PREPARE 4000000u

@@ -31,6 +31,8 @@
 
 #include "edgedp/drbg.h"
 
+#define EDP_DLAP_EXP_TERMS        24   /* Horner terms of edp_exp_neg: 1/25! < 2^-83 */
+#define EDP_DLAP_MIN_TAIL         (1.0 / 1048576.0)  /* stop adding alias values once q^w < 2^-20 */
 #define EDP_DLAP_CHUNK_BITS       4
 #define EDP_DLAP_MAX_J            24   /* t < 2^25 keeps |z| < 2^31 - 2^24 */
 #define EDP_DLAP_LOW_SHIFT        3    /* L = J - 3: 2^L / t in (1/16, 1/8] */

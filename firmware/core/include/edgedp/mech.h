@@ -14,7 +14,11 @@
 #include "edgedp/dlap.h"
 #include "edgedp/options.h"
 
-#define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity/256 */
+#define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK */
+#define EDP_M_MIN (-30)     /* lattice exponents m run EDP_M_MIN..EDP_M_MAX */
+#define EDP_M_MAX 30
+#define EDP_M_AUTO_SLACK 256.0  /* the automatic m keeps the rounding slack k g below sensitivity / 256 */
+#define EDP_MECH_LATTICE_LIMIT 16777216.0f  /* 2^24: |lo| / g and |hi| / g below it keep y * g exact in float32 */
 
 enum edp_mode {
     EDP_MODE_FULL = 0,    /* k x i32 lattice values clamped to [ylo, yhi] */

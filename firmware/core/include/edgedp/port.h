@@ -15,7 +15,7 @@
 enum edp_tick_kind {
     EDP_TICK_SYSTICK = 0,  /* SysTick on the core clock (QEMU: 1.344 ticks per instruction under -icount shift=3) */
     EDP_TICK_DWT = 1,      /* DWT CYCCNT: real core cycles */
-    EDP_TICK_HOST = 2,     /* host monotonic clock, nanoseconds */
+    EDP_TICK_HOST_NS = 2,  /* host monotonic clock, nanoseconds */
 };
 
 typedef struct edp_port {

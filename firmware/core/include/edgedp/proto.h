@@ -1,6 +1,13 @@
-/* Wire protocol constants: version, frame sizes, frame types (docs/protocol.md
+/* Wire protocol constants: version, frame types and every body size (docs/protocol.md
  * is the reference; edgedp/frame.h the frame layout, edgedp/cobs.h its byte
- * stuffing). */
+ * stuffing).
+ *
+ * This header is the wire schema: host/edgedp/schema.py is generated from it (and
+ * from error.h, mech.h, store.h, port.h, dlap.h, budget.h, options.h) by
+ * `python -m edgedp.schema_gen`, and a test fails when the two drift. A size whose
+ * comment starts with "layout:" lists its fields, `name type` separated by '|'
+ * (types u8 u16 u32 u64 i8 i16 i32 f32, u8[N] for N bytes); the generator checks
+ * that they add up to the size and writes the host's struct for it. */
 #ifndef EDGEDP_PROTO_H
 #define EDGEDP_PROTO_H
 #include <stddef.h>
@@ -9,8 +16,11 @@
 #include "edgedp/options.h"
 
 #define EDP_PROTO_VERSION 1u
-#define EDP_FRAME_OVERHEAD 8u  /* header 4 + crc 4 */
-#define EDP_BODY_MAX (16u + 4u * EDP_MAX_CLASSES)
+#define EDP_FRAME_HEADER 4u    /* layout: version u8 | type u8 | seq u16 */
+#define EDP_FRAME_CRC 4u       /* layout: crc32 u32 */
+#define EDP_FRAME_OVERHEAD (EDP_FRAME_HEADER + EDP_FRAME_CRC)
+#define EDP_QUERY_HEAD 16u     /* layout: remaining u64 | ticks u32 | m i8 | mode u8 | k u16 */
+#define EDP_BODY_MAX (EDP_QUERY_HEAD + 4u * EDP_MAX_CLASSES)
 #define EDP_FRAME_MAX (EDP_BODY_MAX + EDP_FRAME_OVERHEAD)
 /* COBS adds one byte per 254 plus one. */
 #define EDP_WIRE_MAX (EDP_FRAME_MAX + EDP_FRAME_MAX / 254u + 2u)
@@ -34,8 +44,38 @@ enum edp_frame_type {
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
 
+/* ---- bodies (docs/protocol.md) ---- */
+#define EDP_ERROR_BODY 2u      /* layout: code u8 | type u8 */
+#define EDP_PING_MAX 64u       /* PING echoes up to this many bytes */
+#define EDP_VECTOR_HEAD 4u     /* layout: mode u8 | arg u8 | k u16 */
+#define EDP_VALUE_BYTES 4u     /* one f32 input or i32 released value */
+#define EDP_TOPK_ITEM 6u       /* layout: index u16 | value i32 */
+#define EDP_LABEL_BODY 2u      /* layout: label u16 */
+#define EDP_BUCKET_BODY 3u     /* layout: label u16 | level u8 */
+#define EDP_INFER_TICKS 4u     /* layout: infer_ticks u32 */
+#define EDP_NO_DAY 0xFFFFFFFFu /* BUDGET's today without a trusted clock */
+#define EDP_INFO_HEAD 12u      /* layout: build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 | tick_hz u32 */
+#define EDP_INFO_TEXT_MAX 32u  /* each INFO text (version, board): len u8 + at most this many ASCII bytes */
+#define EDP_BUDGET_BODY 78u    /* layout: recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 */
+#define EDP_LOCAL_BODY 6u      /* layout: label u16 | crc32 u32 */
+#define EDP_INFER_LOCAL_BODY 8u  /* layout: k u16 | label u16 | crc32 u32 */
+#define EDP_SAMPLE_REQUEST 13u /* layout: eps_micro u32 | sensitivity f32 | k u16 | count u16 | m i8 */
+#define EDP_SAMPLE_MAX EDP_MAX_CLASSES  /* most samples one SAMPLE request may ask for */
+#define EDP_SAMPLE_HEAD 4u     /* layout: m i8 | J u8 | count u16 */
+#define EDP_NAIVE_SCALE 4u     /* layout: scale f32 */
+#define EDP_NAIVE_HEAD 6u      /* layout: ticks u32 | k u16 */
+
+/* ---- authenticated administration ---- */
 #define EDP_AUTH_TAG 32u
-#define EDP_AUTH_COUNTER 8u
+#define EDP_AUTH_COUNTER 8u    /* layout: counter u64 */
 #define EDP_AUTH_NONCE 16u
+#define EDP_AUTH_DOMAIN_LEN 4u
+#define EDP_AUTH_DOMAIN_ADMIN {'E', 'D', 'P', '2'}      /* first bytes an admin tag covers */
+#define EDP_AUTH_DOMAIN_CHALLENGE {'E', 'D', 'P', 'C'}  /* first bytes a CHALLENGE tag covers */
+#define EDP_CHALLENGE_BODY 56u /* layout: nonce u8[EDP_AUTH_NONCE] | counter u64 | tag u8[EDP_AUTH_TAG] */
+#define EDP_CONFIG_PAYLOAD 36u /* layout: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo f32 | hi f32 | sensitivity f32 | m i32 */
+#define EDP_SET_TIME_PAYLOAD 8u  /* layout: unix_seconds u64 */
+#define EDP_SEED_BYTES 32u     /* TEST_SEED payload: a ChaCha20 key */
+#define EDP_ACK_BODY EDP_AUTH_COUNTER  /* an accepted admin command's answer: its counter */
 
 #endif

@@ -31,12 +31,12 @@ enum edp_store_state {
     EDP_STORE_FRESH = 1,    /* both slots blank: first boot or lost backup domain */
     EDP_STORE_CORRUPT = 2,  /* a slot looked written but no slot is valid */
     EDP_STORE_FAILED = 3,   /* the port reported a read or write error */
-    EDP_STORE_TORN = 4,     /* a valid record was found, but the other slot holds a damaged
-                             * write that may have been newer (power cut or bit flip) */
+    EDP_STORE_RECOVERED = 4,  /* a valid record was found, but the other slot holds a damaged
+                               * write that may have been newer (power cut or bit flip) */
 };
 
 /* Load the newest valid record into r. Returns an edp_store_state (>= 0);
- * r is left untouched unless the state is EDP_STORE_LOADED or EDP_STORE_TORN.
+ * r is left untouched unless the state is EDP_STORE_LOADED or EDP_STORE_RECOVERED.
  * *slot is the slot holding it (or 1 so that the first commit writes slot 0). */
 int edp_store_load(const edp_port_t *port, edp_record_t *r, uint32_t *slot);
 

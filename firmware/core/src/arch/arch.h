@@ -5,7 +5,7 @@
  * architecture, arch/portable/<module>_portable.c the portable C of the same functions.
  * Every file is compiled on every target and is empty unless its architecture
  * is selected here, so one source list serves all images. Both versions give
- * the same bits (the QEMU bit-exact replay and tests/bench check it). */
+ * the same bits (the QEMU bit-exact replay and tests/firmware check it). */
 #ifndef EDGEDP_ARCH_H
 #define EDGEDP_ARCH_H
 #include <stdint.h>

@@ -6,7 +6,7 @@
 
 #if EDP_ARCH_ARMV7M
 /* The loop in Thumb-2 assembly (same bits, same results as
- * arch/portable/dlap_portable.c; checked by the QEMU bit-exact replay and tests/bench).
+ * arch/portable/dlap_portable.c; checked by the QEMU bit-exact replay and tests/firmware).
  * Registers: r0:r1 = hi:lo bit buffer, r2 = nbits, r3 = next keystream word,
  * r4 = y, r5 = end, r6 = draw x, r7 = d + 64 (the fast table), r8 = imask,
  * r9 = n1, r10 = s1, r11 = mk; stack: [sp] d, [sp+4] r, [sp+8] the end of r->block. */

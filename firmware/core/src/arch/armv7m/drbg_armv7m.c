@@ -13,7 +13,7 @@
  * x4..x7 = r4..r7, x8..x11 = r8..r11; of the d row, x12/x13 or x14/x15 are in
  * ip/lr and the other pair in a stack slot (swapped with LDRD/STRD twice per
  * double round). Two double rounds per loop iteration. Same output as
- * arch/portable/drbg_portable.c (RFC 8439 2.3; checked by tests/bench under Unicorn and by
+ * arch/portable/drbg_portable.c (RFC 8439 2.3; checked by tests/firmware under Unicorn and by
  * the QEMU bit-exact replay). */
 #define EDP_QR(a, b, c, d) \
     "add " a ", " a ", " b ", ror #25\n\t" \

@@ -63,11 +63,17 @@ def test_footprint_per_module(qemu_elf) -> None:
     fp = measure(qemu_elf)
     mods = {m.module: m for m in fp.modules}
     assert set(DP_MODULES) <= set(mods)
+    # The linker keeps at most what each DP module compiled to (production flags, --gc-sections).
     for name in DP_MODULES:
-        assert mods[name].text > 0 and mods[name].linked_flash > 0
-    assert 0 < fp.dp_flash_linked <= fp.dp_closure_flash
-    assert fp.table_bytes > 0 and fp.ram_state["edp_drbg_t"] > 0
-    assert fp.dp_stack > 0 and fp.dp_stack_path[0].startswith("edp_mech_")
+        assert 0 < mods[name].linked_flash <= mods[name].text, name
+    assert fp.dp_flash_linked == sum(mods[name].linked_flash for name in DP_MODULES)
+    # DESIGN.md section 6: DP core <= 8 KiB of flash and <= 1 KiB of RAM plus the p_j table.
+    assert fp.dp_flash_linked <= 8 * 1024
+    assert fp.dp_ram <= 1024
+    assert fp.dp_flash_linked <= fp.dp_closure_flash
+    # The deepest DP call chain runs from the mechanism down to the ChaCha20 block.
+    assert fp.dp_stack_path[0].startswith("edp_mech_") and fp.dp_stack_path[-1] == "edp_chacha20_block"
+    assert 0 < fp.dp_stack <= 1024
 
 
 def test_query_frame_framing_within_dp_step(emulator: Emulator, test_key: bytes) -> None:

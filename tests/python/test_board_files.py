@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PIO_SCRIPT = ROOT / "firmware" / "boards" / "stm32f4" / "pio_build.py"
 STM32F4_ELF = "build/stm32f4/edgedp.elf"
 

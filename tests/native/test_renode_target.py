@@ -18,7 +18,7 @@ from edgedp.device.errors import TransportError
 from edgedp.device.targets import start_target
 from edgedp.device.targets import renode as renode_target
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOST_EXE = ROOT / "build" / "host" / "edgedp"
 
 FAKE_RENODE = textwrap.dedent('''\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOUND = re.compile(r"\((?:ε|eps) \+ k[· ]2\^-(\d+), k[· ]2\^-(\d+)\)")
 CITING = ("firmware/core/include/edgedp/dlap.h", "host/edgedp/mech/lattice.py",
           "host/edgedp/analysis/report.py", "docs/evaluation.md")
