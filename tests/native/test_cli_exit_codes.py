@@ -57,6 +57,8 @@ def test_usage_errors_are_code_2_and_one_json_object(native_builds: None, args: 
 def test_bad_input_and_refusal_codes(native_builds: None) -> None:
     json_error(run("query", "--target", "host", "--json", "/nonexistent.npy"), 3, "ERR_INPUT", "does not exist")
     json_error(run("query", "--target", "host", "--json", "-", stdin="0.2,nan\n"), 3, "ERR_INPUT", "NaN in row 0")
+    json_error(run("query", "--target", "host", "--json", "--out", "/proc/nope.jsonl", "-", stdin="0.2,0.8\n"), 3,
+               "ERR_INPUT", "cannot write /proc/nope.jsonl")  # before the first query: nothing charged
     # The third answer of ε 400 would pass the daily cap of 1000: refused, code 4.
     r = run("query", "--target", "host", "--json", "-e", "400", "-", stdin="0.1,0.9\n" * 3)
     assert r.returncode == 4, r.stderr
