@@ -77,6 +77,14 @@ build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/mode
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
+# The production timing image with another bundled model (the release deadline of its INFER,
+# tests/firmware/test_deadline.py and docs/benchmarks.md section 9).
+build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(filter-out $(MODEL),$(TIMING_SRCS)) \
+	  firmware/model/$*.c $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
 build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/gen/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \

@@ -3,9 +3,12 @@
 ``NAME.npz`` holds ``kind`` ("logreg" or "mlp"), ``n_features``, ``n_classes``, dense layers
 ``W0, b0, W1, b1, ...`` (float32, W_i of shape (in, out), ReLU between layers, the last layer's
 outputs are the logits) and ``classes`` (the label value of each output).  ``NAME.manifest.json``
-is the privacy manifest: ``model_sha256`` (SHA-256 of the npz bytes), ``training`` {epsilon, delta,
-accountant, noise_multiplier, clip_norm, sampling_rate, sampling, steps, epochs, n_train, seed},
-``data`` {name, n_features, n_classes} and, once deployed, ``deployment`` {mechanism settings}.
+is the privacy manifest: ``model_sha256`` (SHA-256 of the npz bytes), ``training`` {private,
+epsilon, delta, neighbouring, epsilon_add_remove, epsilon_replace_one, accountant, noise_multiplier,
+clip_norm, sampling_rate, sampling, steps, epochs, n_train, randomness, noise; for a seeded run
+also non_private_reason and seed}, ``data`` {name, n_features, n_classes} and, once deployed,
+``deployment`` {mechanism settings}.  ``private_or_refuse`` is the check that ``deploy`` and
+``report`` make before using a model.
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from pathlib import Path
 import numpy as np
 
 KINDS = ("logreg", "mlp")
-TRAINING_KEYS = ("epsilon", "delta", "accountant", "noise_multiplier", "clip_norm", "sampling_rate", "sampling",
-                 "steps", "epochs", "n_train", "seed")
+TRAINING_KEYS = ("private", "epsilon", "delta", "neighbouring", "epsilon_add_remove", "epsilon_replace_one",
+                 "accountant", "noise_multiplier", "clip_norm", "sampling_rate", "sampling", "steps", "epochs",
+                 "n_train", "randomness", "noise")
+OPTIONAL_TRAINING_KEYS = ("non_private_reason", "seed")
 DATA_KEYS = ("name", "n_features", "n_classes")
 
 
@@ -99,7 +104,8 @@ def save(path: str | Path, model: Model, training: dict, data: dict, deployment:
     raw = model_bytes(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(raw)
-    man = Manifest(hashlib.sha256(raw).hexdigest(), {k: training[k] for k in TRAINING_KEYS},
+    man = Manifest(hashlib.sha256(raw).hexdigest(),
+                   {k: training[k] for k in TRAINING_KEYS + OPTIONAL_TRAINING_KEYS if k in training},
                    {k: data[k] for k in DATA_KEYS}, deployment)
     manifest_path(path).write_text(json.dumps(man.as_dict(), indent=1) + "\n")
     return man
@@ -149,3 +155,21 @@ def load_checked(path: str | Path) -> tuple[Model, Manifest]:
         raise ModelFileError(f"{path}: sha256 {digest[:16]}… does not match its manifest "
                              f"({man.model_sha256[:16]}…): the model was changed after training")
     return load(path), man
+
+
+def non_private_reason(man: Manifest) -> str | None:
+    """Why the model's ε does not hold (None for a private run).  A manifest without ``private``
+    predates the flag: its run was seeded (the seed replays it), so it is not private."""
+    if man.training.get("private") is True:
+        return None
+    return str(man.training.get("non_private_reason")
+               or "the manifest does not say the run was private (written before runs drew from the OS CSPRNG; "
+                  f"seed {man.training.get('seed')!r} replays it)")
+
+
+def private_or_refuse(path: str | Path, man: Manifest, allow_non_private: bool) -> str | None:
+    """Refuse a non-private model unless allowed; returns the reason it is not private (or None)."""
+    reason = non_private_reason(man)
+    if reason and not allow_non_private:
+        raise ModelFileError(f"{path}: not a private model ({reason}); pass --allow-non-private to use it anyway")
+    return reason

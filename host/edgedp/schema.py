@@ -94,9 +94,24 @@ AUTH_DOMAIN_LEN = 4
 AUTH_DOMAIN_ADMIN = b'EDP2'
 # first bytes a CHALLENGE tag covers
 AUTH_DOMAIN_CHALLENGE = b'EDPC'
+# first bytes a STATE tag covers
+AUTH_DOMAIN_STATE = b'EDPS'
+# first bytes an admin answer's tag covers
+AUTH_DOMAIN_ANSWER = b'EDPA'
 # nonce u8[16] | counter u64 | tag u8[32]
 CHALLENGE_BODY = 56
 CHALLENGE_BODY_FMT = struct.Struct('<16sQ32s')
+# challenge u8[16]
+STATE_REQUEST = 16
+STATE_REQUEST_FMT = struct.Struct('<16s')
+# nonce u8[16] | recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap
+#   u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 |
+#   eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32
+STATE_BODY = 94
+STATE_BODY_FMT = struct.Struct('<16sIIQQQQQQBBIfffi')
+# result u8 | counter u64 | tag u8[32]
+ADMIN_ANSWER = 41
+ADMIN_ANSWER_FMT = struct.Struct('<BQ32s')
 # eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo f32 | hi f32 | sensitivity f32 | m i32
 CONFIG_PAYLOAD = 36
 CONFIG_PAYLOAD_FMT = struct.Struct('<IQQfffi')
@@ -105,8 +120,6 @@ SET_TIME_PAYLOAD = 8
 SET_TIME_PAYLOAD_FMT = struct.Struct('<Q')
 # TEST_SEED payload: a ChaCha20 key
 SEED_BYTES = 32
-# an accepted admin command's answer: its counter
-ACK_BODY = 8
 
 # ---- budget.h
 # micro-epsilon per epsilon: every amount of epsilon is an integer of these
@@ -170,7 +183,9 @@ class FrameType(IntEnum):
     SET_TIME = 0x21  # authenticated
     RESET_BUDGET = 0x22  # authenticated
     TEST_SEED = 0x23  # authenticated, test builds
-    CHALLENGE = 0x24  # the nonce and counter the next admin command must sign
+    # a fresh nonce (the previous one dies) and the counter the next admin command must sign
+    CHALLENGE = 0x24
+    STATE = 0x25  # authenticated read of the device state, with a fresh nonce
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
 

@@ -175,9 +175,12 @@ def test_cli_account_json_matches_library() -> None:
     r = CliRunner().invoke(main, ["account", "--epsilon", "0.2", "--queries", "100", "--delta", "1e-5", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["basic"] == pytest.approx(20.0)
-    assert d["advanced"] == pytest.approx(acc.advanced(0.2, 100, 1e-5))
-    assert d["pld"] == pytest.approx(direct_pld(0.2, 100, 1e-5), rel=1e-9)
+    slack = 100 * 10 * 2.0 ** -36
+    assert d["basic"] == 100 * (0.2 + 10 * 2.0 ** -36) and d["slack_epsilon"] == slack
+    assert d["advanced"] == pytest.approx(acc.advanced(0.2 + 10 * 2.0 ** -36, 100, 1e-5), rel=1e-12)
+    assert d["pld"] == pytest.approx(direct_pld(0.2, 100, 1e-5 * math.exp(-slack)) + slack, rel=1e-12)
+    assert d["pld"] > direct_pld(0.2, 100, 1e-5)
+    assert d["total_delta"] == pytest.approx(1e-5 + 100 * (10 * 2.0 ** -66 + 2.0 ** -40), rel=1e-12)
 
 
 def test_cli_account_inverse_gives_admin_config() -> None:
@@ -185,7 +188,8 @@ def test_cli_account_inverse_gives_admin_config() -> None:
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     q = d["daily_queries"]
-    assert acc.pld(0.1, q * 30, d["delta"]) <= 10 < acc.pld(0.1, (q + 1) * 30, d["delta"])
+    assert acc.total(0.1, q * 30, d["delta"], "pld") <= 10 < acc.total(0.1, (q + 1) * 30, d["delta"], "pld")
+    assert d["total_delta"] == pytest.approx(d["delta"] + q * 30 * (10 * 2.0 ** -66 + 2.0 ** -40))
     assert d["admin_config"]["daily_cap"] == pytest.approx(q * 0.1)
     assert d["command"].startswith("edgedp admin config --epsilon 0.1 --daily-cap")
 
@@ -195,3 +199,27 @@ def test_cli_account_error_is_one_json_line() -> None:
     assert r.exit_code != 0
     d = json.loads(r.stdout)
     assert set(d) == {"error", "message", "exit_code"} and d["exit_code"] == r.exit_code == 2
+
+
+def test_account_takes_the_device_configuration_and_every_per_answer_term() -> None:
+    """Issue 18.4: k, Δ and the lattice change the PLD total; the slack and timing terms are rows."""
+    def run(*extra: str) -> dict:
+        r = CliRunner().invoke(main, ["account", "-e", "4", "-n", "100", "--json", *extra])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+    k1, k10 = run("-k", "1"), run()
+    assert k1["pld"] == pytest.approx(364.7754, abs=1e-3) and k10["pld"] == pytest.approx(364.7713, abs=1e-3)
+    assert (k1["classes"], k1["exponent"], k1["lattice_steps"]) == (1, 7, 257)
+    coarse = run("-k", "1", "--lattice-exponent", "4")          # S = 2*16 + 1 = 33 steps: a coarser lattice
+    assert coarse["lattice_steps"] == 33 and coarse["pld"] > k1["pld"]
+    assert coarse["pld"] == pytest.approx(acc.compose(4, 100, 1e-6, acc.Mechanism(1, 2.0, 4)).pld)
+    r = CliRunner().invoke(main, ["account", "-e", "1", "-n", "1e8"])
+    assert r.exit_code == 0, r.output
+    rows = {line.split("  ")[1].strip(): line for line in r.output.splitlines()[1:] if line.startswith("  ")}
+    assert {"table slack", "+ tail cap", "+ timing", "= total δ"} <= set(rows)
+    assert "9.09e-05" in rows["+ timing"] and "§6" in rows["+ timing"]           # 91× the requested δ
+    c = acc.compose(1.0, 10 ** 8, 1e-6)
+    assert c.timing_delta == pytest.approx(10 ** 8 * 2.0 ** -40) and c.timing_delta > 90 * 1e-6
+    assert c.slack_epsilon == pytest.approx(10 ** 8 * 10 * 2.0 ** -36)
+    assert c.pld == acc.optimal_pure_composition(1.0 + 10 * 2.0 ** -36, 10 ** 8, 1e-6)
+

@@ -34,7 +34,7 @@ def test_audit_config_names_a_value_of_the_wrong_type(tmp_path: Path) -> None:
     cfg.write_text('epsilon = "one"\ndelta = 1e-5\nn = 1000\nclip_norm = 1.0\nnoise_multiplier = 1.1\n'
                    'sampling_rate = 0.01\nepochs = 10\n')
     r = CliRunner().invoke(main, ["audit-config", str(cfg), "--no-canary", "--json"])
-    json_error(subprocess.CompletedProcess([], r.exit_code, r.stdout, r.stderr), 3, "ERR_INPUT",
+    json_error(subprocess.CompletedProcess([], r.exit_code, r.stdout, r.stderr), 4, "ERR_INPUT",
                "epsilon must be a number, not 'one'")
 
 
@@ -42,9 +42,9 @@ def test_audit_config_names_a_value_of_the_wrong_type(tmp_path: Path) -> None:
 def test_long_commands_say_how_long_and_suggest_quick(command: list[str]) -> None:
     # a missing data file ends the command right after the announcement, before any training
     r = CliRunner().invoke(main, [*command, "--data", "/nonexistent.npz", "--jobs", "2"])
-    assert r.exit_code == 3, r.output
+    assert r.exit_code == 4, r.output
     assert re.search(r"these settings take roughly \d+ (s|min) with --jobs 2", r.stderr), r.stderr
     assert re.search(r"--quick runs the same pipeline on small settings in roughly \d+ s", r.stderr)
     q = CliRunner().invoke(main, [*command, "--data", "/nonexistent.npz", "--quick"])
-    assert q.exit_code == 3 and "roughly" not in q.stderr
+    assert q.exit_code == 4 and "roughly" not in q.stderr
     assert "roughly" not in CliRunner().invoke(main, ["-q", *command, "--data", "/nonexistent.npz"]).stderr

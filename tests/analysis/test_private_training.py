@@ -10,6 +10,7 @@ import pytest
 from edgedp import models_io
 from edgedp.analysis import models, private_training
 from edgedp.analysis.data import digits_split
+from edgedp.analysis import report as report_mod
 from edgedp.analysis.report import trained_model
 from edgedp.mech.modes import Mode
 
@@ -47,8 +48,10 @@ def test_dpsgd_wins_at_many_answers(setting) -> None:
 def test_report_checks_the_manifest_hash(tmp_path) -> None:
     split = digits_split(0)
     layers = [(np.zeros((64, 10), np.float32), np.arange(10, dtype=np.float32))]
-    training = {"epsilon": 1.0, "delta": 1e-5, "accountant": "pld", "noise_multiplier": 7.0, "clip_norm": 1.0,
-                "sampling_rate": 0.25, "sampling": "poisson", "steps": 60, "epochs": 15, "n_train": 1198, "seed": 0}
+    training = {"private": True, "epsilon": 1.0, "delta": 1e-5, "neighbouring": "add/remove",
+                "epsilon_add_remove": 1.0, "epsilon_replace_one": 2.0, "accountant": "pld", "noise_multiplier": 7.0,
+                "clip_norm": 1.0, "sampling_rate": 0.25, "sampling": "poisson", "steps": 60, "epochs": 15,
+                "n_train": 1198, "randomness": "os.urandom", "noise": "Gaussian"}
     path = tmp_path / "m.npz"
     models_io.save(path, models_io.Model("logreg", layers, np.arange(10)), training,
                    {"name": "digits", "n_features": 64, "n_classes": 10})
@@ -60,3 +63,13 @@ def test_report_checks_the_manifest_hash(tmp_path) -> None:
     path.write_bytes((tmp_path / "other.npz").read_bytes())      # model replaced, manifest kept
     with pytest.raises(models_io.ModelFileError, match="does not match"):
         trained_model(path, split)
+    seeded = tmp_path / "seeded.npz"
+    models_io.save(seeded, models_io.Model("logreg", layers, np.arange(10)),
+                   {**training, "private": False, "non_private_reason": "--seed 3: replayable", "seed": 3},
+                   {"name": "digits", "n_features": 64, "n_classes": 10})
+    with pytest.raises(models_io.ModelFileError, match="not a private model.*--allow-non-private"):
+        trained_model(seeded, split)
+    doc = trained_model(seeded, split, allow_non_private=True)
+    assert doc["non_private"] == "--seed 3: replayable"
+    text = "\n".join(report_mod._deployments({"config": {"mode": "full"}, "trained_model": doc}))
+    assert "Not a private model" in text and "--seed 3: replayable" in text

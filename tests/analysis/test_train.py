@@ -50,10 +50,10 @@ def test_clipped_sum_bounds_every_row() -> None:
 
 def test_poisson_batches_include_each_record_independently() -> None:
     n, q, steps = 400, 0.1, 400
-    rng = np.random.default_rng(0)
+    from edgedp.train import randomness
     counts = np.zeros(n)
     sizes = []
-    for idx in dpsgd.poisson_batches(n, q, steps, rng):
+    for idx in dpsgd.poisson_batches(n, q, steps, randomness.OsRandomness()):
         counts[idx] += 1
         sizes.append(len(idx))
     # each record is in Binomial(steps, q) batches; the batch size is Binomial(n, q) and varies
@@ -109,6 +109,7 @@ def test_model_file_round_trip_and_tamper_detection(tmp_path) -> None:
               (rng.normal(size=(4, 3)).astype(np.float32), np.ones(3, np.float32))]
     m = models_io.Model("mlp", layers, np.array([3, 5, 7]))
     training = {k: 1 for k in models_io.TRAINING_KEYS}
+    training["private"] = True
     path = tmp_path / "m.npz"
     man = models_io.save(path, m, training, {"name": "x", "n_features": 5, "n_classes": 3})
     back, man2 = models_io.load_checked(path)
@@ -140,6 +141,9 @@ def test_train_cli_end_to_end(tmp_path) -> None:
     assert d["test_accuracy"] > 0.6
     model, man = models_io.load_checked(out)
     assert man.training["sampling"] == "poisson" and man.training["noise_multiplier"] == d["noise_multiplier"]
+    # a seeded run is reproducible, hence not private, and its manifest says why
+    assert man.training["private"] is False and man.training["seed"] == 1 and d["private"] is False
+    assert "replayable" in man.training["non_private_reason"]
     assert man.data == {"name": "digits", "n_features": 64, "n_classes": 10}
     d2 = digits(1)
     assert np.mean(model.predict(d2.X_test) == d2.y_test) == pytest.approx(d["test_accuracy"])
@@ -172,3 +176,120 @@ def test_train_on_users_npz(tmp_path) -> None:
     assert d["test_accuracy"] > 0.8 and math.isfinite(d["epsilon"])
     model, man = models_io.load_checked(tmp_path / "m.npz")
     assert list(model.classes) == [2, 7] and model.kind == "mlp" and len(model.layers) == 2
+
+
+def _train_json(out, *extra: str) -> dict:
+    r = CliRunner().invoke(main, ["train", "--noise-multiplier", "2", "--epochs", "1", "--out", str(out), "--json",
+                                  "--no-progress", *extra])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_private_runs_draw_from_the_os_and_cannot_be_replayed(tmp_path) -> None:
+    """Issue 18.1: two runs with the same arguments give different models; no seed is stored."""
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    da, db = _train_json(a), _train_json(b)
+    assert a.read_bytes() != b.read_bytes()
+    for d, path in ((da, a), (db, b)):
+        _, man = models_io.load_checked(path)
+        t = man.training
+        assert t["private"] is True and d["private"] is True
+        assert "seed" not in t and "seed" not in d and "non_private_reason" not in t
+        assert "os.urandom" in t["randomness"]
+        # 18.2: the relation and both epsilons; non-private statistics marked, not in the release
+        assert "add/remove" in t["neighbouring"] and t["epsilon_add_remove"] == t["epsilon"]
+        assert t["epsilon_replace_one"] > t["epsilon"]
+        assert "train_accuracy" not in d and "train_accuracy" in d["not_covered"]
+        assert "not covered" in d["not_covered"]["what"]
+        assert not any("accuracy" in k or "batch_size" in k for k in t)
+    # the replace-one epsilon is dp_accounting's REPLACE_ONE PLD of the same event
+    acc = dp_accounting.pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE,
+                                          value_discretization_interval=accountant.PLD_INTERVAL)
+    acc.compose(accountant.event(2.0, 0.25, 4))
+    assert da["epsilon_replace_one"] == pytest.approx(acc.get_epsilon(1e-5))
+
+
+def test_replace_one_epsilon_of_the_default_run() -> None:
+    nm = accountant.calibrate(1.0, 0.25, 60, 1e-5)
+    g = accountant.guarantee(nm, 0.25, 60, 1e-5)
+    assert g.epsilon_pld <= 1.0 and g.epsilon_replace_one == pytest.approx(2.09, abs=0.01)
+
+
+def test_noise_and_selection_come_from_the_source() -> None:
+    from scipy import stats
+
+    from edgedp.train import randomness
+    src = randomness.OsRandomness()
+    assert not np.array_equal(src.words(4), src.words(4))
+    z = randomness.normal(randomness.SeededRandomness(11), (200_000,))
+    assert abs(z.mean()) < 0.01 and abs(z.std() - 1.0) < 0.01 and stats.kstest(z, "norm").pvalue > 1e-3
+    s1, s2 = randomness.SeededRandomness(5), randomness.SeededRandomness(5)
+    assert np.array_equal(randomness.normal(s1, (3, 4)), randomness.normal(s2, (3, 4)))
+    assert not s1.private and src.private
+    # the noisy sum is the float64 sum rounded to the noise lattice, then to float32
+    g = [np.linspace(-1, 1, 7, dtype=np.float32)]
+    noisy = dpsgd.add_noise(g, 0.5, randomness.SeededRandomness(9))
+    step = dpsgd.noise_lattice(0.5)
+    assert step == 2.0 ** -17
+    z9 = randomness.normal(randomness.SeededRandomness(9), (7,))
+    want = (np.round((g[0].astype(np.float64) + 0.5 * z9) / step) * step).astype(np.float32)
+    assert noisy[0].dtype == np.float32 and np.array_equal(noisy[0], want)
+
+
+class _Words:
+    """A source replaying given words (to reach the sampler's far tail deterministically)."""
+
+    private = False
+
+    def __init__(self, words: list[int]) -> None:
+        self.w = np.array(words, dtype=np.uint64)
+
+    def words(self, n: int) -> np.ndarray:
+        assert n == len(self.w)
+        return self.w
+
+    def describe(self) -> str:
+        return "fixed words"
+
+
+def test_normal_sampler_keeps_float_precision_in_the_tails() -> None:
+    """A fixed-point uniform's inversion stops at |z| = 8.3 and spaces its values 2^-53/phi(z)
+    apart (coarser than a float32 ulp beyond |z| = 6.4); the octave sampler does neither."""
+    from edgedp.train import randomness
+    deepest = randomness.normal(_Words([0, 0, 1 << 12]), (1,))[0]             # octave 128, sign bit 0
+    assert deepest == pytest.approx(13.16, abs=0.01)
+    for octave in (0, 30, 100):
+        w1 = (1 << (63 - octave)) if octave < 64 else 0
+        w2 = 0 if octave < 64 else 1 << (127 - octave)
+        a = randomness.normal(_Words([w1, w1, w2, w2, 5 << 12, (5 + 2 ** 12) << 12]), (2,))   # u 2^-40 apart
+        gap = abs(a[1] - a[0])
+        assert 0 < gap < np.spacing(np.float32(abs(a[0]))) * 2.0 ** -16, (octave, a, gap)
+    assert randomness.normal(_Words([1 << 63, 0, (1 << 12) | 1]), (1,))[0] < 0     # the sign bit
+
+
+def test_deploy_and_report_refuse_a_seeded_model(tmp_path) -> None:
+    """Issue 18.1: a --seed model is not private; deploy and report need --allow-non-private and say so."""
+    seeded, private = tmp_path / "s.npz", tmp_path / "p.npz"
+    _train_json(seeded, "--seed", "3")
+    _train_json(private)
+    c = tmp_path / "m.c"
+    r = CliRunner().invoke(main, ["deploy", str(seeded), "--out", str(c), "--json"])
+    assert r.exit_code != 0 and "not a private model" in json.loads(r.stdout)["message"]
+    assert "--allow-non-private" in json.loads(r.stdout)["message"] and not c.exists()
+    r = CliRunner().invoke(main, ["deploy", str(seeded), "--out", str(c), "--allow-non-private", "--json"])
+    assert r.exit_code == 0, r.output
+    assert "--seed 3" in json.loads(r.stdout)["non_private"]
+    assert "WARNING: not a private model: --seed 3" in c.read_text()
+    assert "--seed 3" in json.loads(models_io.manifest_path(seeded).read_text())["deployment"]["non_private"]
+    r = CliRunner().invoke(main, ["deploy", str(private), "--out", str(c), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["non_private"] is None and "WARNING" not in c.read_text()
+    r = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "rep"), "--model", str(seeded), "--quick",
+                                  "--no-dpsgd", "--json", "--no-progress"])
+    assert r.exit_code != 0 and "not a private model" in json.loads(r.stdout)["message"]
+
+
+def test_manifest_without_private_flag_is_not_private() -> None:
+    old = models_io.Manifest("0" * 64, {"epsilon": 1.0, "seed": 0}, {})
+    assert "seed 0" in models_io.non_private_reason(old)
+    with pytest.raises(models_io.ModelFileError, match="--allow-non-private"):
+        models_io.private_or_refuse("m.npz", old, False)

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.hil
 def test_bench_json(tmp_path) -> None:
     png = tmp_path / "bench.png"
     r = CliRunner().invoke(main, ["bench", "--target", "qemu", "--quick", "--k", "1", "--k", "10",
-                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--json", "--check"])
+                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--json",
+                                  "--check"])
     out = json.loads(r.stdout)
     assert out["missed"] == [name for name, v in out["targets"].items() if not v["ok"]]
     assert r.exit_code == (1 if out["missed"] else 0), r.output  # --check: a MISSED target fails
@@ -25,5 +26,13 @@ def test_bench_json(tmp_path) -> None:
         for key in ("dp_instructions", "naive_instructions", "est_cycles", "est_us_168mhz", "queries_per_second"):
             assert row[key] > 0, key
         assert row["conversion_max_error"] <= 6  # rounding + a possible SysTick wrap handler
+        # the production release deadline of the row, above the longest window measured
+        assert 0 < row["max_work_instructions"] < row["deadline_instructions"]
+        assert row["deadline_instructions"] < 100_000           # k <= 10 (docs/benchmarks.md section 9)
+        assert row["max_work_instructions"] < row["first_work_instructions"] < row["first_deadline_instructions"]
     assert out["trace"]["lockstep"] and out["host"]["reference_samples_per_second"] > 0
     assert png.stat().st_size > 1000
+    e2e = out["e2e"]                         # API (pipelined and not) and CLI beside the wire limit
+    assert e2e["in_flight"] == 8 and e2e["request_bytes"] > 40 and e2e["response_bytes"] > 50
+    assert 100 < e2e["wire_limit_per_s"] < 11520 / 50
+    assert e2e["api_per_s"] > 0 and e2e["api_unpipelined_per_s"] > 0 and e2e["cli_per_s"] > 0

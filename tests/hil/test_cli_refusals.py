@@ -16,7 +16,7 @@ def test_stm32f4_on_qemu_refuses_once_and_says_why() -> None:
     make("build/stm32f4/edgedp.elf")
     r = subprocess.run([EDGEDP, "query", "--target", "qemu:stm32f4", "--json", "-"], input="0.2,0.8\n" * 20,
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 4, r.stderr  # cli/exit_codes.py REFUSED
+    assert r.returncode == 8, r.stderr  # cli/exit_codes.py REFUSED
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert [x["status"] for x in recs] == ["ERR_ENTROPY"]  # the stream stops: no 19 more refusals
     assert r.stderr.count("\n") == 1 and "ERR_ENTROPY is expected on QEMU" in r.stderr

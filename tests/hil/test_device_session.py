@@ -122,7 +122,7 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     r = cli("device", "stop")
     assert r.returncode == 1 and "no device session is running" in r.stderr
     r = cli("info", "--target", "session")
-    assert r.returncode == 5 and "no device session is running" in r.stderr
+    assert r.returncode == 3 and "no device session is running" in r.stderr
 
     first = cli.json("device", "start")
     r = cli("device", "start")
@@ -140,7 +140,7 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
         time.sleep(0.2)
     assert status["stale"]
     r = cli("budget")  # no silent fallback to a fresh QEMU
-    assert r.returncode == 5 and "no longer running" in r.stderr
+    assert r.returncode == 3 and "no longer running" in r.stderr
     r = cli("device", "start")
     assert r.returncode == 0 and "removed the state" in r.stderr and cli.pid() != first["pid"]
     cli.ok("device", "stop")

@@ -9,7 +9,13 @@
  *   2. every response is a well-formed frame (COBS, CRC, version 1);
  *   3. an answer to QUERY (type 0x90) is never sent while entropy has failed,
  *      and every answered QUERY raised the committed lifetime spend;
- *   4. nothing crashes, reads out of bounds or overflows (sanitizers).
+ *   4. nothing crashes, reads out of bounds or overflows (sanitizers);
+ *   5. an admin frame (some signed for the device's current nonce, then
+ *      mutated) whose tag is not valid for the nonce changes nothing: neither
+ *      the nonce nor the record;
+ *   6. every admin answer carries the device's tag over (type, the nonce the
+ *      frame was checked against, the frame's tag, result, counter), and every
+ *      STATE answer its tag over the request's challenge and its body.
  * Prints a summary line; exits non-zero on the first violated invariant. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@
 #include "edgedp/device.h"
 #include "edgedp/error.h"
 #include "edgedp/proto.h"
+#include "edgedp/sha256.h"
 
 static uint8_t store[2 * EDP_STORE_SLOT_SIZE];
 static const uint8_t key[32] = {1, 2, 3};
@@ -27,6 +34,7 @@ static int entropy_fails;
 static uint8_t out[2 * EDP_WIRE_MAX];
 static size_t out_len;
 static uint64_t rng_state = 88172645463325252ull;
+static edp_device_t dev;
 
 static uint32_t rnd(void)
 {
@@ -76,18 +84,67 @@ static void put_frame(uint8_t *raw, size_t *n, uint8_t type, const uint8_t *body
     *n = 8 + blen;
 }
 
+static void mac(uint8_t tag[EDP_AUTH_TAG], const uint8_t domain[EDP_AUTH_DOMAIN_LEN], const uint8_t *a, size_t na,
+                const uint8_t *b, size_t nb, const uint8_t *c, size_t nc)
+{
+    edp_hmac_t h;
+    edp_hmac_init(&h, key, sizeof key);
+    edp_hmac_update(&h, domain, EDP_AUTH_DOMAIN_LEN);
+    edp_hmac_update(&h, a, na);
+    edp_hmac_update(&h, b, nb);
+    edp_hmac_update(&h, c, nc);
+    edp_hmac_final(&h, tag);
+}
+
+static int is_admin(uint32_t type)
+{
+    return type == EDP_T_CONFIG || type == EDP_T_SET_TIME || type == EDP_T_RESET_BUDGET || type == EDP_T_TEST_SEED;
+}
+
+/* An admin frame signed with the device's key for its current nonce: counter
+ * u64 (usually the next one) | payload | tag. */
+static void signed_frame(uint8_t *raw, size_t *n)
+{
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
+    static const uint8_t types[4] = {EDP_T_CONFIG, EDP_T_SET_TIME, EDP_T_RESET_BUDGET, EDP_T_TEST_SEED};
+    static const uint8_t plen[4] = {EDP_CONFIG_PAYLOAD, EDP_SET_TIME_PAYLOAD, 0, EDP_SEED_BYTES};
+    uint8_t body[EDP_AUTH_COUNTER + EDP_CONFIG_PAYLOAD + EDP_AUTH_TAG] = {0}, t;
+    uint64_t counter = dev.rec.auth_counter + (rnd() % 4 ? 1 : 0);
+    uint32_t i = rnd() % 4, len = EDP_AUTH_COUNTER + plen[i];
+    float f[3] = {0.0f, 1.0f, 2.0f};
+    t = types[i];
+    memcpy(body, &counter, 8);
+    if (t == EDP_T_CONFIG) {
+        uint32_t eps = 1 + rnd() % 2000000;
+        uint64_t cap = 900000000000ull;
+        int32_t m = -128;
+        memcpy(body + 8, &eps, 4);
+        memcpy(body + 12, &cap, 8);
+        memset(body + 20, 0, 8);
+        memcpy(body + 28, f, 12);
+        memcpy(body + 40, &m, 4);
+    } else {
+        for (uint32_t j = 8; j < len; j++) body[j] = (uint8_t)rnd();
+    }
+    mac(body + len, domain, &t, 1, dev.nonce, EDP_AUTH_NONCE, body, len);
+    put_frame(raw, n, t, body, len + EDP_AUTH_TAG);
+}
+
 /* A valid frame of a random type, with plausible bodies. */
 static void seed_frame(uint8_t *raw, size_t *n)
 {
     uint8_t body[4 + 4 * 64] = {0};
     uint32_t k = 1 + rnd() % 64, i;
     float v;
-    switch (rnd() % 7) {
+    switch (rnd() % 10) {
     case 0: put_frame(raw, n, EDP_T_PING, (const uint8_t *)"hello", 5); return;
     case 4: put_frame(raw, n, EDP_T_CHALLENGE, body, 0); return;
     case 1: put_frame(raw, n, EDP_T_INFO, body, 0); return;
     case 2: put_frame(raw, n, EDP_T_BUDGET, body, 0); return;
     case 3: put_frame(raw, n, EDP_T_RESET_BUDGET, body, 40); return;
+    case 7: for (i = 0; i < EDP_STATE_REQUEST; i++) body[i] = (uint8_t)rnd();
+            put_frame(raw, n, EDP_T_STATE, body, EDP_STATE_REQUEST); return;
+    case 8: case 9: signed_frame(raw, n); return;
     default:
         body[0] = (uint8_t)(rnd() % 7); body[1] = (uint8_t)(rnd() % 8);
         body[2] = (uint8_t)k; body[3] = 0;
@@ -107,6 +164,55 @@ static void mutate(uint8_t *raw, size_t *n)
     /* m >= 5: leave valid */
 }
 
+/* The request as the device decoded it (valid CRC and version), if it was not damaged on the wire. */
+static const uint8_t *req;
+static size_t req_len;
+static uint8_t nonce_before[EDP_AUTH_NONCE];
+
+/* Invariant 6 for one response frame buf[0..n) (CRC checked). */
+static void check_tags(const uint8_t *buf, int n)
+{
+    static const uint8_t dom_a[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ANSWER, dom_s[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_STATE;
+    static const uint8_t no_tag[EDP_AUTH_TAG];
+    uint8_t tag[EDP_AUTH_TAG], type = buf[1] & (uint8_t)~EDP_T_RESPONSE;
+    size_t blen = (size_t)n - EDP_FRAME_OVERHEAD;
+    const uint8_t *body = buf + EDP_FRAME_HEADER;
+    if (buf[1] == EDP_T_ERROR || !(buf[1] & EDP_T_RESPONSE) || !req) return;
+    if (is_admin(type)) {
+        size_t rb = req_len - EDP_FRAME_OVERHEAD;
+        const uint8_t *ftag = rb >= EDP_AUTH_COUNTER + EDP_AUTH_TAG ? req + req_len - EDP_FRAME_CRC - EDP_AUTH_TAG : no_tag;
+        if (blen != EDP_ADMIN_ANSWER) { printf("FAIL admin answer of %zu bytes\n", blen); exit(1); }
+        {
+            edp_hmac_t h;
+            edp_hmac_init(&h, key, sizeof key);
+            edp_hmac_update(&h, dom_a, EDP_AUTH_DOMAIN_LEN);
+            edp_hmac_update(&h, &type, 1);
+            edp_hmac_update(&h, nonce_before, EDP_AUTH_NONCE);
+            edp_hmac_update(&h, ftag, EDP_AUTH_TAG);
+            edp_hmac_update(&h, body, 1 + EDP_AUTH_COUNTER);
+            edp_hmac_final(&h, tag);
+        }
+        if (memcmp(tag, body + 1 + EDP_AUTH_COUNTER, EDP_AUTH_TAG)) { printf("FAIL admin answer without its tag\n"); exit(1); }
+    } else if (type == EDP_T_STATE) {
+        if (blen != EDP_STATE_BODY + EDP_AUTH_TAG) { printf("FAIL STATE answer of %zu bytes\n", blen); exit(1); }
+        mac(tag, dom_s, req + EDP_FRAME_HEADER, EDP_STATE_REQUEST, body, EDP_STATE_BODY, body, 0);
+        if (memcmp(tag, body + EDP_STATE_BODY, EDP_AUTH_TAG)) { printf("FAIL STATE answer without its tag\n"); exit(1); }
+    }
+}
+
+/* Whether the request is an admin frame whose tag is valid for nonce_before. */
+static int admin_tag_ok(void)
+{
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
+    uint8_t tag[EDP_AUTH_TAG];
+    size_t rb;
+    if (!req) return 0;
+    rb = req_len - EDP_FRAME_OVERHEAD;
+    if (rb < EDP_AUTH_COUNTER + EDP_AUTH_TAG) return 0;
+    mac(tag, domain, req + 1, 1, nonce_before, EDP_AUTH_NONCE, req + EDP_FRAME_HEADER, rb - EDP_AUTH_TAG);
+    return memcmp(tag, req + EDP_FRAME_HEADER + rb - EDP_AUTH_TAG, EDP_AUTH_TAG) == 0;
+}
+
 /* Split the device's output into frames; check each; return how many. */
 static int check_output(int *answered_query)
 {
@@ -124,6 +230,7 @@ static int check_output(int *answered_query)
             memcpy(&crc, buf + n - 4, 4);
             if (crc != edp_crc32(0, buf, (size_t)n - 4) || buf[0] != 1) { printf("FAIL bad response frame\n"); exit(1); }
             if (buf[1] == (EDP_T_QUERY | EDP_T_RESPONSE)) *answered_query = 1;
+            check_tags(buf, n);
             frames++;
         }
         start = i + 1;
@@ -134,16 +241,16 @@ static int check_output(int *answered_query)
 
 int main(int argc, char **argv)
 {
-    static edp_device_t dev;
     static uint8_t raw[EDP_FRAME_MAX + 64], wire[2 * EDP_WIRE_MAX];
-    long iters, it, chunks = 0, answered = 0;
+    static edp_record_t rec_before;
+    long iters, it, chunks = 0, answered = 0, admin_ok = 0, admin_bad = 0;
     if (argc != 3) { fprintf(stderr, "usage: fuzz_frames SEED ITERATIONS\n"); return 2; }
     rng_state ^= (uint64_t)atoll(argv[1]) * 0x9E3779B97F4A7C15ull;
     iters = atol(argv[2]);
     edp_device_init(&dev, &port);
     for (it = 0; it < iters; it++) {
         size_t n, w;
-        int aq = 0, got;
+        int aq = 0, got, damaged = 0, auth_before = dev.auth_ok;
         uint64_t before = dev.rec.budget.lifetime_spent;
         if (it % 5000 == 0) {  /* reboot, sometimes with a dead RNG */
             entropy_fails = (int)(rnd() % 3 == 0);
@@ -158,8 +265,16 @@ int main(int argc, char **argv)
             seed_frame(raw, &n);
             mutate(raw, &n);
             w = edp_cobs_encode(raw, n, wire);  /* ends with the 0x00 delimiter */
-            if (rnd() % 16 == 0 && w > 1) wire[rnd() % (w - 1)] = (uint8_t)rnd();  /* damage the encoding itself */
+            if (rnd() % 16 == 0 && w > 1) { wire[rnd() % (w - 1)] = (uint8_t)rnd(); damaged = 1; }  /* damage the encoding itself */
         }
+        req = NULL;
+        if (!damaged && w <= EDP_WIRE_MAX && n >= EDP_FRAME_OVERHEAD && raw[0] == EDP_PROTO_VERSION) {
+            uint32_t crc = edp_crc32(0, raw, n - EDP_FRAME_CRC), got_crc;
+            memcpy(&got_crc, raw + n - EDP_FRAME_CRC, 4);
+            if (crc == got_crc) { req = raw; req_len = n; }
+        }
+        memcpy(nonce_before, dev.nonce, EDP_AUTH_NONCE);
+        memcpy(&rec_before, &dev.rec, sizeof rec_before);
         out_len = 0;
         edp_device_rx(&dev, wire, w);
         /* chunks actually delimited in what we sent */
@@ -171,6 +286,17 @@ int main(int argc, char **argv)
             if (got != expect) { printf("FAIL %d responses for %ld chunks at iteration %ld\n", got, expect, it); return 1; }
             chunks += expect;
         }
+        if (req && is_admin(req[1]) && auth_before) {
+            if (admin_tag_ok()) {
+                admin_ok++;
+            } else {
+                admin_bad++;
+                if (memcmp(nonce_before, dev.nonce, EDP_AUTH_NONCE) || memcmp(&rec_before, &dev.rec, sizeof rec_before)) {
+                    printf("FAIL an admin frame without a valid tag changed the device at iteration %ld\n", it);
+                    return 1;
+                }
+            }
+        }
         if (aq) {
             answered++;
             if (entropy_fails) { printf("FAIL a QUERY was answered with a failed entropy source\n"); return 1; }
@@ -178,6 +304,7 @@ int main(int argc, char **argv)
         }
         if (dev.rec.budget.daily_spent > 900000000u) dev.rec.budget.daily_spent = 0;  /* keep answering */
     }
-    printf("ok %ld iterations, %ld chunks, %ld answered queries\n", iters, chunks, answered);
+    printf("ok %ld iterations, %ld chunks, %ld answered queries, %ld validly signed and %ld other admin frames\n",
+           iters, chunks, answered, admin_ok, admin_bad);
     return 0;
 }

@@ -55,17 +55,17 @@ def test_usage_errors_are_code_2_and_one_json_object(native_builds: None, args: 
 
 
 def test_bad_input_and_refusal_codes(native_builds: None) -> None:
-    json_error(run("query", "--target", "host", "--json", "/nonexistent.npy"), 3, "ERR_INPUT", "does not exist")
-    json_error(run("query", "--target", "host", "--json", "-", stdin="0.2,nan\n"), 3, "ERR_INPUT", "NaN in row 0")
-    json_error(run("query", "--target", "host", "--json", "--out", "/proc/nope.jsonl", "-", stdin="0.2,0.8\n"), 3,
+    json_error(run("query", "--target", "host", "--json", "/nonexistent.npy"), 4, "ERR_INPUT", "does not exist")
+    json_error(run("query", "--target", "host", "--json", "-", stdin="0.2,nan\n"), 4, "ERR_INPUT", "NaN in row 0")
+    json_error(run("query", "--target", "host", "--json", "--out", "/proc/nope.jsonl", "-", stdin="0.2,0.8\n"), 4,
                "ERR_INPUT", "cannot write /proc/nope.jsonl")  # before the first query: nothing charged
     # The third answer of ε 400 would pass the daily cap of 1000: refused, code 4.
     r = run("query", "--target", "host", "--json", "-e", "400", "-", stdin="0.1,0.9\n" * 3)
-    assert r.returncode == 4, r.stderr
+    assert r.returncode == 8, r.stderr
     assert [json.loads(x)["status"] for x in r.stdout.splitlines()] == ["ok", "ok", "ERR_BUDGET"]
     wrong = Path("/tmp/edgedp-wrong.key")
     wrong.write_text("00" * 32)
-    json_error(run("admin", "reset-budget", "--target", "host", "--key-file", str(wrong), "--json"), 4,
+    json_error(run("admin", "reset-budget", "--target", "host", "--key-file", str(wrong), "--json"), 8,
                "ERR_AUTH", "")
 
 
@@ -75,7 +75,7 @@ def test_an_output_that_fails_stops_before_the_next_charge(native_builds: None, 
     full = tmp_path / f"full.{suffix}"
     full.symlink_to("/dev/full")  # every write: ENOSPC, like a full disk
     r = run("query", "--target", "host", "--json", "--out", str(full), "-", stdin="0.1,0.9\n" * 50)
-    err = json_error(r, 3, "ERR_INPUT", "No space left on device")
+    err = json_error(r, 4, "ERR_INPUT", "No space left on device")
     assert "stopped before the next query" in err["message"]
     answers = [json.loads(x) for x in r.stdout.splitlines()[:-1]]
     assert 1 <= len(answers) < 50 and all(a["status"] == "ok" for a in answers)
@@ -148,7 +148,7 @@ def test_an_output_is_replaced_only_once_a_row_is_answered(native_builds: None, 
     old.write_text("answers paid for by an earlier run\n")
     # the configuration is refused on the host (its lattice is too fine) after the device was opened
     r = run("query", "--target", "host", "-d", "1e-30", "--out", str(old), "-", stdin="0.1,0.9\n")
-    assert r.returncode == 3 and "lattice" in r.stderr, r.stderr
+    assert r.returncode == 4 and "lattice" in r.stderr, r.stderr
     assert old.read_text() == "answers paid for by an earlier run\n"
     new = tmp_path / ("new" + old.suffix)
     run("query", "--target", "host", "-d", "1e-30", "--out", str(new), "-", stdin="0.1,0.9\n")

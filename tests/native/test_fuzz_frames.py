@@ -19,3 +19,4 @@ def test_frame_loop_invariants_hold_under_mutation(seed: int) -> None:
     words = r.stdout.split()
     assert words[0] == "ok" and int(words[1]) == 500000
     assert int(words[5]) > 1000  # valid queries got through and were answered
+    assert int(words[8]) > 1000 and int(words[12]) > 1000  # signed admin frames, valid and mutated

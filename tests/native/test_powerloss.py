@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp.device.errors import DeviceError, TransportError
+from edgedp.device import admin, frames, protocol as P
+from edgedp.device.errors import DeviceError, ErrorCode, StateUnknown, TransportError
+from edgedp.device.protocol import Caps, MechConfig
 
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query
@@ -53,6 +55,43 @@ def test_cut_power_at_every_write_of_a_commit(host_device, cut: int) -> None:
     r = dev.query(X)
     assert spent(dev)[0] == after + EPS
     assert r.remaining_micro == dev.budget().remaining
+
+
+@pytest.mark.parametrize("cut", range(WORDS_PER_COMMIT + 2))
+def test_cut_power_at_every_write_of_a_signed_config(host_device, test_key: bytes, cut: int) -> None:
+    """A CONFIG signed from the authenticated state, power cut at each write of its commit: the host
+    reports state unknown (no authentic answer, no re-read), and after the reboot the device holds
+    either the whole old record or the whole new one, and the captured frame never lands again."""
+    dev = host_device.start()
+    before = dev.state(test_key).budget
+    dev = host_device.start(EDP_STORE_CUT_AFTER=str(cut))
+    signed: list[bytes] = []
+    write = dev.link.write
+
+    def capture(data: bytes) -> None:
+        if data.strip(b"\x00") and frames.decode(data.rstrip(b"\x00")).type == P.CONFIG:
+            signed.append(data)
+        write(data)
+    dev.link.write = capture  # type: ignore[method-assign]
+    dev.timeout = 2.0
+    try:
+        admin.run(dev, test_key, P.CONFIG, lambda b: P.config_payload(MechConfig(), Caps(7 * EPS)),
+                  lambda b, a: None if a.daily_cap == 7 * EPS else "cap")
+        accepted = True
+    except StateUnknown:
+        accepted = False
+    assert host_device.stop() in (0, 99)
+    assert accepted == (cut >= WORDS_PER_COMMIT), cut
+    dev = host_device.start()
+    after = dev.state(test_key).budget
+    old = (before.daily_cap, before.auth_counter)
+    new = (7 * EPS, before.auth_counter + 1)
+    assert (after.daily_cap, after.auth_counter) in (old, new), "a torn admin commit"
+    if accepted:
+        assert (after.daily_cap, after.auth_counter) == new
+    dev.send_raw(signed[0])  # the captured frame after the reboot: its nonce died with the power
+    assert P.AdminAnswer.parse(dev.receive().body).result == ErrorCode.ERR_AUTH
+    assert dev.state(test_key).budget.daily_cap == after.daily_cap
 
 
 @pytest.mark.parametrize("slot", [0, 1])

@@ -44,7 +44,6 @@ CASES = {
     "k_zero": (raw_frame(1, P.QUERY, 19, struct.pack("<BBH", 0, 0, 0)), 19, "ERR_BAD_VALUE"),
     "bad_mode": (raw_frame(1, P.QUERY, 20, struct.pack("<BBH", 9, 0, 1) + b"\x00" * 4), 20, "ERR_BAD_VALUE"),
     "topk_zero": (raw_frame(1, P.QUERY, 21, struct.pack("<BBH", 1, 0, 1) + b"\x00" * 4), 21, "ERR_BAD_VALUE"),
-    "admin_no_tag": (raw_frame(1, P.RESET_BUDGET, 22, b"\x01" * 8), 22, "ERR_AUTH"),
 }
 
 

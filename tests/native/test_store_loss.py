@@ -81,25 +81,41 @@ def test_captured_config_is_refused_after_store_loss(dev_files: HostDevice, test
     dev = dev_files.start()
     before = dev.budget()
     f = send_and_get(dev, wire)
-    assert f.type == P.ERROR and f.body[0] in (9, 10), "a captured CONFIG was accepted after store loss"
+    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result in (9, 10), \
+        "a captured CONFIG was accepted after store loss"
     assert dev.budget() == before
 
 
-def test_nonce_is_one_use_and_changes_after_every_admin_frame(dev_files: HostDevice, test_key: bytes) -> None:
+def _answer(dev, type_: int, body: bytes, seq: int) -> P.AdminAnswer:
+    f = send_and_get(dev, frames.encode(type_, seq, body))
+    assert f.type == type_ | P.RESPONSE, f
+    return P.AdminAnswer.parse(f.body)
+
+
+def test_nonce_is_fresh_per_challenge_and_one_use(dev_files: HostDevice, test_key: bytes) -> None:
     dev = dev_files.start()
     a = dev.challenge(test_key)
-    assert dev.challenge(test_key) == a  # stable until an admin frame arrives
-    # A frame signed for the current nonce but never delivered, then another admin frame:
-    body = P.admin_body(P.RESET_BUDGET, a.nonce, a.counter + 1, b"", test_key)
-    dev.reset_budget(test_key)
     b = dev.challenge(test_key)
-    assert b.nonce != a.nonce and b.counter == a.counter + 1
-    f = send_and_get(dev, frames.encode(P.RESET_BUDGET, 5, body))
-    assert f.type == P.ERROR and f.body[0] == 9  # signed for another nonce
-    # A refused admin frame uses the nonce up as well.
-    bad = P.admin_body(P.RESET_BUDGET, b.nonce, b.counter + 1, b"", bytes(32))
-    assert send_and_get(dev, frames.encode(P.RESET_BUDGET, 6, bad)).body[0] == 9
-    assert dev.challenge(test_key).nonce != b.nonce
+    assert b.nonce != a.nonce and b.counter == a.counter  # every CHALLENGE draws a new nonce
+    # A frame signed for the older nonce is dead, and its refusal changes nothing.
+    old = P.admin_body(P.RESET_BUDGET, a.nonce, a.counter + 1, b"", test_key)
+    ans = _answer(dev, P.RESET_BUDGET, old, 5)
+    assert ans.result == 9 and ans.authentic(test_key, P.RESET_BUDGET, b.nonce, old[-32:])
+    # Frames without a valid tag (wrong key, none at all, empty) leave the nonce as it was:
+    # the frame signed for it still lands afterwards.
+    good = P.admin_body(P.RESET_BUDGET, b.nonce, b.counter + 1, b"", test_key)
+    for bad in (P.admin_body(P.RESET_BUDGET, b.nonce, b.counter + 1, b"", bytes(32)), b"\x01" * 8, b""):
+        assert _answer(dev, P.RESET_BUDGET, bad, 6).result == 9
+    assert dev.budget().auth_counter == a.counter
+    ans = _answer(dev, P.RESET_BUDGET, good, 7)
+    assert (ans.result, ans.counter) == (0, b.counter + 1)
+    assert ans.authentic(test_key, P.RESET_BUDGET, b.nonce, good[-32:])
+    # A valid tag uses the nonce up, also when the command is refused (here: replayed counter).
+    c = dev.challenge(test_key)
+    replay = P.admin_body(P.RESET_BUDGET, c.nonce, 1, b"", test_key)
+    assert _answer(dev, P.RESET_BUDGET, replay, 8).result == 10
+    again = P.admin_body(P.RESET_BUDGET, c.nonce, c.counter + 1, b"", test_key)
+    assert _answer(dev, P.RESET_BUDGET, again, 9).result == 9
     # The counter is still checked: a fresh nonce with an old counter is a replay.
     with pytest.raises(DeviceError, match="ERR_REPLAY"):
         dev.admin(P.RESET_BUDGET, b"", test_key, counter=1)

@@ -19,8 +19,20 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def test_the_table_is_distinct() -> None:
     codes = [int(c) for c in ExitCode]
     assert len(set(codes)) == len(codes)
-    assert (ExitCode.USAGE, ExitCode.BAD_INPUT, ExitCode.REFUSED, ExitCode.TRANSPORT, ExitCode.STATE_UNKNOWN,
-            ExitCode.INTERRUPTED) == (2, 3, 4, 5, 6, 130)
+    assert (ExitCode.USAGE, ExitCode.TRANSPORT, ExitCode.BAD_INPUT, ExitCode.STATE_UNKNOWN, ExitCode.REFUSED,
+            ExitCode.INTERRUPTED) == (2, 3, 4, 6, 8, 130)
+
+
+def test_the_device_errors_carry_their_row_of_the_table() -> None:
+    from edgedp.device import errors as E
+    from edgedp.cli.exit_codes import for_exception
+    for cls, code in ((E.EdgeDPError, ExitCode.FAILED), (E.TransportError, ExitCode.TRANSPORT),
+                      (E.StateMismatch, ExitCode.STATE_MISMATCH), (E.StateUnknown, ExitCode.STATE_UNKNOWN),
+                      (E.NotAuthentic, ExitCode.NOT_AUTHENTIC)):
+        assert cls.exit_code == code and for_exception(cls("x")) == code, cls
+    assert for_exception(E.DeviceError(E.ErrorCode.ERR_BUDGET, 0)) == ExitCode.REFUSED
+    assert for_exception(E.EdgeDPError("pass --key-file", "ERR_AUTH")) == ExitCode.REFUSED
+    assert for_exception(ValueError("x")) == ExitCode.BAD_INPUT
 
 
 def test_shell_completion_lists_commands() -> None:

@@ -1,6 +1,8 @@
 """The typed wire schema: sizes checked on both sides, one answer type for device and reference."""
 from __future__ import annotations
 
+import hashlib
+import hmac
 import struct
 
 import numpy as np
@@ -76,8 +78,28 @@ def test_fixed_bodies_are_checked() -> None:
         with pytest.raises(TransportError, match="BUDGET"):
             P.Budget.parse(bad)
     with pytest.raises(TransportError, match="admin"):
-        P.parse_ack(b"\x01" * 7)
-    assert P.parse_ack(struct.pack("<Q", 9)) == 9
+        P.AdminAnswer.parse(b"\x01" * 40)
+    assert P.AdminAnswer.parse(b"\x00" + struct.pack("<Q", 9) + bytes(32)).counter == 9
+
+
+def test_state_and_admin_answers_are_checked_against_the_key() -> None:
+    """A STATE answer counts only with its tag over the host's challenge; an admin answer only
+    with its tag over the nonce and the tag of the frame it answers."""
+    key, challenge = bytes(range(32)), b"c" * 16
+    body = b"n" * 16 + P.Budget.FMT.pack(1, 2, 3, 4, 5, 6, 7, 8, 0, 1, MICRO, 0.0, 1.0, 2.0, P.M_AUTO)
+    tag = hmac.new(key, b"EDPS" + challenge + body, hashlib.sha256).digest()
+    st = P.State.parse(body + tag, key, challenge)
+    assert st is not None and st.nonce == b"n" * 16 and st.budget.caps == P.Caps(3, 5)
+    assert P.State.parse(body + tag, key, b"d" * 16) is None  # an answer to another challenge (replay)
+    assert P.State.parse(body[:-1] + b"\x01" + tag, key, challenge) is None  # rewritten
+    assert P.State.parse(body + tag, bytes(32), challenge) is None
+    head = b"\x00" + struct.pack("<Q", 4)
+    t = hmac.new(key, b"EDPA" + bytes([P.CONFIG]) + b"n" * 16 + b"f" * 32 + head, hashlib.sha256).digest()
+    ans = P.AdminAnswer.parse(head + t)
+    assert ans.authentic(key, P.CONFIG, b"n" * 16, b"f" * 32)
+    assert not ans.authentic(key, P.CONFIG, b"n" * 16, b"g" * 32)  # moved to another frame
+    assert not ans.authentic(key, P.RESET_BUDGET, b"n" * 16, b"f" * 32)
+    assert not P.AdminAnswer(9, 4, t).authentic(key, P.CONFIG, b"n" * 16, b"f" * 32)  # result rewritten
     with pytest.raises(TransportError, match="LOCAL"):
         P.LocalAnswer.parse(b"\x00" * 5)
     with pytest.raises(TransportError, match="SAMPLE"):

@@ -29,6 +29,7 @@ static const edp_port_t port = {
     .flash = 0,         /* or two flash sectors for the high-water log (edgedp/flog.h) */
     .window_open = 0,   /* release timing (port.h): without both, a production build */
     .window_close = 0,  /* refuses QUERY and INFER with EDP_ERR_TIMING */
+    .window_fixed = 0,  /* the fixed part of a window, measured on the board (port.h) */
 };
 
 const edp_port_t *edp_board_init(void) { return &port; }

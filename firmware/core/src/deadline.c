@@ -1,29 +1,39 @@
 #include "edgedp/deadline.h"
 #include "edgedp/mech.h"
+#include "util.h"
 
-/* Instruction constants (deadline.h). The draw and refill ones are at least
- * twice the longest paths that host/edgedp/bench/deadline.py measures on the
- * compiled image (at the time of writing: a draw 467 + product + less_than, 2,235 with 6
- * chunks; a refill 3,191), checked by tests/firmware/test_deadline.py; the
- * request's parts are checked there against whole windows. */
-#define DL_DRAW_BASE 1000u      /* sampler loop pass, tier-1 acceptance, tie, tail round */
-#define DL_DRAW_PER_CHUNK 240u  /* exact acceptance: less_than over 2 limbs per chunk */
-#define DL_DRAW_PER_CHUNK2 60u  /* exact acceptance: product, quadratic in the chunks */
-#define DL_REFILL 6400u         /* edp_drbg_next_block: 4 ChaCha20 blocks, key erasure */
+/* Instruction constants (deadline.h), checked by tests/firmware/test_deadline.py
+ * against host/edgedp/bench/deadline.py's figures for the compiled image:
+ * static sizes of code regions (each instruction runs at most once per pass)
+ * and worst paths with trip counts fixed by the tables, with a margin of at
+ * least 1.25; whole-window parts measured from executions with at least 1.5. */
+#define DL_CALL 36u             /* edp_dlap_add's entry and exit, once per noise */
+#define DL_DRAW 57u             /* one fixed draw's fast path (region edp_dlap_add_draw) */
+#define DL_ACCEPT 205u          /* acceptance past the K fixed bits: region _accept, accept_rest, band */
+#define DL_EXACT_PER_CHUNK 240u /* exact product: accept_exact, less_than over 2 limbs per chunk */
+#define DL_EXACT_PER_CHUNK2 25u /* the product, quadratic in the chunks */
+#define DL_HIGH 290u            /* a tie or tail outcome: region _high, one pass of high_part */
+#define DL_ROUND 265u           /* one more tail round: one pass of high_part */
+#define DL_REFILL 4000u         /* region _refill and edp_drbg_next_block */
 #define DL_REFILL_WORDS 56u     /* keystream words a refill makes available */
-#define DL_FIXED 40000u         /* charge (reseed, store commit, flash mark), header, window */
-#define DL_PER_INPUT 60u        /* COBS decoding, CRC and checks of 4 request bytes */
-#define DL_PER_CLASS 60u        /* quantize, clamp, CRC and encoding of 4 response bytes */
+#define DL_PREP_BASE 450000u    /* edp_mech_prepare with L = 0 (this file's set-up included) */
+#define DL_PREP_PER_L 80000u    /* per uniform low bit L: products, chunk tables */
+#define DL_PER_INPUT 40u        /* COBS decoding, CRC and checks of 4 request bytes */
+#define DL_PER_CLASS 100u       /* quantize, clamp, CRC and encoding of 4 response bytes */
 #define DL_TOPK_PER_K 16u       /* TOPK insertion: per class and per K */
 #define DL_SIMPLEX 500u         /* SIMPLEX: 33 bisection passes, per class */
-#define DL_MODEL_NET 400u       /* per net of the model */
-#define DL_MODEL_MAC 12u        /* per multiply-add of a dense layer */
-#define DL_MODEL_UNIT 40u       /* per output of a dense layer (bias, ReLU, store) */
-#define DL_MODEL_CLASS 300u     /* per class and net: softmax exp and division, or the vote */
+#define DL_MODEL_NET 150u       /* per net of the model */
+#define DL_MODEL_MAC 7u         /* per multiply-add of a dense layer */
+#define DL_MODEL_UNIT 30u       /* per output of a dense layer (bias, ReLU, store) */
+#define DL_MODEL_CLASS 80u      /* per class and net: softmax exp and division, or the vote */
 
-/* 40 ln 2 and its square, for the Chernoff bound. */
-#define DL_LAMBDA 27.725887222397812
-#define DL_LAMBDA2 768.72482
+#define DL_LN2 0.69314718055994531
+/* Each of the six tails (draws, acceptance, exact product, ties and tail
+ * outcomes, tail rounds, comparison bits) at 2^-(TAIL_BITS + 3): together
+ * below 2^-TAIL_BITS. */
+#define DL_TAIL_BITS (EDP_DEADLINE_TAIL_BITS + 3)
+/* A bound met with this much to spare absorbs the double roundings. */
+#define DL_SLACK 0.01
 
 static uint32_t sat32(uint64_t v)
 {
@@ -42,29 +52,205 @@ static uint32_t sqrt_ceil(uint64_t v)
     return lo;
 }
 
-/* A lower bound on the probability that one draw ends its coordinate, given
- * anything drawn before: V is accepted with probability a_V >= exp(-(2^L - 1)/t)
- * > exp(-1/8) > 0.8824 (2^(L+3) <= t when L > 0; a_V = 1 when L = 0); the
- * redraw of (negative, 0) takes at most 2^-(L+1); a tail outcome (mass q^tail
- * with q = exp(-2^L/t) < exp(-1/16), tail = 63, or < 2^-20: at most 0.021;
- * at most 4.4e-4 when L = 0, t < 8) draws again. A tail round ends the
- * coordinate unless it is a tail outcome again. */
-static double finish_probability(uint32_t L)
+/* ln x for a positive normal x (no libm): x = 2^e f with f in [1/sqrt 2,
+ * sqrt 2), ln f = 2 atanh(y), y = (f-1)/(f+1), |y| < 0.172, by 8 terms of its
+ * series (error below 1e-14). */
+static double ln_d(double x)
 {
-    double half = 0.5;
+    union { double d; uint64_t u; } b;
+    double y, y2, s;
+    int e;
+    b.d = x;
+    e = (int)((b.u >> 52) & 0x7FFu) - 1023;
+    b.u = (b.u & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull;
+    if (b.d > 1.4142135623730951) {
+        b.d *= 0.5;
+        e++;
+    }
+    y = (b.d - 1.0) / (b.d + 1.0);
+    y2 = y * y;
+    s = 1.0 / 15.0;
+    s = 1.0 / 13.0 + y2 * s;
+    s = 1.0 / 11.0 + y2 * s;
+    s = 1.0 / 9.0 + y2 * s;
+    s = 1.0 / 7.0 + y2 * s;
+    s = 1.0 / 5.0 + y2 * s;
+    s = 1.0 / 3.0 + y2 * s;
+    s = 1.0 + y2 * s;
+    return 2.0 * y * s + (double)e * DL_LN2;
+}
+
+/* n times the relative entropy D(a || p) of Bernoulli(a) from Bernoulli(p),
+ * a = m / n, 0 < p < 1: the exponent of Chernoff's bound on either tail of
+ * Binomial(n, p) beyond m (P <= exp(-n D)). */
+static double chernoff(double m, double n, double p)
+{
+    double a = m / n, v = 0.0;
+    if (a > 0.0) v += a * ln_d(a / p);
+    if (a < 1.0) v += (1.0 - a) * ln_d((1.0 - a) / (1.0 - p));
+    return n * v;
+}
+
+static const double tail_exponent = DL_TAIL_BITS * DL_LN2 + DL_SLACK;
+
+/* The least m with P(X >= m) <= 2^-DL_TAIL_BITS by Chernoff's bound, for X a
+ * count of n trials each a success with probability at most p given the
+ * others (dominated by Binomial(n, p)); n if none is smaller. */
+static uint32_t upper_count(uint32_t n, double p)
+{
+    const double lam = tail_exponent, mean = (double)n * p;
+    uint32_t lo, hi;
+    if (p <= 0.0 || n == 0) return 0;
+    if (p >= 1.0) return n;
+    /* Bernstein's bound, mean + lam/3 + sqrt(lam^2/9 + 2 mean lam), is weaker
+     * than Chernoff's: a valid start for the bisection. */
+    hi = (uint32_t)(mean + lam / 3.0) + sqrt_ceil((uint64_t)(lam * lam / 9.0 + 2.0 * mean * lam) + 1u) + 1u;
+    lo = (uint32_t)mean + 1u;
+    if (hi >= n) {
+        if (chernoff((double)n, (double)n, p) < lam) return n;
+        hi = n;
+    }
+    if (lo > hi) lo = hi;
+    while (lo < hi) {  /* chernoff(m) grows with m above n p */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (chernoff((double)mid, (double)n, p) >= lam) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The least n with P(Binomial(n, p) <= k - 1) <= 2^-DL_TAIL_BITS by
+ * Chernoff's bound: so many draws, each ending its coordinate with probability
+ * at least p, end k coordinates but with that probability. */
+static uint32_t draws_needed(uint32_t k, double p)
+{
+    const double lam = tail_exponent, m = (double)k - 1.0;
+    /* Bernstein's bound gives a valid start: k + lam + sqrt(lam^2 + 2 k lam) over p. */
+    double top = ((double)k + lam + (double)sqrt_ceil((uint64_t)(lam * lam + 2.0 * lam * (double)k) + 1u)) / p;
+    uint32_t lo = (uint32_t)(m / p) + 1u, hi = (uint32_t)top + 1u;
+    while (lo < hi) {  /* chernoff(k - 1, n) grows with n above (k - 1) / p */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (chernoff(m, (double)mid, p) >= tail_exponent) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The mean acceptance E_V[a_V] over uniform V: the chunks of V are
+ * independent and uniform over their widths, so it is the product of each
+ * chunk table's mean (top words only: a lower bound). */
+static double mean_acceptance(const edp_dlap_t *d)
+{
+    double mean = 1.0;
+    uint32_t c, u;
+    for (c = 0; c < d->nchunks; c++) {
+        uint32_t width = d->L - EDP_DLAP_CHUNK_BITS * c, n;
+        double sum = 0.0;
+        if (width > EDP_DLAP_CHUNK_BITS) width = EDP_DLAP_CHUNK_BITS;
+        n = 1u << width;
+        for (u = 0; u < n; u++) sum += (double)d->chunk[c][u].hi;
+        mean *= sum / ((double)n * 4294967296.0);
+    }
+    return mean;
+}
+
+/* A bound on the probability that a fixed draw takes the exact product: the
+ * draw's V is uniform, and tier 1 leaves V undecided only if the stream
+ * agrees with lo(V) up to the first bit where lo(V) and hi(V) differ, the
+ * smallest aligned block D(V) holding both: probability |D(V)| 2^-32. With w
+ * the widest band, delta the least step of lo between neighbouring V (both
+ * at the largest V, where x is largest), R the span of all bands and J the
+ * top bit where they differ, summing |D(V)| over V by the levels j of the
+ * block boundaries inside each band gives (docs/privacy.md section 6)
+ *   E_V |D(V)| <= 1 + 2 w + ((J - j0) R + 2^(J+1)) (w / delta + 1) / 2^L,
+ * j0 = floor(log2 w). Also at most 2^-K (the draw's K acceptance bits). */
+static double exact_probability(const edp_dlap_t *d)
+{
+    uint32_t vmax = (1u << d->L) - 1u, lo, hi, lo1, hi1, lo0, hi0, j0, top;
+    double w, delta, span, sum, p, pk = 1.0;
     uint32_t i;
-    for (i = 0; i < L; i++) half *= 0.5;
-    return (L ? 0.8824 - 0.021 : 1.0 - 4.4e-4) - half;
+    for (i = 0; i < d->K; i++) pk *= 0.5;
+    if (vmax < 1u) return pk;
+    edp_dlap_band(d, vmax, &lo, &hi);
+    edp_dlap_band(d, vmax - 1u, &lo1, &hi1);
+    edp_dlap_band(d, 0u, &lo0, &hi0);
+    if (hi <= lo || lo1 <= lo + 3u || hi0 <= lo) return pk;
+    w = (double)(hi - lo) + 2.0;
+    delta = (double)(lo1 - lo) - 3.0;
+    lo = lo > 2u ? lo - 2u : 0u;
+    span = (double)(hi0 - lo);
+    j0 = 31u - EDP_CLZ32((uint32_t)w);
+    top = 31u - EDP_CLZ32(lo ^ hi0);
+    sum = 1.0 + 2.0 * w;
+    if (top > j0) {
+        double pow2 = 1.0;
+        for (i = 0; i <= top; i++) pow2 *= 2.0;
+        sum += ((double)(top - j0) * span + pow2) * (w / delta + 1.0) / (double)(vmax + 1u);
+    }
+    p = sum / 4294967296.0;
+    return p < pk ? p : pk;
 }
 
 uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k)
 {
-    double mu = (double)k + DL_LAMBDA + (double)sqrt_ceil((uint64_t)(DL_LAMBDA2 + 2.0 * DL_LAMBDA * (double)k) + 1u);
-    uint64_t draws = (uint64_t)(mu / finish_probability(d->L)) + 1u;
-    uint64_t nc = d->nchunks;
-    uint64_t per_draw = DL_DRAW_BASE + DL_DRAW_PER_CHUNK * nc + DL_DRAW_PER_CHUNK2 * nc * nc;
-    uint64_t refills = (draws * (4u + 2u * nc) + DL_REFILL_WORDS - 1u) / DL_REFILL_WORDS + 1u;
-    return sat32(draws * per_draw + refills * DL_REFILL);
+    uint32_t size = d->imask + 1u, i, ties = 0, tails = 0, zeros = 0, j;
+    uint32_t n, n_acc, n_exact, n_high, rounds, nc = d->nchunks, compares;
+    double p_high, p_tail, p_zero, p_f, half = 1.0, pk = 1.0;
+    uint64_t bits, words, refills, insns;
+    for (i = 0; i < size; i++) {
+        uint32_t v = d->fast[i], col = i >> d->KP;
+        if (v == 0xFFu) {
+            ties++;
+            if (col == d->tail || d->alias[col] == d->tail) tails++;  /* may resolve to the tail */
+        } else if (v & 0x80u) {
+            tails++;
+        } else if (v == 0u) {
+            zeros++;
+        }
+    }
+    p_high = (double)(ties + tails) / (double)size;   /* a tie or the tail outcome: high_part */
+    p_tail = (double)tails / (double)size;            /* the tail outcome: one more round */
+    p_zero = (double)(ties + zeros) / (double)size;   /* W = 0 at most */
+    for (i = 0; i < d->L; i++) half *= 0.5;
+    for (i = 0; i < d->K; i++) pk *= 0.5;
+    /* A draw ends its coordinate iff V is accepted and not (negative, G = 0):
+     * E a_V - P(W = 0) 2^-(L+1), with a margin for the double roundings. */
+    p_f = mean_acceptance(d) * (1.0 - 1e-9) - 0.5 * p_zero * half;
+    n = draws_needed(k, p_f);
+    n_acc = nc ? upper_count(n, pk) : 0u;
+    n_exact = nc ? upper_count(n, exact_probability(d)) : 0u;
+    n_high = upper_count(n, p_high);
+    /* Tail rounds: the (r+1)-th tail outcome comes within the first n + r + 1
+     * lookups, so r rounds with P(Bin(n + r + 1, p) >= r + 1) small suffice:
+     * the least fixed point of r = upper_count(n + r + 1), reached from 0. */
+    rounds = 0;
+    for (j = 0; j < 8; j++) {
+        uint32_t next = upper_count(n + rounds + 1u, p_tail);
+        if (next <= rounds) break;
+        rounds = next;
+    }
+    if (j == 8) return 0xFFFFFFFFu;
+    /* Bits: n1 per draw, the column and keep prefix per round, and the
+     * comparisons past the fixed bits (an acceptance, a tie: one per slow event
+     * at most), each of which stops at the first stream bit that differs from
+     * its threshold, a fair coin: c comparisons take more than
+     * draws_needed(c, 1/2) bits with probability 2^-DL_TAIL_BITS at most. */
+    compares = n_acc + n_high + rounds;
+    bits = (uint64_t)n * d->n1 + (uint64_t)rounds * (EDP_DLAP_ALIAS_BITS + d->KP) +
+           (compares ? draws_needed(compares, 0.5) : 0u);
+    /* Keystream words fetched: the bits', and up to two ahead (the loop's
+     * 64-bit buffer, peek32); every DL_REFILL_WORDS of them one refill. */
+    words = (bits + 31u) / 32u + 2u;
+    refills = (words + DL_REFILL_WORDS - 1u) / DL_REFILL_WORDS;
+    insns = DL_CALL + (uint64_t)n * DL_DRAW + (uint64_t)n_acc * DL_ACCEPT +
+            (uint64_t)n_exact * (DL_EXACT_PER_CHUNK * nc + DL_EXACT_PER_CHUNK2 * nc * nc) +
+            (uint64_t)n_high * DL_HIGH + (uint64_t)rounds * DL_ROUND + refills * DL_REFILL;
+    return sat32(insns);
+}
+
+uint32_t edp_deadline_prepare(const edp_dlap_t *d)
+{
+    return sat32(DL_PREP_BASE + (uint64_t)DL_PREP_PER_L * d->L);
 }
 
 static uint64_t model_insns(const edp_model_t *m)
@@ -83,11 +269,11 @@ static uint64_t model_insns(const edp_model_t *m)
 }
 
 uint32_t edp_deadline_answer(uint32_t noise, uint32_t n_in, uint32_t k, uint32_t mode, uint32_t arg,
-                             const edp_model_t *model, int prepared)
+                             const edp_model_t *model, uint32_t prepare, uint32_t fixed)
 {
     uint64_t per_class = DL_PER_CLASS;
     if (mode == EDP_MODE_TOPK) per_class += (uint64_t)DL_TOPK_PER_K * arg;
     if (mode == EDP_MODE_SIMPLEX) per_class += DL_SIMPLEX;
-    return sat32((uint64_t)noise + DL_FIXED + (uint64_t)DL_PER_INPUT * n_in + per_class * k +
-                 (model ? model_insns(model) : 0u) + (prepared ? EDP_DEADLINE_PREPARE : 0u));
+    return sat32((uint64_t)noise + fixed + (uint64_t)DL_PER_INPUT * n_in + per_class * k +
+                 (model ? model_insns(model) : 0u) + prepare);
 }

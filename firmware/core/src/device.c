@@ -219,7 +219,9 @@ static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_
 {
     if (!EDP_RELEASE_DEADLINE) return EDP_OK;
     if (!d->port->window_open || !d->port->window_close) return EDP_ERR_TIMING;
-    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model, d->prepared);
+    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model,
+                                          d->prepared ? plan->prepare_insns : 0u,
+                                          d->port->window_fixed ? d->port->window_fixed : EDP_DEADLINE_FIXED_DEFAULT);
     d->window_pending = 1;
     return EDP_OK;
 }
@@ -405,67 +407,79 @@ static int cmd_info(edp_device_t *d, uint8_t **o)
     return EDP_OK;
 }
 
-static int cmd_budget(edp_device_t *d, uint8_t **o)
+/* The BUDGET fields (docs/protocol.md), as of today; also the body of STATE. */
+static uint8_t *write_budget(edp_device_t *d, uint8_t *o)
 {
     edp_budget_t b = d->rec.budget;
     uint32_t day;
     int have_day = today(d, &day) == EDP_OK;
     if (have_day) edp_budget_roll(&b, day);
-    *o = edp_wr32(*o, b.day);
-    *o = edp_wr32(*o, have_day ? day : EDP_NO_DAY);
-    *o = edp_wr64(*o, b.daily_cap);
-    *o = edp_wr64(*o, b.daily_spent);
-    *o = edp_wr64(*o, b.lifetime_cap);
-    *o = edp_wr64(*o, b.lifetime_spent);
-    *o = edp_wr64(*o, edp_budget_remaining(&b));
-    *o = edp_wr64(*o, d->rec.auth_counter);
-    *o = edp_wr8(*o, d->store_state);
-    *o = edp_wr8(*o, d->store_ok);
-    *o = edp_wr32(*o, d->rec.mech.eps_micro);
-    *o = edp_wrf(*o, d->rec.mech.lo);
-    *o = edp_wrf(*o, d->rec.mech.hi);
-    *o = edp_wrf(*o, d->rec.mech.sensitivity);
-    *o = edp_wr32(*o, (uint32_t)d->rec.mech.m);
+    o = edp_wr32(o, b.day);
+    o = edp_wr32(o, have_day ? day : EDP_NO_DAY);
+    o = edp_wr64(o, b.daily_cap);
+    o = edp_wr64(o, b.daily_spent);
+    o = edp_wr64(o, b.lifetime_cap);
+    o = edp_wr64(o, b.lifetime_spent);
+    o = edp_wr64(o, edp_budget_remaining(&b));
+    o = edp_wr64(o, d->rec.auth_counter);
+    o = edp_wr8(o, d->store_state);
+    o = edp_wr8(o, d->store_ok);
+    o = edp_wr32(o, d->rec.mech.eps_micro);
+    o = edp_wrf(o, d->rec.mech.lo);
+    o = edp_wrf(o, d->rec.mech.hi);
+    o = edp_wrf(o, d->rec.mech.sensitivity);
+    return edp_wr32(o, (uint32_t)d->rec.mech.m);
+}
+
+static int cmd_budget(edp_device_t *d, uint8_t **o)
+{
+    *o = write_budget(d, *o);
     return EDP_OK;
 }
 
-/* Verify tag and counter of an admin body; on success payload and plen point at
- * the payload and *counter holds the new counter (not yet committed). */
-static int authenticate(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
-                        const uint8_t **payload, size_t *plen, uint64_t *counter)
+static void hmac_begin(edp_hmac_t *h, const uint8_t *key, const uint8_t domain[EDP_AUTH_DOMAIN_LEN])
 {
-    static const uint8_t prefix[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
-    const uint8_t *key;
-    uint8_t tag[32], t8 = (uint8_t)type;
-    edp_hmac_t h;
+    edp_hmac_init(h, key, 32);
+    edp_hmac_update(h, domain, EDP_AUTH_DOMAIN_LEN);
+}
+
+/* The device key and a keyed nonce generator (retried here if boot could not key it). */
+static int auth_ready(edp_device_t *d, const uint8_t **key)
+{
     int err;
-    if (n < EDP_AUTH_COUNTER + EDP_AUTH_TAG) return EDP_ERR_AUTH;
-    if (!d->auth_ok) return EDP_ERR_ENTROPY;
-    if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
-    *plen = n - EDP_AUTH_COUNTER - EDP_AUTH_TAG;
-    edp_hmac_init(&h, key, 32);
-    edp_hmac_update(&h, prefix, EDP_AUTH_DOMAIN_LEN);
+    if ((err = d->port->device_key(d->port->ctx, key)) < 0) return err;
+    if (!d->auth_ok) auth_seed(d);
+    return d->auth_ok ? EDP_OK : EDP_ERR_ENTROPY;
+}
+
+/* Whether the admin body b[0..n) (counter u64 | payload | tag) carries
+ * HMAC(key, "EDP2" | type | nonce | counter | payload) for the current nonce. */
+static int admin_tag_valid(const edp_device_t *d, const uint8_t *key, uint32_t type, const uint8_t *b, size_t n)
+{
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
+    uint8_t tag[EDP_AUTH_TAG], t8 = (uint8_t)type;
+    edp_hmac_t h;
+    int ok;
+    if (n < EDP_AUTH_COUNTER + EDP_AUTH_TAG) return 0;
+    hmac_begin(&h, key, domain);
     edp_hmac_update(&h, &t8, 1);
     edp_hmac_update(&h, d->nonce, EDP_AUTH_NONCE);
-    edp_hmac_update(&h, b, EDP_AUTH_COUNTER + *plen);
+    edp_hmac_update(&h, b, n - EDP_AUTH_TAG);
     edp_hmac_final(&h, tag);
-    err = edp_verify32(tag, b + n - EDP_AUTH_TAG);
+    ok = edp_verify32(tag, b + n - EDP_AUTH_TAG) == 0;
     edp_wipe(tag, sizeof tag);
-    if (err) return EDP_ERR_AUTH;
-    *counter = edp_rd64(b);
-    if (*counter <= d->rec.auth_counter) return EDP_ERR_REPLAY;
-    *payload = b + EDP_AUTH_COUNTER;
-    return EDP_OK;
+    return ok;
 }
 
-static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n, uint8_t **o)
+/* Apply an authenticated admin command (counter u64 | payload): check the counter
+ * and the payload, commit the change with the counter, then act. */
+static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t plen)
 {
-    const uint8_t *p;
-    size_t plen;
-    uint64_t counter, secs = 0;
+    const uint8_t *p = b + EDP_AUTH_COUNTER;
+    uint64_t counter = edp_rd64(b), secs = 0;
     edp_record_t next;
-    int err = authenticate(d, type, b, n, &p, &plen, &counter);
-    if (err) return err;
+    int err;
+    if (counter <= d->rec.auth_counter) return EDP_ERR_REPLAY;
     next = d->rec;
     next.auth_counter = counter;
     switch (type) {
@@ -488,12 +502,10 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
         if (plen != 0) return EDP_ERR_LEN;
         next.budget.daily_spent = 0;
         break;
-    case EDP_T_TEST_SEED:
+    default:  /* EDP_T_TEST_SEED */
         if (!EDP_TEST_BUILD) return EDP_ERR_UNKNOWN;
         if (plen != EDP_SEED_BYTES) return EDP_ERR_LEN;
         break;
-    default:
-        return EDP_ERR_UNKNOWN;
     }
     /* The counter (and any change) is durable, in flash and in the store,
      * before the command takes effect. */
@@ -508,28 +520,80 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
         edp_drbg_seed(&d->drbg, p);
         d->entropy_ok = 1;
     }
-    *o = edp_wr64(*o, counter);
     return EDP_OK;
 }
 
-/* nonce 16 | counter u64 | HMAC-SHA256(key, "EDPC" | nonce | counter): the
- * tag lets the host trust the counter it will sign (a man in the middle cannot
- * make it sign a future one). */
+/* An admin command's answer, accepted or refused: result u8 (0 or the error) |
+ * counter u64 (the stored counter now) | HMAC(key, "EDPA" | type | nonce |
+ * the frame's tag | result | counter). It binds the outcome to the one frame
+ * signed for this nonce: a man in the middle can neither forge it nor move it
+ * to another frame. A frame without a valid tag changes nothing (not even the
+ * nonce); a frame with one uses the nonce up, whatever its outcome. */
+static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n, uint8_t **o)
+{
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ANSWER;
+    static const uint8_t no_tag[EDP_AUTH_TAG];
+    const uint8_t *key, *ftag = n >= EDP_AUTH_COUNTER + EDP_AUTH_TAG ? b + n - EDP_AUTH_TAG : no_tag;
+    uint8_t head[1 + EDP_AUTH_COUNTER], t8 = (uint8_t)type;
+    edp_hmac_t h;
+    int valid, err = auth_ready(d, &key);
+    if (err) return err;
+    valid = admin_tag_valid(d, key, type, b, n);
+    err = valid ? admin_apply(d, type, b, n - EDP_AUTH_COUNTER - EDP_AUTH_TAG) : EDP_ERR_AUTH;
+    head[0] = (uint8_t)-err;
+    (void)edp_wr64(head + 1, d->rec.auth_counter);
+    hmac_begin(&h, key, domain);
+    edp_hmac_update(&h, &t8, 1);
+    edp_hmac_update(&h, d->nonce, EDP_AUTH_NONCE);
+    edp_hmac_update(&h, ftag, EDP_AUTH_TAG);
+    edp_hmac_update(&h, head, sizeof head);
+    memcpy(*o, head, sizeof head);
+    edp_hmac_final(&h, *o + sizeof head);
+    *o += EDP_ADMIN_ANSWER;
+    if (valid) new_nonce(d);
+    return EDP_OK;
+}
+
+/* nonce 16 | counter u64 | HMAC-SHA256(key, "EDPC" | nonce | counter), with a
+ * fresh nonce (the previous one can no longer sign anything): the tag lets the
+ * host trust the counter it will sign (a man in the middle cannot make it sign
+ * a future one). */
 static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
 {
-    static const uint8_t prefix[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_CHALLENGE;
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_CHALLENGE;
     const uint8_t *key;
     edp_hmac_t h;
     uint8_t *start = *o;
     int err;
     if (n) return EDP_ERR_LEN;
-    if ((err = d->port->device_key(d->port->ctx, &key)) < 0) return err;
-    if (!d->auth_ok) auth_seed(d);
-    if (!d->auth_ok) return EDP_ERR_ENTROPY;
+    if ((err = auth_ready(d, &key))) return err;
+    new_nonce(d);
     memcpy(*o, d->nonce, EDP_AUTH_NONCE);
     *o = edp_wr64(*o + EDP_AUTH_NONCE, d->rec.auth_counter);
-    edp_hmac_init(&h, key, 32);
-    edp_hmac_update(&h, prefix, EDP_AUTH_DOMAIN_LEN);
+    hmac_begin(&h, key, domain);
+    edp_hmac_update(&h, start, (size_t)(*o - start));
+    edp_hmac_final(&h, *o);
+    *o += EDP_AUTH_TAG;
+    return EDP_OK;
+}
+
+/* STATE: challenge[16] in; nonce (fresh, as CHALLENGE) | the BUDGET fields |
+ * HMAC(key, "EDPS" | challenge | nonce | fields) out. The host's random
+ * challenge makes the answer fresh: an old one cannot be replayed. */
+static int cmd_state(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_STATE;
+    const uint8_t *key;
+    edp_hmac_t h;
+    uint8_t *start = *o;
+    int err;
+    if (n != EDP_STATE_REQUEST) return EDP_ERR_LEN;
+    if ((err = auth_ready(d, &key))) return err;
+    new_nonce(d);
+    memcpy(*o, d->nonce, EDP_AUTH_NONCE);
+    *o = write_budget(d, *o + EDP_AUTH_NONCE);
+    hmac_begin(&h, key, domain);
+    edp_hmac_update(&h, b, EDP_STATE_REQUEST);
     edp_hmac_update(&h, start, (size_t)(*o - start));
     edp_hmac_final(&h, *o);
     *o += EDP_AUTH_TAG;
@@ -566,9 +630,9 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
     case EDP_T_NAIVE: err = cmd_naive(d, f, n, &o); break;
 #endif
     case EDP_T_CHALLENGE: err = cmd_challenge(d, n, &o); break;
+    case EDP_T_STATE: err = cmd_state(d, f, n, &o); break;
     case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED:
         err = cmd_admin(d, fr.type, f, n, &o);
-        if (d->auth_ok) new_nonce(d);  /* one use, whatever the outcome */
         break;
     default: err = EDP_ERR_UNKNOWN; break;
     }

@@ -312,20 +312,27 @@ EDP_NOINLINE static int accept_exact(const edp_dlap_t *d, edp_drbg_t *r, uint32_
 }
 
 /* Acceptance of V after K leading ones were drawn: continue comparing with a_V.
- * Tier 1 bounds a_V = exp(-x), x = V/t, by 1 - x + x^2/2 - x^3/6 <= exp(-x) <=
- * 1 - x + x^2/2 in 32-bit fixed point (x <= 1/8, so the bounds share ~11 bits
- * and decide unless the stream follows a_V that far), else the exact product.
- * Both give the same answer and consumption: the first bit where the stream
- * differs from a_V. */
-EDP_NOINLINE int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v)
+ * Tier 1 bounds a_V between the two ends of edp_dlap_band (x <= 1/8, so the
+ * bounds share ~11 bits and decide unless the stream follows a_V that far),
+ * else the exact product. Both give the same answer and consumption: the first
+ * bit where the stream differs from a_V. */
+void edp_dlap_band(const edp_dlap_t *d, uint32_t v, uint32_t *lo32, uint32_t *hi32)
 {
     /* p <= x 2^32 <= s < 2^29 (c1 = floor(2^32 / t)); margins cover the tables' 2^-47. */
     uint32_t p = v * d->c1, s = p + v;
     uint32_t s2 = (uint32_t)(((uint64_t)s * s) >> 32), p2 = (uint32_t)(((uint64_t)p * p) >> 32);
     uint32_t s3 = (uint32_t)(((uint64_t)s2 * s) >> 32);
-    uint32_t lo = 0u - s + (p2 >> 1) - (s3 >> 2) - 3u;   /* 2^32 (1 - x + x^2/2 - x^3/4) - 3 */
     uint64_t hi = ((uint64_t)1 << 32) - p + (s2 >> 1) + 3u;  /* 2^32 (1 - x + x^2/2) + 3 */
-    int res = decide_band(r, lo, hi > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)hi, d->K);
+    *lo32 = 0u - s + (p2 >> 1) - (s3 >> 2) - 3u;   /* 2^32 (1 - x + x^2/2 - x^3/4) - 3 */
+    *hi32 = hi > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)hi;
+}
+
+EDP_NOINLINE int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v)
+{
+    uint32_t lo, hi;
+    int res;
+    edp_dlap_band(d, v, &lo, &hi);
+    res = decide_band(r, lo, hi, d->K);
     return res >= 0 ? res : accept_exact(d, r, v);
 }
 

@@ -77,6 +77,7 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     err = edp_dlap_setup(&p->dlap, inv_t, shift);
     if (err) return err;
     p->noise_insns = edp_deadline_noise(&p->dlap, k);
+    p->prepare_insns = edp_deadline_prepare(&p->dlap);
     p->cfg = *c;
     p->k = k;
     p->m = m;

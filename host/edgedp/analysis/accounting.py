@@ -22,6 +22,17 @@ Three bounds on the total privacy loss of N answers, each epsilon-DP (pure, delt
 The vector answer is modelled as one discrete Laplace coordinate shifted by the whole L1
 sensitivity S (the worst split of S over coordinates; tests/analysis compare splits).
 
+Every total is for the device's mechanism (``Mechanism``: k classes, sensitivity Delta, lattice
+2^-m; ``edgedp account --from-device`` reads Delta and m from a target) and includes the
+per-answer terms of docs/privacy.md: one answer is (eps + k*2^-36, k*2^-66)-DP (§2, the tables'
+rounding and the tail cap), plus 2^-40 of delta per answer against an observer of its timing
+(§6).  Basic, advanced and the optimal pure composition are evaluated at eps' = eps + k*2^-36
+(theorems for any eps'-DP mechanism); the discrete Laplace PLD is the ideal lattice mechanism's,
+to which the realised one's privacy loss adds at most k*2^-36 per answer pointwise, so N*k*2^-36
+is added to its epsilon and it is evaluated at delta * e^(-N*k*2^-36) (the realised law is within
+that factor of the ideal one).  The deltas add: the totals hold at delta + N*(k*2^-66 + 2^-40)
+(``Composition.total_delta``).
+
 Also here: what an (eps, delta) guarantee means as a hypothesis test (the largest true
 positive rate any membership test can have at a given false positive rate, and the AUC bound).
 """
@@ -33,15 +44,55 @@ from dataclasses import asdict, dataclass
 from dp_accounting.pld import privacy_loss_distribution
 from scipy.stats import binom
 
-from ..mech.lattice import auto_exponent
-
-from ..mech.lattice import MICRO, to_micro
+from ..mech.lattice import MICRO, auto_exponent, to_micro
 
 DEFAULT_DELTA = 1e-6
 DEFAULT_CLASSES = 10        # the softmax / ensemble mechanisms of the analysis: k = 10, Delta = 2
 DEFAULT_SENSITIVITY = 2.0
 PLD_MAX_QUERIES = 100_000   # above: the O(1) optimal pure-DP composition bound only
 METHODS = ("basic", "advanced", "pld")
+TABLE_SLACK = 2.0 ** -36    # epsilon per coordinate of one answer: the sampler's table rounding (privacy.md §2)
+CAP_DELTA = 2.0 ** -66      # delta per coordinate of one answer: the sampler's tail cap (privacy.md §2)
+TIMING_DELTA = 2.0 ** -40   # delta per answer: a deadline overrun seen in the answer's timing (privacy.md §6)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """The device's configuration that the accounting depends on: k classes per answer, L1
+    sensitivity Delta, lattice exponent m (step 2^-m; None: the device's automatic choice)."""
+
+    classes: int = DEFAULT_CLASSES
+    sensitivity: float = DEFAULT_SENSITIVITY
+    exponent: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.classes < 1:
+            raise ValueError("classes (k) must be >= 1")
+        if not (math.isfinite(self.sensitivity) and self.sensitivity > 0):
+            raise ValueError("sensitivity must be finite and > 0")
+
+    @property
+    def m(self) -> int:
+        return auto_exponent(self.classes, self.sensitivity) if self.exponent is None else self.exponent
+
+    @property
+    def lattice_steps(self) -> int:
+        """S = Delta * 2^m + k: the L1 sensitivity in lattice steps, rounding slack included."""
+        S = self.sensitivity * 2.0 ** self.m + self.classes
+        if S != round(S):
+            raise ValueError(f"sensitivity {self.sensitivity:g} is not a whole number of lattice steps 2^-{self.m}")
+        return int(round(S))
+
+    def answer_epsilon(self, epsilon: float) -> float:
+        """What one answer at configured eps is: eps + k*2^-36."""
+        return epsilon + self.classes * TABLE_SLACK
+
+    def answer_delta(self) -> float:
+        """delta of one answer: k*2^-66 (tail cap) + 2^-40 (timing)."""
+        return self.classes * CAP_DELTA + TIMING_DELTA
+
+
+DEVICE = Mechanism()
 
 
 def basic(epsilon: float, queries: int) -> float:
@@ -77,24 +128,22 @@ def pld_interval(epsilon: float, queries: int) -> float:
 
 
 def lattice_sensitivity(epsilon: float, classes: int = DEFAULT_CLASSES,
-                        sensitivity: float = DEFAULT_SENSITIVITY) -> tuple[float, int]:
+                        sensitivity: float = DEFAULT_SENSITIVITY, exponent: int | None = None) -> tuple[float, int]:
     """The device's discrete Laplace for one answer: (1/t, S) with S = Delta * 2^m + k lattice steps
-    (``edgedp.lattice``'s automatic exponent m) and 1/t = eps / S."""
-    m = auto_exponent(classes, sensitivity)
-    S = sensitivity * 2.0 ** m + classes
-    if S != round(S):
-        raise ValueError(f"sensitivity {sensitivity:g} is not a whole number of lattice steps 2^-{m}")
-    return epsilon / S, int(round(S))
+    (m given, or ``edgedp.lattice``'s automatic exponent) and 1/t = eps / S."""
+    S = Mechanism(classes, sensitivity, exponent).lattice_steps
+    return epsilon / S, S
 
 
 def pld_discrete_laplace(epsilon: float, queries: int, delta: float = DEFAULT_DELTA,
                          interval: float | None = None, classes: int = DEFAULT_CLASSES,
-                         sensitivity: float = DEFAULT_SENSITIVITY) -> float:
-    """Total epsilon at ``delta`` of N answers by the PLD of the device's discrete Laplace."""
+                         sensitivity: float = DEFAULT_SENSITIVITY, exponent: int | None = None) -> float:
+    """Total epsilon at ``delta`` of N answers by the PLD of the ideal discrete Laplace on the
+    device's lattice (no per-answer terms: ``compose`` adds them)."""
     _check(epsilon, queries, delta)
     if queries == 0:
         return 0.0
-    inv_t, S = lattice_sensitivity(epsilon, classes, sensitivity)
+    inv_t, S = lattice_sensitivity(epsilon, classes, sensitivity, exponent)
     dist = privacy_loss_distribution.from_discrete_laplace_mechanism(
         inv_t, sensitivity=S, value_discretization_interval=interval or pld_interval(epsilon, queries))
     return float(dist.self_compose(queries).get_epsilon_for_delta(delta))
@@ -130,8 +179,8 @@ def optimal_pure_composition(epsilon: float, queries: int, delta: float = DEFAUL
 
 def pld(epsilon: float, queries: int, delta: float = DEFAULT_DELTA, interval: float | None = None,
         classes: int = DEFAULT_CLASSES, sensitivity: float = DEFAULT_SENSITIVITY) -> float:
-    """Total epsilon at ``delta`` of N answers: the smaller of the discrete Laplace PLD (N up to
-    ``PLD_MAX_QUERIES``) and the optimal pure-DP composition bound (any N, O(1) work)."""
+    """Total epsilon at ``delta`` of N ideal answers: the smaller of the discrete Laplace PLD (N up
+    to ``PLD_MAX_QUERIES``) and the optimal pure-DP composition bound (any N, O(1) work)."""
     _check(epsilon, queries, delta)
     if queries == 0:
         return 0.0
@@ -141,9 +190,29 @@ def pld(epsilon: float, queries: int, delta: float = DEFAULT_DELTA, interval: fl
     return best
 
 
+def device_pld(epsilon: float, queries: int, delta: float, mech: Mechanism = DEVICE,
+               interval: float | None = None) -> float:
+    """Total epsilon at ``delta`` (before the per-answer deltas) of N answers of the realised
+    mechanism: the optimal composition at eps + k*2^-36, or the ideal discrete Laplace PLD at
+    delta * e^(-slack) plus slack = N*k*2^-36, whichever is smaller."""
+    _check(epsilon, queries, delta)
+    if queries == 0:
+        return 0.0
+    best = optimal_pure_composition(mech.answer_epsilon(epsilon), queries, delta)
+    if queries <= PLD_MAX_QUERIES:
+        slack = queries * mech.classes * TABLE_SLACK
+        best = min(best, slack + pld_discrete_laplace(epsilon, queries, delta * math.exp(-slack), interval,
+                                                      mech.classes, mech.sensitivity, mech.exponent))
+    return best
+
+
 @dataclass(frozen=True)
 class Composition:
-    """The total epsilon of ``queries`` answers at per-query ``epsilon`` by each method."""
+    """The total epsilon of ``queries`` answers at configured per-query ``epsilon`` by each method,
+    for the device's mechanism with every per-answer term: each total holds at ``total_delta``.
+
+    ``slack_epsilon`` (N*k*2^-36, in every total), ``cap_delta`` (N*k*2^-66) and ``timing_delta``
+    (N*2^-40) are the per-answer terms summed over the answers."""
 
     epsilon: float
     queries: int
@@ -153,6 +222,19 @@ class Composition:
     pld: float
     seed_formula: float
     pld_interval: float
+    classes: int
+    sensitivity: float
+    exponent: int
+    lattice_steps: int
+    answer_epsilon: float
+    slack_epsilon: float
+    cap_delta: float
+    timing_delta: float
+
+    @property
+    def total_delta(self) -> float:
+        """The delta at which the totals hold: the composition's, the tail cap's and the timing's."""
+        return self.delta + self.cap_delta + self.timing_delta
 
     @property
     def best(self) -> float:
@@ -160,28 +242,36 @@ class Composition:
         return min(self.basic, self.advanced, self.pld)
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "best": self.best}
+        return {**asdict(self), "best": self.best, "total_delta": self.total_delta}
 
 
-def compose(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> Composition:
-    """All three bounds (and the published formula) for N answers."""
+def compose(epsilon: float, queries: int, delta: float = DEFAULT_DELTA, mech: Mechanism = DEVICE) -> Composition:
+    """All three bounds (and the published formula) for N answers of the device's mechanism."""
+    _check(epsilon, queries, delta)
     iv = pld_interval(epsilon, queries)
+    e1 = mech.answer_epsilon(epsilon)
     return Composition(epsilon=epsilon, queries=queries, delta=delta,
-                       basic=basic(epsilon, queries), advanced=advanced(epsilon, queries, delta),
-                       pld=pld(epsilon, queries, delta, iv), seed_formula=seed_formula(epsilon, queries, delta),
-                       pld_interval=iv)
+                       basic=basic(e1, queries), advanced=advanced(e1, queries, delta),
+                       pld=device_pld(epsilon, queries, delta, mech, iv),
+                       seed_formula=seed_formula(epsilon, queries, delta), pld_interval=iv,
+                       classes=mech.classes, sensitivity=mech.sensitivity, exponent=mech.m,
+                       lattice_steps=mech.lattice_steps, answer_epsilon=e1,
+                       slack_epsilon=queries * mech.classes * TABLE_SLACK,
+                       cap_delta=queries * mech.classes * CAP_DELTA, timing_delta=queries * TIMING_DELTA)
 
 
-def total(epsilon: float, queries: int, delta: float, method: str) -> float:
-    """The total epsilon by one method; advanced and PLD are capped by basic (always valid)."""
+def total(epsilon: float, queries: int, delta: float, method: str, mech: Mechanism = DEVICE) -> float:
+    """The total epsilon by one method, per-answer terms included (at delta + N * the answer's
+    delta); advanced and PLD are capped by basic (always valid)."""
     if method not in METHODS:
         raise ValueError(f"unknown accounting method {method!r}: use one of {', '.join(METHODS)}")
-    b = basic(epsilon, queries)
+    e1 = mech.answer_epsilon(epsilon)
+    b = basic(e1, queries)
     if method == "basic":
         return b
     if method == "advanced":
-        return min(b, advanced(epsilon, queries, delta))
-    return min(b, pld(epsilon, queries, delta))
+        return min(b, advanced(e1, queries, delta))
+    return min(b, device_pld(epsilon, queries, delta, mech))
 
 
 @dataclass(frozen=True)
@@ -213,8 +303,9 @@ class Plan:
 
 
 def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: float = DEFAULT_DELTA,
-                       method: str = "pld") -> Plan:
-    """Largest q such that q answers a day for ``days`` days compose to at most ``target_epsilon``.
+                       method: str = "pld", mech: Mechanism = DEVICE) -> Plan:
+    """Largest q such that q answers a day for ``days`` days compose to at most ``target_epsilon``
+    (per-answer terms included; the total holds at delta + N * the answer's delta).
 
     Bisection on q (the totals increase with N); q = 0 when even one answer a day is too much."""
     _check(epsilon, 0, delta)
@@ -224,9 +315,9 @@ def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: 
         raise ValueError("target epsilon must be > 0")
 
     def ok(q: int) -> bool:
-        return total(epsilon, q * days, delta, method) <= target_epsilon
+        return total(epsilon, q * days, delta, method, mech) <= target_epsilon
 
-    lo = int(target_epsilon / (epsilon * days) * (1 + 1e-12))  # basic: always feasible
+    lo = int(target_epsilon / (mech.answer_epsilon(epsilon) * days))  # basic: always feasible
     while lo > 0 and not ok(lo):  # guard against float rounding at the boundary
         lo -= 1
     hi = max(lo, 1)
@@ -239,7 +330,7 @@ def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: 
     eps_micro = to_micro(epsilon)
     return Plan(epsilon=epsilon, target_epsilon=target_epsilon, days=days, delta=delta, method=method,
                 daily_queries=q, total_queries=q * days,
-                achieved_epsilon=total(epsilon, q * days, delta, method) if q else 0.0,
+                achieved_epsilon=total(epsilon, q * days, delta, method, mech) if q else 0.0,
                 daily_cap=q * eps_micro / MICRO, lifetime_cap=q * days * eps_micro / MICRO)
 
 

@@ -111,13 +111,13 @@ def meaning(cfg: AuditConfig, day: accounting.Composition, life: accounting.Comp
          f"{_pct(measured['tpr_at_1pct_fpr'])}, AUC {measured['auc']:.3f}). ")
     day_tpr = accounting.tpr_bound(day.best, 0.01, cfg.delta)
     s += (f"The daily cap of {cfg.daily_cap:g} allows {cfg.daily_queries} answers a day, which together are "
-          f"(ε = {day.best:.4g}, δ = {cfg.delta:g})-DP: " +
+          f"(ε = {day.best:.4g}, δ = {day.total_delta:g})-DP: " +
           (f"a test on a whole day of answers catches at most {_pct(day_tpr)} of members at 1% false positives. "
            if day_tpr < 0.995 else "over a whole day of answers that no longer limits a membership test at all. "))
     if life is not None:
         s += (f"Over {cfg.days} days ({life.queries} answers"
               f"{', the lifetime cap' if cfg.lifetime_cap is not None else ''}) the total is ε = {life.best:.4g} "
-              f"(δ = {cfg.delta:g})" + (", which bounds nothing in practice" if life.best > 10 else "") + ". ")
+              f"(δ = {life.total_delta:g})" + (", which bounds nothing in practice" if life.best > 10 else "") + ". ")
     if cfg.lifetime_cap is None:
         s += "There is no lifetime cap: the guarantee weakens every day the device keeps answering. "
     s += ("This ε is about training records (with the single-model softmax and Δ = 2 it covers the whole "
@@ -136,11 +136,14 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def trained_model(path: str | Path, split: data.Split) -> dict:
+def trained_model(path: str | Path, split: data.Split, allow_non_private: bool = False) -> dict:
     """A model written by ``edgedp train``: its manifest, checked against the file's hash (raises
-    ``ModelFileError`` on a mismatch), and its accuracy on this report's test set when it fits."""
+    ``ModelFileError`` on a mismatch, and for a model that is not private unless allowed), and its
+    accuracy on this report's test set when it fits."""
     model, man = models_io.load_checked(path)
-    doc = {"path": str(path), "hash_matches_manifest": True, "manifest": man.as_dict(), "kind": model.kind}
+    reason = models_io.private_or_refuse(path, man, allow_non_private)
+    doc = {"path": str(path), "hash_matches_manifest": True, "manifest": man.as_dict(), "kind": model.kind,
+           "non_private": reason}
     if model.n_features == split.X_test.shape[1] and man.data.get("name") == split.name:
         doc["test_accuracy_here"] = float(np.mean(model.predict(split.X_test) == split.y_test))
     return doc
@@ -184,13 +187,13 @@ class _Stopwatch:
 
 def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progress: bool = True,
           command: str = "", data_spec: str = "digits", dpsgd: bool = True,
-          model_path: str | Path | None = None) -> dict:
+          model_path: str | Path | None = None, allow_non_private: bool = False) -> dict:
     """Run the whole pipeline (digits or an X, y .npz) and write the report; returns the JSON document."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = _settings_for(cfg, settings)
     clock = _Stopwatch()
-    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path)
+    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path, allow_non_private)
     with clock.phase("plots"):
         figs = _plots(res, cfg.mode, out)
     doc = _document(cfg, settings, res, figs, command, clock)
@@ -208,14 +211,15 @@ def _settings_for(cfg: AuditConfig, settings: Settings) -> Settings:
 
 
 def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int, progress: bool,
-             data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None) -> _Results:
+             data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None,
+             allow_non_private: bool = False) -> _Results:
     """Train the models, then measure the trade-off, the attacks and the accounting."""
     modes = parse_modes(list(settings.modes))
     eps_list = list(settings.epsilons)
     seed = settings.seed
     with clock.phase("train"):
         split = data.load_split(data_spec, seed)
-        model_doc = trained_model(model_path, split) if model_path else None
+        model_doc = trained_model(model_path, split, allow_non_private) if model_path else None
         pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
                                       jobs=jobs, progress=progress)
         dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
@@ -430,11 +434,15 @@ def _accounting(doc: dict) -> list[str]:
                     (f"horizon ({cfg['days']} days)", acc["horizon"]), ("lifetime cap", acc["lifetime"])):
         if c:
             arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
-                          f"{c['seed_formula']:.4g}"])
+                          f"{c['total_delta']:.3g}", f"{c['seed_formula']:.4g}"])
     return ["## Accounting\n",
-            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "published formula (invalid)"], arows) + "\n",
-            "Basic composition is what the device charges; advanced and PLD hold at the stated δ. The published "
-            "ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is not a bound.\n"]
+            _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "total δ", "published formula (invalid)"],
+                   arows) + "\n",
+            "Basic composition is what the device charges. Every total includes the per-answer terms of "
+            "docs/privacy.md (§2: ε + k·2^-36 per answer for the tables' rounding, k·2^-66 of δ for the tail cap; "
+            "§6: 2^-40 of δ per answer for the timing) and holds at the total δ (the stated δ plus those); "
+            "`edgedp account` shows each term. The published ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is "
+            "not a bound.\n"]
 
 
 def _method(doc: dict) -> list[str]:
@@ -472,10 +480,15 @@ def _deployments(doc: dict) -> list[str]:
     if tm:
         mt = tm["manifest"]["training"]
         L.append("## Trained model and its privacy manifest\n")
+        if tm.get("non_private"):
+            L.append(f"**Not a private model** (reported with `--allow-non-private`): {tm['non_private']}. "
+                     f"The ε below does not hold for it.\n")
         L.append(f"`{tm['path']}` ({tm['kind']}): SHA-256 matches its manifest. Trained with DP-SGD: "
                  f"(ε = {mt['epsilon']:.4g}, δ = {mt['delta']:g}) by {mt['accountant'].upper()}, noise multiplier "
                  f"{mt['noise_multiplier']:.4g}, C = {mt['clip_norm']:g}, {mt['sampling']} sampling at q = "
                  f"{mt['sampling_rate']:g}, {mt['steps']} steps, {mt['n_train']} records"
+                 + (f"; neighbouring relation: {mt['neighbouring']}, replace-one ε = "
+                    f"{mt['epsilon_replace_one']:.4g}" if "epsilon_replace_one" in mt else "")
                  + (f"; test accuracy here {_pct(tm['test_accuracy_here'])}" if "test_accuracy_here" in tm else "")
                  + (f"; deployment: {tm['manifest']['deployment']}" if tm["manifest"].get("deployment") else "")
                  + ".\n")

@@ -1,64 +1,111 @@
-"""Worst paths behind the release deadline's constants (firmware/core/src/deadline.c).
+"""What the release deadline's constants must cover (firmware/core/src/deadline.c).
 
-The deadline bounds a window's instructions by draws x (instructions of one draw) + refills x
-(instructions of one refill) + the parts fixed by the request (deadline.h). This module measures,
-on the compiled image under Unicorn, what those constants must cover:
+The deadline bounds a window's instructions by fixed draws x (one draw's fast path) + the slow
+paths, each counted with its own tail bound, x (their longest paths) + refills x (one refill) +
+the parts fixed by the request (deadline.h). This module measures, on the compiled image under
+Unicorn, what those constants must cover:
 
-- ``static``: instructions in a function's code. A pass through code without a backward branch
-  executes each at most once, so this bounds one pass of the sampler loop's body
-  (edp_dlap_add), of edp_dlap_accept_rest, accept_exact's own code and edp_dlap_high_part's body
-  (one tail round; its tie inlined);
+- ``regions``: static instruction counts of the sampling loop's regions in edp_dlap_add (the asm
+  labels edp_dlap_add_draw, _refill, _accept, _high, _exit): no region has a backward branch
+  within one draw, so a draw executes each instruction of its region at most once;
+- ``static``: instructions in the code of edp_dlap_accept_rest, edp_dlap_band and
+  edp_dlap_high_part (one pass: the tie inlined), and accept_exact's own code;
 - ``product``: the exact acceptance threshold's product for nchunks chunks: its loop trip counts
   depend on nchunks only, so one call measures it exactly;
 - ``less_than``: a comparison over n limbs, run with a keystream forced equal to the limbs so that
   it goes through every one (its longest path);
 - ``refill``: edp_drbg_next_block (4 ChaCha20 blocks and the key erasure: no data-dependent branch);
-- ``prepare``: edp_mech_prepare at a configuration with the most chunks.
+- ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L.
 
-``draw_bound(nchunks)`` adds them up: the longest draw, DRBG refills excluded. The test
-(tests/firmware/test_deadline.py) checks that deadline.c's constants are at least these figures.
+:func:`windows` runs whole QUERY / INFER windows of the production timing image and splits each
+into the noise (edp_dlap_add, from its entry to edp_mech_output's) and the rest.
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
 
-from .trace import Emulator
+from ..device.client import Device, load_key
+from ..device.protocol import Caps, MechConfig
+from .trace import Emulator, TraceLink
 
-SAMPLER_PASS = ("edp_dlap_add", "edp_dlap_accept_rest", "accept_exact", "edp_dlap_high_part")
+REGIONS = ("edp_dlap_add", "edp_dlap_add_draw", "edp_dlap_add_refill", "edp_dlap_add_accept",
+           "edp_dlap_add_high", "edp_dlap_add_exit")
+SLOW = ("edp_dlap_accept_rest", "edp_dlap_band", "accept_exact", "edp_dlap_high_part")
+WINDOW_CAPS = Caps(10**13, 10**14)
 
 
 @dataclass
 class WorstPaths:
+    regions: dict[str, int]       # region label -> instructions (prologue under edp_dlap_add)
     static: dict[str, int]
     product: dict[int, int]       # nchunks -> instructions
     less_than: dict[int, int]     # limbs -> instructions (every limb compared)
     refill: int
-    prepare: int
+    prepare: dict[int, tuple[int, int]] = field(default_factory=dict)  # L -> (nchunks, instructions)
 
-    def draw_bound(self, nchunks: int) -> int:
-        """Longest draw with nchunks chunks (refills excluded): one pass of each sampler
-        function, the product, a comparison over every limb and a one-limb tie."""
-        base = sum(self.static[f] for f in SAMPLER_PASS) + self.less_than[1]
-        if not nchunks:
-            return base
-        return base + self.product[nchunks] + self.less_than[2 * nchunks]
+    def call(self) -> int:
+        """edp_dlap_add's entry and exit (once per noise)."""
+        return self.regions["edp_dlap_add"] + self.regions["edp_dlap_add_exit"]
+
+    def draw(self) -> int:
+        return self.regions["edp_dlap_add_draw"]
+
+    def accept(self) -> int:
+        """Acceptance past the K fixed bits, tier 1 (the exact product excluded)."""
+        return self.regions["edp_dlap_add_accept"] + self.static["edp_dlap_accept_rest"] + \
+            self.static["edp_dlap_band"]
+
+    def exact(self, nchunks: int) -> int:
+        return self.static["accept_exact"] + self.product[nchunks] + self.less_than[2 * nchunks]
+
+    def round(self) -> int:
+        """One pass of edp_dlap_high_part (a tail round, its tie included)."""
+        return self.static["edp_dlap_high_part"] + self.less_than[1]
+
+    def high(self) -> int:
+        """A tie or tail outcome in the fast table: the call and one pass."""
+        return self.regions["edp_dlap_add_high"] + self.round()
+
+    def refill_path(self) -> int:
+        return self.regions["edp_dlap_add_refill"] + self.refill
+
+
+def _disasm(emu: Emulator, start: int, end: int) -> int:
+    code = bytes(emu.uc.mem_read(start, end - start))
+    cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
+    return sum(1 for _ in cs.disasm(code, start))
 
 
 def static_size(emu: Emulator, name: str) -> int:
     start, end = emu.image.function_range(name)
-    code = bytes(emu.uc.mem_read(start, end - start))
-    cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
-    return sum(1 for _ in cs.disasm(code, start))
+    return _disasm(emu, start, end)
+
+
+def region_sizes(emu: Emulator) -> dict[str, int]:
+    """Instructions from each label of edp_dlap_add to the next (the last to the function's end)."""
+    start, end = emu.image.function_range("edp_dlap_add")
+    addrs = [start] + [emu.image.symbol(n) & ~1 for n in REGIONS[1:]] + [end]
+    if addrs != sorted(addrs):
+        raise RuntimeError(f"edp_dlap_add's region labels are out of order: {addrs}")
+    return {n: _disasm(emu, a, b) for n, a, b in zip(REGIONS, addrs, addrs[1:])}
 
 
 def _counted(emu: Emulator, name: str, *args: int) -> int:
     before = emu.count
     emu.call(name, *args)
     return emu.count - before
+
+
+def _configure(emu: Emulator, cfg: int, log2_t: float) -> None:
+    """epsilon 1, m = 20, k = 1 and sensitivity for t ~ 2^log2_t."""
+    sens = 2.0 ** (log2_t - 20)
+    emu.uc.mem_write(cfg, struct.pack("<Ifffi", 1_000_000, 0.0, 1.0, sens, 20))
 
 
 def measure(elf: str | Path, max_chunks: int = 6) -> WorstPaths:
@@ -68,18 +115,27 @@ def measure(elf: str | Path, max_chunks: int = 6) -> WorstPaths:
     dlap = plan + img.offset("edp_mech_plan_t", "dlap")
     r_block, r_word = img.offset("edp_drbg_t", "block"), img.offset("edp_drbg_t", "word")
     r_acc, r_nbits = img.offset("edp_drbg_t", "acc"), img.offset("edp_drbg_t", "nbits")
-    product, less_than, prepare = {}, {}, 0
-    for nc in range(1, max_chunks + 1):
-        # epsilon 1, m = 20, k = 1, t ~ 2^(4 nc + 3.5) (2^24.5 for 6 chunks, L = 21).
-        sens = 2.0 ** (min(4 * nc + 3.5, 24.5) - 20)
-        emu.uc.mem_write(cfg, struct.pack("<Ifffi", 1_000_000, 0.0, 1.0, sens, 20))
-        prepare = max(prepare, _counted(emu, "edp_mech_prepare", plan, cfg, 1))
-        got = struct.unpack("<I", emu.uc.mem_read(dlap + img.offset("edp_dlap_t", "nchunks"), 4))[0]
-        if got != nc:
-            raise RuntimeError(f"configuration for {nc} chunks gave {got}")
-        L = struct.unpack("<I", emu.uc.mem_read(dlap + img.offset("edp_dlap_t", "L"), 4))[0]
-        product[nc] = _counted(emu, "product", dlap, (1 << L) - 1, limbs)
-    # A keystream equal to the limbs, top limb first: less_than compares every one.
+
+    def field_of(name: str) -> int:
+        return struct.unpack("<I", emu.uc.mem_read(dlap + img.offset("edp_dlap_t", name), 4))[0]
+
+    product, prepare = {}, {}
+    # every J = floor(log2 t) from 1 to 24 (L = J - 3 up to 21, 0 to 6 chunks)
+    for J in range(1, 25):
+        _configure(emu, cfg, J + 0.5)
+        n = _counted(emu, "edp_mech_prepare", plan, cfg, 1)
+        L, nc = field_of("L"), field_of("nchunks")
+        prepare[L] = (nc, max(n, prepare.get(L, (nc, 0))[1]))
+        if nc and nc not in product:
+            product[nc] = _counted(emu, "product", dlap, (1 << L) - 1, limbs)
+    if sorted(product) != list(range(1, max_chunks + 1)):
+        raise RuntimeError(f"configurations gave chunks {sorted(product)}")
+    # The last configuration has the most chunks: a keystream equal to its limbs, top limb first,
+    # makes less_than compare every one.
+    _configure(emu, cfg, 24.5)
+    emu.call("edp_mech_prepare", plan, cfg, 1)
+    emu.call("product", dlap, (1 << field_of("L")) - 1, limbs)
+    less_than = {}
     n_max = 2 * max_chunks
     words = struct.unpack(f"<{n_max}I", emu.uc.mem_read(limbs, 4 * n_max))
     for n in range(1, n_max + 1):
@@ -89,15 +145,111 @@ def measure(elf: str | Path, max_chunks: int = 6) -> WorstPaths:
         emu.uc.mem_write(rng + r_nbits, bytes(4))
         less_than[n] = _counted(emu, "less_than", rng, limbs, n, 0)
     refill = _counted(emu, "edp_drbg_next_block", rng)
-    static = {f: static_size(emu, f) for f in SAMPLER_PASS}
-    return WorstPaths(static, product, less_than, refill, prepare)
+    static = {f: static_size(emu, f) for f in SLOW}
+    return WorstPaths(region_sizes(emu), static, product, less_than, refill, prepare)
 
 
 def firmware_constants(source: str | Path) -> dict[str, int]:
-    """The DL_* and EDP_DEADLINE_* constants of deadline.c / deadline.h."""
+    """The #define'd integer constants of a C file (deadline.c, deadline.h, a board.c)."""
     out = {}
     for line in Path(source).read_text().splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0] == "#define" and parts[2].rstrip("u").isdigit():
             out[parts[1]] = int(parts[2].rstrip("u"))
     return out
+
+
+@dataclass
+class Window:
+    """Measured windows of one kind of request: the largest work, its split, and the deadline."""
+
+    work: int = 0          # instructions from window_open to window_close, the largest seen
+    noise: int = 0         # the noise's share of the largest work (edp_dlap_add and its callees)
+    rest: int = 0          # the largest non-noise part (everything else in the window)
+    deadline: int = 0      # the window's bound (edp_device_t.window_insns)
+    runs: int = 0
+
+    def add(self, work: int, noise: int, deadline: int) -> None:
+        if work > self.work:
+            self.work, self.noise = work, noise
+        self.rest = max(self.rest, work - noise)
+        self.deadline = deadline
+        self.runs += 1
+
+    def as_dict(self) -> dict:
+        return {"work": self.work, "noise": self.noise, "rest": self.rest, "deadline": self.deadline,
+                "runs": self.runs}
+
+
+class WindowProbe:
+    """The production timing image in Unicorn with a device client: the work and the deadline of
+    each answer's window."""
+
+    def __init__(self, elf: str | Path, model: bool = False):
+        from .infer import install_model
+        self.emu = Emulator(elf)
+        if model:
+            install_model(self.emu)
+        self.opens, self.closes = self.emu.watch("window_open"), self.emu.watch("window_close")
+        self.noise_in, self.noise_out = self.emu.watch("edp_dlap_add"), self.emu.watch("edp_mech_output")
+        self.dev = Device(TraceLink(self.emu), timeout=60)
+        self._insns = self.emu.device + self.emu.image.offset("edp_device_t", "window_insns")
+        self._blocks = self.emu.device + self.emu.image.offset("edp_device_t", "drbg") + \
+            self.emu.image.offset("edp_drbg_t", "blocks_since_seed")
+
+    def configure(self, cfg: MechConfig) -> None:
+        self.dev.configure(load_key(), cfg, WINDOW_CAPS)
+
+    def force_reseed(self) -> None:
+        """The next charge reseeds (the longest fixed part)."""
+        self.emu.uc.mem_write(self._blocks, struct.pack("<I", 0xFFFFFFFF))
+
+    def run(self, call, into: Window) -> None:
+        n_open, n_in = len(self.opens), len(self.noise_in)
+        call(self.dev)
+        work = self.closes[-1] - self.opens[-1]
+        noise = self.noise_out[-1] - self.noise_in[-1] if len(self.noise_in) > n_in else 0
+        deadline = struct.unpack("<I", self.emu.uc.mem_read(self._insns, 4))[0]
+        if len(self.opens) == n_open:
+            raise RuntimeError("no window was opened")
+        into.add(work, noise, deadline)
+
+
+def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: int, seed: int = 1,
+                  mode: str = "full", mech: Callable[[float], MechConfig] | None = None,
+                  inputs: Callable[[int], np.ndarray] | None = None) -> dict[tuple[float, int], dict]:
+    """(epsilon, k) -> {"first": the first query after the CONFIG (it prepares the plan),
+    "warm": `queries` more, the first of them with a forced reseed}. `mech(epsilon)` gives the
+    configuration (default: sensitivity 1 on [0, 1]) and `inputs(k)` each query's vector
+    (default: uniform on [0, 1))."""
+    from ..mech.lattice import to_micro
+    probe = WindowProbe(elf)
+    rng = np.random.default_rng(seed)
+    mech = mech or (lambda eps: MechConfig(to_micro(eps), 0.0, 1.0, 1.0, None))
+    inputs = inputs or (lambda k: rng.random(k, dtype=np.float32))
+    out = {}
+    for eps in sorted({e for e, _ in configs}):
+        for k in [k for e, k in configs if e == eps]:
+            probe.configure(mech(eps))
+            first, warm = Window(), Window()
+            probe.run(lambda d: d.query(inputs(k), mode), first)
+            for i in range(queries):
+                if i == 0:
+                    probe.force_reseed()
+                probe.run(lambda d: d.query(inputs(k), mode), warm)
+            out[(eps, k)] = {"first": first.as_dict(), "warm": warm.as_dict()}
+    return out
+
+
+def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsilon: float = 1.0) -> dict:
+    """The first INFER after a CONFIG (the plan prepared) and one per further image."""
+    from ..mech.lattice import to_micro
+    probe = WindowProbe(elf, model=True)
+    probe.configure(MechConfig(to_micro(epsilon), 0.0, 1.0, 1.0, None))
+    first, warm = Window(), Window()
+    probe.run(lambda d: d.infer(images[0], mode), first)
+    for i, x in enumerate(images[1:]):
+        if i == 0:
+            probe.force_reseed()
+        probe.run(lambda d, x=x: d.infer(x, mode), warm)
+    return {"first": first.as_dict(), "warm": warm.as_dict()}

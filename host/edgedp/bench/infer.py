@@ -27,8 +27,9 @@ QUERY_KS = (10, 1000)
 TEST_KEY = "tests/keys/test-device.key"
 
 
-def model_image(name: str):
-    target = f"build/qemu-model-{name}/edgedp.elf"
+def model_image(name: str, timing: bool = False):
+    """The QEMU image with bundled model `name` (the test image, or the production timing one)."""
+    target = f"build/qemu-{'timing-' if timing else ''}model-{name}/edgedp.elf"
     r = subprocess.run(["make", "-C", str(project_root()), target], capture_output=True, text=True)
     if r.returncode != 0:
         raise TransportError(f"building {target} failed:\n{r.stderr[-2000:]}")

@@ -57,6 +57,7 @@ class BenchConfig:
     epsilons: tuple[float, ...] = EPSILONS
     queries: dict[int, int] = field(default_factory=lambda: dict(DEFAULT_QUERIES))
     trace: bool = True
+    deadline: bool = True
     footprint: bool = True
     reference_samples: int = 20000
     key_file: str | None = None
@@ -148,6 +149,9 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
                 say(f"epsilon {eps:g}, k {k}")
                 rows.append(_measure(dev, tracer, unit, lockstep, has_naive, k, eps,
                                      cfg.queries.get(k, 3), cfg.seed))
+        if cfg.deadline:
+            say("release deadlines (production timing image, Unicorn)")
+            _add_deadlines(rows, cfg)
         result = {
             "tool": f"edgedp {__version__} bench",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -304,6 +308,25 @@ def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockste
     return row
 
 
+def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
+    """Each row's release deadline on the production image (docs/benchmarks.md section 9): the
+    same configuration and input in build/qemu-timing/edgedp.elf under Unicorn, the plan ready
+    (`deadline_instructions`), with the longest window measured (`max_work_instructions`: the
+    row's query count, up to 3, the first with a forced reseed), and the same for the first query
+    after the CONFIG, which prepares the plan (`first_*`)."""
+    from ..device.targets.qemu import ensure_image
+    from .deadline import query_windows
+    configs = [(r["epsilon"], r["k"]) for r in rows]
+    n = max(1, min(3, min(r["queries"] for r in rows)))
+    res = query_windows(ensure_image("qemu-timing"), configs, n,
+                        mech=lambda eps: MechConfig(to_micro(eps)), inputs=lambda k: bench_input(k, cfg.seed))
+    for r in rows:
+        w = res[(r["epsilon"], r["k"])]
+        r.update({"deadline_instructions": w["warm"]["deadline"], "max_work_instructions": w["warm"]["work"],
+                  "first_deadline_instructions": w["first"]["deadline"],
+                  "first_work_instructions": w["first"]["work"]})
+
+
 def check_targets(result: dict) -> dict:
     """The performance targets (k = 10 under 100 us, at most the naive sampler; k = 1000 at most 150
     instructions per class; DP core footprint), evaluated on this run (benchmark, not a test)."""
@@ -342,7 +365,7 @@ def table(result: dict) -> str:
 
 def markdown(result: dict, plain: bool = False) -> str:
     head = ["k", "eps", "dp instr", "/class", "naive instr", "/class", "dp/naive", "est cycles", "est us@168",
-            "chacha", "drbg", "sampler", "mech", "frame instr", "framing/class", "q/s"]
+            "chacha", "drbg", "sampler", "mech", "frame instr", "framing/class", "q/s", "deadline", "max work"]
     lines = []
     for r in result["rows"]:
         b = r.get("breakdown") or {}
@@ -355,7 +378,8 @@ def markdown(result: dict, plain: bool = False) -> str:
                       _fmt(b.get("mechanism"), ".1f"), _fmt(r.get("frame_instructions")),
                       _fmt(r["framing_instructions"] / r["k"] if r.get("framing_instructions") is not None else None,
                            ".1f"),
-                      _fmt(r["queries_per_second"], ".1f")])
+                      _fmt(r["queries_per_second"], ".1f"), _fmt(r.get("deadline_instructions")),
+                      _fmt(r.get("max_work_instructions"))])
     if plain:
         widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
         fmt = "  ".join("{:>%d}" % w for w in widths)

@@ -40,8 +40,9 @@ COMMANDS: dict[str, Entry] = {
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
                                   "private and the budget."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
-    "account": Entry("analysis", "account", "Total epsilon of N answers (basic, advanced, PLD), or the largest "
-                                            "daily query count for a lifetime target", "analysis"),
+    "account": Entry("analysis", "account", "Total epsilon of N answers of the device's mechanism (basic, "
+                                            "advanced, PLD) with every per-answer term, or the largest daily "
+                                            "query count for a lifetime target", "analysis"),
     "tradeoff": Entry("analysis", "tradeoff_cmd", "Top-1 accuracy and agreement with the non-private prediction "
                                                   "for each ε and output mode", "analysis"),
     "attack": Entry("analysis", "attack", "Attacks on the protected API: membership inference, model "
@@ -52,8 +53,9 @@ COMMANDS: dict[str, Entry] = {
                                      "1..1000 and three epsilons.", "bench"),
     "train": Entry("train", "train", "Train a logistic regression or small MLP with DP-SGD (per-example "
                                      "clipping, Poisson subsampling, Gaussian noise)", "train"),
-    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file and/or flags) "
-                                                   "for the errors that make its ε wrong", "train"),
+    "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file, an `edgedp "
+                                                   "train` NAME.manifest.json, and/or flags) for the errors that "
+                                                   "make its ε wrong", "train"),
 }
 
 
@@ -105,8 +107,9 @@ class LazyGroup(click.Group):
 def main(verbose: int, quiet: bool) -> None:
     """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis.
 
-    Exit codes: 0 ok, 1 a check failed, 2 usage, 3 bad input, 4 device refusal, 5 transport,
-    6 device state unknown, 130 interrupted (docs/cli.md). Defaults for --target, --key-file and
+    Exit codes: 0 ok, 1 a check failed, 2 usage, 3 transport, 4 bad input, 5 device state not as
+    signed, 6 device state unknown, 7 answer not authentic, 8 device refusal, 130 interrupted
+    (docs/cli.md). Defaults for --target, --key-file and
     --epsilon can live in edgedp.toml."""
     if verbose and quiet:
         raise click.UsageError("-v and -q contradict each other")

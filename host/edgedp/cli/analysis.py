@@ -97,10 +97,57 @@ class Count(click.ParamType):
         return int(v)
 
 
+def _device_mechanism(target: str | None, classes: int | None) -> tuple[float, accounting.Mechanism, str]:
+    """The configured per-query ε, Δ and lattice exponent of a device (BUDGET), and k: the given
+    --classes, else the most classes an answer of this device can carry (INFO)."""
+    from ..device.client import open_device
+    from ..mech.lattice import MICRO
+
+    with open_device(target) as dev:
+        b = dev.budget()
+        k = classes if classes is not None else dev.info().max_classes
+    mech = accounting.Mechanism(k, float(b.sensitivity), b.m)
+    return b.epsilon_micro / MICRO, mech, (f"read from the device: ε = {b.epsilon_micro / MICRO:g}, "
+                                           f"Δ = {float(b.sensitivity):g}, lattice "
+                                           f"{'automatic' if b.m is None else f'2^-{b.m}'}"
+                                           + ("" if classes is not None else f", k = {k} (its largest answer)"))
+
+
+def _account_rows(c: accounting.Composition) -> list[str]:
+    rows = [f"{c.queries} answers at ε = {c.epsilon:g} (δ = {c.delta:g}) of the device's mechanism: k = {c.classes}, "
+            f"Δ = {c.sensitivity:g}, lattice 2^-{c.exponent} (S = {c.lattice_steps} steps)",
+            f"  ε of one answer        {c.answer_epsilon:.12g}   (ε + k·2^-36: the sampler's table rounding, "
+            f"docs/privacy.md §2)",
+            f"  basic composition      {c.basic:.7g}",
+            f"  advanced (DRV)         {c.advanced:.7g}"]
+    if c.queries <= accounting.PLD_MAX_QUERIES:
+        rows.append(f"  PLD (dp_accounting)    {c.pld:.7g}")
+    else:
+        rows.append(f"  optimal ε-DP comp.     {c.pld:.7g}   (Kairouz et al.; PLD beyond "
+                    f"{accounting.PLD_MAX_QUERIES:,} answers is not run)")
+    rows += [f"  table slack            {c.slack_epsilon:.3g}   (N·k·2^-36, ε: the tables' rounding; included, "
+             f"every total is taken at ε + k·2^-36 per answer)",
+             f"  published formula      {c.seed_formula:.6g}   (ε·√(2N ln(1/δ)): omits Nε(e^ε−1), not a bound)",
+             f"  δ of the composition   {c.delta:.6g}",
+             f"  + tail cap             {c.cap_delta:.3g}   (N·k·2^-66, δ: the sampler's cap, docs/privacy.md §2)",
+             f"  + timing               {c.timing_delta:.3g}   (N·2^-40, δ: a deadline overrun seen in the "
+             f"answer's timing, docs/privacy.md §6)",
+             f"  = total δ              {c.total_delta:.6g}   (every total above holds at this δ)"]
+    return rows
+
+
 @click.command()
-@click.option("--epsilon", "-e", type=float, required=True, help="Per-query epsilon.")
+@click.option("--epsilon", "-e", type=float, default=None, help="Per-query epsilon (default with --from-device: the device's).")
 @click.option("--queries", "-n", type=Count(), default=None, help="Number of answers to compose (e.g. 1000, 1e8).")
 @click.option("--delta", type=float, default=accounting.DEFAULT_DELTA, show_default=True)
+@click.option("--classes", "-k", type=click.IntRange(1), default=None,
+              help=f"Classes per answer (default {accounting.DEFAULT_CLASSES}; with --from-device the device's largest).")
+@click.option("--sensitivity", type=float, default=None,
+              help=f"L1 sensitivity Δ of the answers (default {accounting.DEFAULT_SENSITIVITY:g}).")
+@click.option("--lattice-exponent", "exponent", type=int, default=None,
+              help="Lattice exponent m (step 2^-m) of the device's CONFIG; default: its automatic choice.")
+@click.option("--from-device", is_flag=True, help="Read ε, Δ and the lattice exponent from the device (--target).")
+@target_option
 @click.option("--target-epsilon", type=float, default=None,
               help="Inverse: lifetime epsilon to stay within (with --days).")
 @click.option("--days", type=click.IntRange(1), default=365, show_default=True, help="Horizon for --target-epsilon.")
@@ -108,34 +155,51 @@ class Count(click.ParamType):
               help="Accounting used by the inverse.")
 @json_option
 @handle_errors
-def account(epsilon: float, queries: int | None, delta: float, target_epsilon: float | None, days: int,
+def account(epsilon: float | None, queries: int | None, delta: float, classes: int | None, sensitivity: float | None,
+            exponent: int | None, from_device: bool, target: str | None, target_epsilon: float | None, days: int,
             method: str, as_json: bool) -> None:
-    """Total epsilon of N answers (basic, advanced, PLD), or the largest daily query count for a
-    lifetime target (--target-epsilon, --days), ready for `edgedp admin config`."""
+    """Total epsilon of N answers of the device's mechanism (basic, advanced, PLD) with every
+    per-answer term, or the largest daily query count for a lifetime target (--target-epsilon,
+    --days), ready for `edgedp admin config`."""
     if (queries is None) == (target_epsilon is None):
         raise click.UsageError("give either --queries N or --target-epsilon E (with --days)")
+    source = None
+    if from_device:
+        if sensitivity is not None or exponent is not None:
+            raise click.UsageError("--from-device reads Δ and the lattice exponent; do not also give --sensitivity or "
+                             "--lattice-exponent")
+        dev_eps, mech, source = _device_mechanism(target, classes)
+        epsilon = dev_eps if epsilon is None else epsilon
+    else:
+        if epsilon is None:
+            raise ValueError("give --epsilon (or --from-device)")
+        mech = accounting.Mechanism(accounting.DEFAULT_CLASSES if classes is None else classes,
+                                    accounting.DEFAULT_SENSITIVITY if sensitivity is None else sensitivity, exponent)
     if queries is not None:
-        c = accounting.compose(epsilon, queries, delta)
+        c = accounting.compose(epsilon, queries, delta, mech)
         if as_json:
-            emit_json(finite_json(c.as_dict()))
+            emit_json(finite_json({**c.as_dict(), "device": source}))
             return
-        click.echo(f"{queries} answers at ε = {epsilon:g} (δ = {delta:g}):")
-        click.echo(f"  basic composition      {c.basic:.6g}")
-        click.echo(f"  advanced (DRV)         {c.advanced:.6g}")
-        click.echo(f"  PLD (dp_accounting)    {c.pld:.6g}" if queries <= accounting.PLD_MAX_QUERIES else
-                   f"  optimal ε-DP comp.     {c.pld:.6g}   (Kairouz et al.; PLD beyond {accounting.PLD_MAX_QUERIES:,} answers is not run)")
-        click.echo(f"  published formula      {c.seed_formula:.6g}   (ε·√(2N ln(1/δ)): omits Nε(e^ε−1), not a bound)")
+        if source:
+            click.echo(source)
+        click.echo("\n".join(_account_rows(c)))
         return
-    p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method)
+    p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method, mech)
+    answer_delta = p.total_queries * mech.answer_delta()
     if as_json:
-        emit_json(finite_json(p.as_dict()))
+        emit_json(finite_json({**p.as_dict(), "device": source, "classes": mech.classes,
+                               "sensitivity": mech.sensitivity, "exponent": mech.m,
+                               "total_delta": delta + answer_delta}))
         return
+    if source:
+        click.echo(source)
     if p.daily_queries == 0:
         click.echo(f"even one answer a day for {days} days at ε = {epsilon:g} exceeds ε = {target_epsilon:g} "
                    f"({method}); lower the per-query ε or the horizon")
         return
     click.echo(f"at most {p.daily_queries} answers/day for {days} days ({p.total_queries} in total) "
-               f"stay within ε = {target_epsilon:g} (δ = {delta:g}, {method}: {p.achieved_epsilon:.6g})")
+               f"stay within ε = {target_epsilon:g} ({method}: {p.achieved_epsilon:.6g} with the table slack "
+               f"N·k·2^-36, k = {mech.classes}; at δ = {delta:g} + {answer_delta:.3g} for the tail cap and timing)")
     click.echo(f"  {p.admin_command()}")
     click.echo(f"  (the device charges basic composition, so its caps read {p.daily_cap:g} a day and "
                f"{p.lifetime_cap:g} in total; the guarantee is the {method} total above)")
@@ -371,6 +435,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
               help="digits or an .npz of features X and labels y (all models trained here).")
 @click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A model from `edgedp train`: its privacy manifest is checked (hash) and reported.")
+@click.option("--allow-non-private", is_flag=True,
+              help="Report a --model whose manifest says it is not private (a --seed run); the report says so.")
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
               help="Include DP-SGD models as the third deployment.")
 @with_grid
@@ -378,8 +444,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 @common_options
 @handle_errors
 def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
-           delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, dpsgd: bool,
-           epsilons: str | None, modes: str | None, teachers: int | None,
+           delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, allow_non_private: bool,
+           dpsgd: bool, epsilons: str | None, modes: str | None, teachers: int | None,
            shadows: int | None, seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots."""
     from ..analysis import report as rep  # matplotlib only when needed
@@ -388,7 +454,7 @@ def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_c
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
     announce("report", s, jobs, dpsgd)
     doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=show_progress(no_progress), command=_command_line(),
-                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path)
+                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path, allow_non_private=allow_non_private)
     if as_json:
         emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
                                "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],

@@ -21,6 +21,8 @@ from .params import CLASSES, EPSILON
               help="Per-query epsilons (repeatable) [default: 0.1 1 10].")
 @click.option("--no-trace", is_flag=True, help="Skip the Unicorn trace (no cycle estimates, no breakdown).")
 @click.option("--no-footprint", is_flag=True, help="Skip the per-module footprint (needs arm-none-eabi-gcc).")
+@click.option("--no-deadline", is_flag=True,
+              help="Skip each row's production release deadline (the timing image in Unicorn).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="PNG of cost against k [default: build/bench/bench.png].")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None,
@@ -30,14 +32,17 @@ from .params import CLASSES, EPSILON
 @click.option("--models", "models_n", type=int, default=0, metavar="N",
               help="Also measure INFER on each bundled model's QEMU test image with N digits images "
                    "(inference vs DP step vs whole frame; edgedp.bench.infer).")
+@click.option("--e2e", "e2e_n", type=int, default=0, metavar="N",
+              help="Also measure end-to-end answers per second with N k = 10 rows: the API (pipelined "
+                   "and not) and the CLI, beside the 115,200-baud wire limit (edgedp.bench.e2e).")
 @click.option("--check", is_flag=True,
               help="Exit with code 1 if a speed or size target is MISSED (for CI; the JSON's \"missed\" lists them).")
 @json_option
 @progress_option
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
-          no_trace: bool, no_footprint: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          models_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
+          no_trace: bool, no_footprint: bool, no_deadline: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
+          models_n: int, e2e_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -47,7 +52,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     table. See docs/benchmarks.md."""
     from ..bench import run as bench_run
 
-    cfg = bench_run.BenchConfig(trace=not no_trace, footprint=not no_footprint, key_file=key_file)
+    cfg = bench_run.BenchConfig(trace=not no_trace, deadline=not no_deadline, footprint=not no_footprint,
+                                key_file=key_file)
     if quick:
         cfg.queries = dict(bench_run.QUICK_QUERIES)
         cfg.reference_samples = 5000
@@ -62,11 +68,16 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     if models_n > 0:
         from ..bench import infer as bench_infer
         result["infer"] = bench_infer.run(models_n, progress=say)
+    if e2e_n > 0:
+        from ..bench import e2e as bench_e2e
+        result["e2e"] = bench_e2e.run(e2e_n, progress=say)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
     result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
     if md_path:
         extra = "\n\n" + bench_infer.markdown(result["infer"]) if models_n > 0 else ""
+        if e2e_n > 0:
+            extra += "\n\n" + bench_e2e.markdown(result["e2e"])
         Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
     if as_json:
         emit_json(result)
@@ -96,6 +107,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         note(f"footprint: {fp.get('error')}")
     if models_n > 0:
         click.echo(bench_infer.markdown(result["infer"]))
+    if e2e_n > 0:
+        click.echo(bench_e2e.markdown(result["e2e"]))
     for line in bench_run.describe_targets(result):
         click.echo(line)
     click.echo(f"plot: {png}")

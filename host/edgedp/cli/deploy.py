@@ -15,19 +15,24 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--seed", type=int, default=digits.SEED, show_default=True,
               help="Built-in models: digits split and training seed.")
 @click.option("--teachers", type=int, default=30, show_default=True, help="digits-ensemble: teachers T.")
+@click.option("--allow-non-private", is_flag=True,
+              help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
+                   "the C file and the manifest then say so.")
 @json_option
 @handle_errors
-def deploy(model: str, out: str, seed: int, teachers: int, as_json: bool) -> None:
+def deploy(model: str, out: str, seed: int, teachers: int, allow_non_private: bool, as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
     a teacher ensemble, output = vote histogram, range [0, T], sensitivity 2), the `edgedp train`
     model file (.npz with its manifest), or a built-in trained here on the digits:
     digits-ensemble, digits-logreg, digits-mlp."""
-    d = run_deploy(model, out, seed, teachers)
+    d = run_deploy(model, out, seed, teachers, allow_non_private)
     if as_json:
         emit_json(d.as_dict())
         return
+    if d.non_private:
+        click.echo(f"edgedp: warning: deploying a model that is not private: {d.non_private}", err=True)
     click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
     click.echo(f"  {d.weights} float32 weights = {d.flash_weight_bytes} bytes of flash, "

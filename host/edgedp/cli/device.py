@@ -8,9 +8,12 @@ import time
 import click
 import numpy as np
 
+from ..device import admin as authadmin
 from ..device.client import Device, load_key, open_device
 from ..device.errors import DeviceError, EdgeDPError, ErrorCode
-from ..device.protocol import Budget, Caps, MechConfig, QueryResult, SampleRequest
+from ..device.protocol import (CONFIG, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, SampleRequest,
+                               config_payload)
+from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
@@ -69,6 +72,29 @@ def day_date(day: int | None) -> str | None:
     return None if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
 
 
+def config_check(cfg: MechConfig, caps: Caps) -> authadmin.Check:
+    """The check that the state after CONFIG holds exactly cfg and caps."""
+    def check(before: Budget, after: Budget) -> str | None:
+        if not after.config.same_on_device(cfg):
+            return f"mechanism {after.config} instead of {cfg}"
+        if after.caps != caps:
+            return f"caps {after.caps} instead of {caps}"
+        return None
+    return check
+
+
+def configure_from_state(dev: Device, key: bytes, epsilon: float | None = None, sensitivity: float | None = None,
+                         value_range: tuple[float, float] | None = None, m: int | None = None,
+                         daily_cap: float | None = None, lifetime_cap: float | None = None) -> authadmin.Outcome:
+    """CONFIG with the options given, every other value from the authenticated state; verified after."""
+    signed: list[tuple[MechConfig, Caps]] = []
+
+    def build(b: Budget) -> bytes:
+        signed.append((merged_config(b, epsilon, sensitivity, value_range, m), merged_caps(b, daily_cap, lifetime_cap)))
+        return config_payload(*signed[0])
+    return authadmin.run(dev, key, CONFIG, build, lambda before, after: config_check(*signed[0])(before, after))
+
+
 def budget_dict(b: Budget) -> dict:
     eps = to_epsilon
     return {
@@ -117,21 +143,24 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
                   value_range: tuple[float, float] | None, k: int) -> MechConfig:
     """The mechanism the queries of k classes will run: the device's, with the options given.
 
-    BUDGET (the configuration), then, only if it differs, CHALLENGE (a fresh nonce and the
-    tagged admin counter) and CONFIG signed for that nonce with --key-file or else the test
-    images' key. The counter is never taken from the unauthenticated BUDGET answer. A configuration the device could not
-    serve for k classes is refused here, with the reason."""
+    BUDGET (the configuration), then, only if it differs, STATE (the authenticated state and a
+    fresh nonce), CONFIG signed for that nonce with --key-file or else the test images' key, and
+    STATE again to check it: what is signed comes only from the authenticated state and the
+    options. A configuration the device could not serve for k classes is refused here, with
+    the reason."""
     b = dev.budget()
     cfg = merged_config(b, epsilon, sensitivity, value_range)
     cfg.lattice(k)
     if cfg.same_on_device(b.config):
         return cfg
     try:
-        dev.configure(load_key(key_file), cfg, b.caps)
+        out = configure_from_state(dev, load_key(key_file), epsilon, sensitivity, value_range)
     except DeviceError as exc:
         if exc.error == ErrorCode.ERR_AUTH and not key_file:
             raise EdgeDPError(NEEDS_KEY, "ERR_AUTH") from None
         raise
+    cfg = out.after.config
+    cfg.lattice(k)
     return cfg
 
 
@@ -201,8 +230,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
 
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
     into the image; only its private output is released. Rows holding NaN or inf are refused here,
-    before anything is sent. Exit code 4 if the device refused a row, 130 after Ctrl-C (the answers
-    so far are saved), 3 if --out cannot be written (the stream stops before the next query)."""
+    before anything is sent. Exit code 8 if the device refused a row, 130 after Ctrl-C (the answers
+    so far are saved), 4 if --out cannot be written (the stream stops before the next query)."""
     m = mode
     if infer and (sensitivity is not None or value_range is not None):
         raise click.UsageError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
@@ -336,19 +365,31 @@ def sample(target: str | None, epsilon: float, sensitivity: float, classes: int,
         click.echo(f"wrote {len(z)} samples to {out} (g = 2^-{lat.m}, t = {lat.t:.2f} steps)")
 
 
+UNAUTHENTICATED = ("unauthenticated: read with BUDGET, which a man in the middle can rewrite; "
+                   "pass --key-file for the authenticated state")
+
+
 @click.command()
 @target_option
+@key_option
 @json_option
 @handle_errors
-def budget(target: str | None, as_json: bool) -> None:
-    """The privacy budget: today's and lifetime spend, caps, and the store's state."""
+def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
+    """The privacy budget: today's and lifetime spend, caps, and the store's state.
+
+    With --key-file the numbers are the device's authenticated state (STATE, tagged with the
+    device key over a fresh challenge); without, they are unauthenticated and say so."""
+    key = load_key(key_file) if key_file else None
     with open_device(target) as dev:
-        d = budget_dict(dev.budget())
+        b = dev.state(key).budget if key else dev.budget()
+    d = {**budget_dict(b), "authenticated": key is not None}
     if as_json:
         emit_json(d)
     else:
         for k, v in budget_lines(d):
             click.echo(f"{k:18s} {v}")
+        if key is None:
+            click.echo(UNAUTHENTICATED)
 
 
 def budget_lines(d: dict) -> list[tuple[str, str]]:
@@ -388,14 +429,23 @@ def admin() -> None:
 def admin_config(target: str | None, key_file: str, epsilon: float | None, daily_cap: float | None,
                  lifetime_cap: float | None, sensitivity: float | None, value_range: tuple[float, float] | None,
                  lattice_exponent: int | None, as_json: bool) -> None:
-    """Set the mechanism and caps; unspecified values keep the device's."""
+    """Set the mechanism and caps; unspecified values keep the device's (authenticated) ones.
+
+    Reads the authenticated state, signs the change for its fresh nonce, and re-reads the state
+    to check it holds exactly what was signed (exit 5 if not, 6 if the answer never came)."""
+    key = load_key(key_file)
     with open_device(target) as dev:
-        key = load_key(key_file)
-        b = dev.budget()
-        counter = dev.configure(key, merged_config(b, epsilon, sensitivity, value_range, lattice_exponent),
-                                merged_caps(b, daily_cap, lifetime_cap))
-        d = {"accepted_counter": counter, **budget_dict(dev.budget())}
-    emit_json(d) if as_json else click.echo(f"configured (counter {counter})")
+        out = configure_from_state(dev, key, epsilon, sensitivity, value_range, lattice_exponent, daily_cap,
+                                   lifetime_cap)
+    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True}
+    if as_json:
+        emit_json(d)
+    else:
+        a = out.after
+        click.echo(f"configured (counter {out.counter}), checked in the authenticated state: epsilon "
+                   f"{to_epsilon(a.epsilon_micro):g} per query, range [{a.lo:g}, {a.hi:g}], sensitivity "
+                   f"{a.sensitivity:g}, daily cap {to_epsilon(a.daily_cap):g}, lifetime cap "
+                   f"{to_epsilon(a.lifetime_cap) if a.lifetime_cap else 'none'}")
 
 
 @admin.command("set-time")
@@ -414,11 +464,15 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
         unix_seconds = date
     if unix_seconds is None:
         unix_seconds = int(time.time())
+    key = load_key(key_file)
+    day = unix_seconds // 86400
+
+    def check(before: Budget, after: Budget) -> str | None:
+        return None if after.day == day else f"day {after.day} instead of {day}"
     with open_device(target) as dev:
-        key = load_key(key_file)
-        counter = dev.set_time(key, unix_seconds)
-        d = {"accepted_counter": counter, "unix": unix_seconds, **budget_dict(dev.budget())}
-    emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} ({day_date(unix_seconds // 86400)})")
+        out = authadmin.run(dev, key, SET_TIME, lambda b: SET_TIME_PAYLOAD_FMT.pack(unix_seconds), check)
+    d = {"accepted_counter": out.counter, "unix": unix_seconds, **budget_dict(out.after), "authenticated": True}
+    emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} ({day_date(day)}, counter {out.counter})")
 
 
 @admin.command("reset-budget")
@@ -428,11 +482,15 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
 @handle_errors
 def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None:
     """Reset today's spend (the lifetime spend is never reset)."""
+    key = load_key(key_file)
+
+    def check(before: Budget, after: Budget) -> str | None:
+        since = after.lifetime_spent - before.lifetime_spent  # answers after the reset, if any
+        return None if after.daily_spent <= since else f"{to_epsilon(after.daily_spent):g} spent today"
     with open_device(target) as dev:
-        key = load_key(key_file)
-        counter = dev.reset_budget(key)
-        d = {"accepted_counter": counter, **budget_dict(dev.budget())}
-    emit_json(d) if as_json else click.echo(f"daily budget reset (counter {counter})")
+        out = authadmin.run(dev, key, RESET_BUDGET, lambda b: b"", check)
+    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True}
+    emit_json(d) if as_json else click.echo(f"daily budget reset (counter {out.counter})")
 
 
 COMMANDS = [info, query, sample, budget, admin]

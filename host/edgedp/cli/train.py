@@ -8,6 +8,8 @@ import click
 from .common import emit_json, handle_errors, json_option, note, progress as show_progress
 from .params import positive
 
+SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice, not a secret
+
 
 @click.command()
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
@@ -28,7 +30,9 @@ from .params import positive
 @click.option("--learning-rate", "--lr", type=positive("the learning rate"), default=0.05, show_default=True)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True,
               help="Accountant for the reported ε and the calibration (both are reported).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=None,
+              help="Reproducible run for tests and research: every draw from this seed, so the model is NOT "
+                   "private (manifest \"private\": false). Default: every draw from the OS CSPRNG.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="model.npz", show_default=True,
               help="Model file; its privacy manifest is written beside it (NAME.manifest.json).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
@@ -36,7 +40,7 @@ from .params import positive
 @handle_errors
 def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, noise_multiplier: float | None,
           delta: float, allow_large_delta: bool, clip_norm: float, sampling_rate: float, epochs: float,
-          optimizer: str, learning_rate: float, accountant: str, seed: int, out_path: str, no_progress: bool,
+          optimizer: str, learning_rate: float, accountant: str, seed: int | None, out_path: str, no_progress: bool,
           as_json: bool) -> None:
     """Train a logistic regression or small MLP with DP-SGD (per-example clipping, Poisson
     subsampling, Gaussian noise); write the model and its privacy manifest."""
@@ -63,7 +67,7 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
                       allow_large_delta=allow_large_delta,
                       hyper=dpsgd.Hyper(optimizer=optimizer, learning_rate=learning_rate, epochs=epochs,
                                         sampling_rate=sampling_rate))
-    d = data.load(data_spec, seed)
+    d = data.load(data_spec, SPLIT_SEED if seed is None else seed)
     bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=not show_progress(no_progress), leave=False)
 
     def progress(t: int, steps: int) -> None:
@@ -86,10 +90,14 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
         emit_json(doc)
         return
     s = res.summary
+    if not s["private"]:
+        click.echo(f"NOT PRIVATE: {s['non_private_reason']}; deploy and report refuse it without "
+                   f"--allow-non-private")
     click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
-               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g})")
+               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g}) for adding or "
+               f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
     click.echo(f"  noise multiplier {s['noise_multiplier']:.4g}, C = {clip_norm:g}, q = {sampling_rate:g} (Poisson, "
-               f"batch {s['batch_size_min']}–{s['batch_size_max']}), {s['steps']} steps")
+               f"expected batch {s['n_train'] * sampling_rate:.0f}), {s['steps']} steps; {s['randomness']}")
     click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records")
     click.echo(f"  wrote {out_path} and {models_io.manifest_path(out_path).name}")
 
@@ -107,7 +115,14 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
 @click.option("--sampling-rate", type=float, default=None)
 @click.option("--epochs", type=float, default=None)
 @click.option("--steps", type=int, default=None)
-@click.option("--sampling", type=click.Choice(["poisson", "shuffle"]), default=None)
+@click.option("--sampling", type=click.Choice(["poisson", "shuffle", "without_replacement"]), default=None,
+              help="How batches are drawn (a fixed --batch-size with poisson is inconsistent).")
+@click.option("--noise", type=click.Choice(["gaussian", "laplace"]), default=None)
+@click.option("--preprocessing-fit", type=click.Choice(["none", "public", "private", "private_dp"]), default=None,
+              help="What any feature preprocessing (scaling, vocabulary) was fitted on.")
+@click.option("--rdp-orders", default=None, metavar="A1,A2,…", help="RDP orders the claimed ε was converted at.")
+@click.option("--hyperparameter-trials", type=int, default=None, help="Trainings run on the private data.")
+@click.option("--n-params", type=int, default=None, help="Model parameters (the L1 sensitivity of Laplace noise).")
 @click.option("--clipping", type=click.Choice(["per-example", "per-batch"]), default=None)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default=None)
 @click.option("--rdp-order", type=float, default=None, help="Fixed RDP order used for the conversion, if any.")
@@ -116,26 +131,37 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
 @json_option
 @handle_errors
 def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) -> None:
-    """Check a DP-SGD configuration (TOML/JSON file and/or flags) for the errors that make its ε
-    wrong; exit status 1 when any check fails."""
+    """Check a DP-SGD configuration (TOML/JSON file, an `edgedp train` NAME.manifest.json, and/or
+    flags) for the errors that make its ε wrong.  Exit status 0: every check passes; 1: a check
+    fails (the stated ε is wrong); 3: only warnings."""
+    from ..analysis.jsonable import finite_json
     from ..train import audit
     from ..train.data import digits
 
     d = audit.read_config(config) if config else {}
+    if flags.get("rdp_orders") is not None:
+        try:
+            flags["rdp_orders"] = [float(a) for a in flags["rdp_orders"].split(",") if a.strip()]
+        except ValueError:
+            raise ValueError(f"--rdp-orders must be comma-separated numbers, got {flags['rdp_orders']!r}") from None
     d.update({k: v for k, v in flags.items() if v is not None})
     cfg = audit.TrainingConfig.from_mapping(d)
     td = None if no_canary else digits(0)
     checks = audit.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
-    failed = [c.name for c in checks if not c.passed]
+    failed = [c.name for c in checks if c.status == "fail"]
+    warned = [c.name for c in checks if c.status == "warn"]
+    code = audit.exit_code(checks)
     if as_json:
-        emit_json({"passed": not failed, "failed": failed, "checks": [c.as_dict() for c in checks]})
+        emit_json(finite_json({"passed": not failed, "failed": failed, "warnings": warned, "exit_code": code,
+                               "checks": [c.as_dict() for c in checks]}))
     else:
         for c in checks:
-            click.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name:15s} {c.consequence}")
-        click.echo(f"{len(checks) - len(failed)}/{len(checks)} checks pass"
+            click.echo(f"{c.status.upper():4s}  {c.name:15s} {c.consequence}")
+        click.echo(f"{len(checks) - len(failed) - len(warned)}/{len(checks)} checks pass"
+                   + (f"; warnings: {', '.join(warned)}" if warned else "")
                    + (f"; failed: {', '.join(failed)}" if failed else ""))
-    if failed:
-        raise SystemExit(1)
+    if code:
+        raise SystemExit(code)
 
 
 COMMANDS = [train, audit_config]

@@ -27,7 +27,7 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     mechanism configuration afterwards."""
     with open_device(target) as dev:
         key = resolve_key(dev, key_file)
-        before = dev.budget()
+        before = dev.state(key).budget  # restored afterwards: only from the authenticated state
         try:
             res = replay(dev, key, queries, seed, progress=progress(no_progress))
             fit = noise_fit(dev, samples, progress=progress(no_progress))

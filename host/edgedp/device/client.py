@@ -6,7 +6,9 @@
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from .. import schema as S
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
-from .errors import DeviceError, ErrorCode, TransportError
+from .errors import DeviceError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
 from .transport import Link
 
@@ -47,7 +49,8 @@ class Device:
 
     # ---- transport ----------------------------------------------------------
     def next_seq(self) -> int:
-        self._seq = (self._seq + 1) & 0xFFFF
+        """1..65535: 0 is the seq of the device's answers to frames it could not parse."""
+        self._seq = self._seq % 0xFFFF + 1
         return self._seq
 
     def send_raw(self, data: bytes) -> None:
@@ -69,11 +72,17 @@ class Device:
         self.link.write(frames.encode(type_, seq, body))
         return self.response(seq, type_, timeout)
 
-    def response(self, seq: int, type_: int, timeout: float | None = None) -> bytes:
+    def response(self, seq: int, type_: int, timeout: float | None = None,
+                 later: Iterable[int] = ()) -> bytes:
+        """The body of the response to request seq (frames with other seqs are stale answers, e.g.
+        to garbage sent earlier, and skipped); TransportError if one for a request in ``later``
+        (sent after seq) comes first: seq's was lost."""
         while True:
             f = self.receive(timeout)
             if f.seq != seq:
-                continue  # a stale answer (e.g. to garbage sent earlier)
+                if f.seq in later:
+                    raise TransportError(f"the answer to request {seq} was lost (the answer to {f.seq} came first)")
+                continue
             if f.type == P.ERROR:
                 raise DeviceError(ErrorCode(f.body[0]), f.body[1])
             if f.type != type_ | P.RESPONSE:
@@ -118,38 +127,69 @@ class Device:
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         return P.parse_infer(self.request(P.INFER, P.pack_vector(x, mode)), mode)
 
-    def infer_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
+    def infer_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None
                    ) -> Iterator[P.QueryResult | DeviceError]:
         """``query_many`` for INFER: one private answer (or the refusal) per row of model inputs."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
-        for x in rows:
-            try:
-                yield self.infer(x, mode)[0]
-            except DeviceError as exc:
-                yield exc
-                if exc.error == ErrorCode.ERR_BUDGET:
-                    return
+        yield from self._pipeline(P.INFER, (P.pack_vector(x, mode) for x in rows),
+                                  lambda body: P.parse_infer(body, mode)[0], in_flight)
 
     def infer_local(self, x: np.ndarray) -> tuple[int, int]:
         """The model's local path (test builds): (argmax of the raw output, crc32 of its float32 bytes)."""
         _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
         return label, crc
 
-    def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full"
+    def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None
                    ) -> Iterator[P.QueryResult | DeviceError]:
         """Stream rows (a 2-D array, or any iterable of vectors such as a generator) through QUERY.
 
         Yields one item per row, in order: its QueryResult, or the DeviceError that refused it
-        (the stream goes on). After ERR_BUDGET it stops: the device refuses every further external
-        answer until its day rolls over. Bad input raises ValueError before its row is sent."""
+        (the stream goes on). Up to ``in_flight`` requests (default: the link's ``in_flight``) are
+        on the wire ahead of their answers; each answer is matched to its request by sequence
+        number. After ERR_BUDGET no further row is sent (the device refuses every further external
+        answer until its day rolls over); rows already sent still yield their answers. Bad input
+        raises ValueError before its row is sent, after the rows before it."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
-        for x in rows:
+        yield from self._pipeline(P.QUERY, (P.pack_vector(x, mode) for x in rows),
+                                  lambda body: P.parse_query(body, mode), in_flight)
+
+    def _pipeline(self, type_: int, bodies: Iterator[bytes], parse, in_flight: int | None
+                  ) -> Iterator[P.QueryResult | DeviceError]:
+        """Requests of type_ with the given bodies, up to in_flight unanswered; their parsed
+        answers (or refusals) in order. A response for a later request while an earlier one is
+        unanswered means the earlier was lost: TransportError (never a mismatched answer)."""
+        depth = max(1, in_flight or getattr(self.link, "in_flight", 1))
+        waiting: collections.deque[int] = collections.deque()
+        failed: ValueError | None = None
+        more = True
+        while True:
+            burst = []
+            while more and len(waiting) < depth:
+                try:
+                    body = next(bodies)
+                except StopIteration:
+                    more = False
+                    break
+                except ValueError as exc:  # bad input: answer the rows before it, then raise
+                    failed, more = exc, False
+                    break
+                seq = self.next_seq()
+                burst.append(frames.encode(type_, seq, body))
+                waiting.append(seq)
+            if burst:
+                self.link.write(b"".join(burst))
+            if not waiting:
+                if failed is not None:
+                    raise failed
+                return
+            seq = waiting.popleft()
             try:
-                yield self.query(x, mode)
+                item = parse(self.response(seq, type_, later=waiting))
             except DeviceError as exc:
-                yield exc
+                item = exc
                 if exc.error == ErrorCode.ERR_BUDGET:
-                    return
+                    more = False
+            yield item
 
     def local(self, x: np.ndarray) -> P.LocalAnswer:
         """Run the on-device local path (test builds): label and CRC-32 of the raw lattice vector."""
@@ -165,8 +205,8 @@ class Device:
 
     # ---- authenticated administration ---------------------------------------
     def challenge(self, key: bytes) -> P.Challenge:
-        """The device's current nonce and admin counter, checked against key (the answer is tagged,
-        so a man in the middle cannot make us sign a counter of its choosing)."""
+        """A fresh nonce (the device's previous one dies) and the admin counter, checked against key
+        (the answer is tagged, so a man in the middle cannot make us sign a counter of its choosing)."""
         ch = P.Challenge.parse(self.request(P.CHALLENGE))
         if not ch.authentic(key):
             # The device does not hold this key (or the answer was forged): it would refuse
@@ -174,20 +214,56 @@ class Device:
             raise DeviceError(ErrorCode.ERR_AUTH, P.CHALLENGE)
         return ch
 
-    def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> tuple[int, bytes]:
-        """(seq, wire bytes) of an authenticated command for the device's current nonce;
-        counter defaults to the challenged counter + 1. The frame is valid once, until the
-        device's next admin frame."""
-        ch = self.challenge(key)
-        seq = self.next_seq()
-        return seq, frames.encode(type_, seq, P.admin_body(type_, ch.nonce, ch.counter + 1 if counter is None
-                                                           else counter, payload, key))
+    def state(self, key: bytes) -> P.State:
+        """The device's state, authenticated (STATE with a random challenge; the device's nonce
+        is fresh, the previous one dead). NotAuthentic if the tag is wrong."""
+        challenge = os.urandom(S.AUTH_NONCE)
+        st = P.State.parse(self.request(P.STATE, challenge), key, challenge)
+        if st is None:
+            raise NotAuthentic("the device's STATE answer is not authentic: rewritten on the way, or the "
+                               "device does not hold this key")
+        return st
 
-    def admin(self, type_: int, payload: bytes, key: bytes, counter: int | None = None) -> int:
-        """Send an authenticated command; returns the counter the device accepted it with."""
-        seq, wire = self.admin_frame(type_, payload, key, counter)
+    def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None,
+                    nonce: bytes | None = None) -> tuple[int, bytes]:
+        """(seq, wire bytes) of an authenticated command for ``nonce`` (default: a fresh one from
+        CHALLENGE, and counter = the challenged counter + 1). The frame is valid once, until the
+        device draws another nonce."""
+        seq, wire, _, _ = self._signed(type_, payload, key, counter, nonce)
+        return seq, wire
+
+    def _signed(self, type_: int, payload: bytes, key: bytes, counter: int | None,
+                nonce: bytes | None) -> tuple[int, bytes, bytes, bytes]:
+        """(seq, wire, nonce, tag) of a signed frame."""
+        if nonce is None:
+            ch = self.challenge(key)
+            nonce, counter = ch.nonce, ch.counter + 1 if counter is None else counter
+        if counter is None:
+            raise ValueError("a command signed for a given nonce needs its counter")
+        seq, body = self.next_seq(), P.admin_body(type_, nonce, counter, payload, key)
+        return seq, frames.encode(type_, seq, body), nonce, body[-S.AUTH_TAG:]
+
+    def admin(self, type_: int, payload: bytes, key: bytes, counter: int | None = None,
+              nonce: bytes | None = None) -> int:
+        """Send an authenticated command; returns the counter the device accepted it with.
+
+        The answer must carry the device's tag over this frame: a refusal so tagged is a
+        DeviceError with ``authenticated``; an ERROR frame (the device had no key or no nonce, or
+        a forgery) a plain DeviceError; no answer, or one whose tag is wrong, StateUnknown."""
+        seq, wire, nonce, tag = self._signed(type_, payload, key, counter, nonce)
+        name = P.T(type_).name
         self.link.write(wire)
-        return P.parse_ack(self.response(seq, type_))
+        try:
+            ans = P.AdminAnswer.parse(self.response(seq, type_))
+        except DeviceError:
+            raise  # an ERROR frame: unauthenticated (the caller re-reads the state it acts on)
+        except TransportError as exc:
+            raise StateUnknown(f"state unknown: the signed {name} was sent, then {exc}") from None
+        if not ans.authentic(key, type_, nonce, tag):
+            raise StateUnknown(f"state unknown: the answer to the signed {name} is not authentic")
+        if ans.result:
+            raise DeviceError(ErrorCode(ans.result), type_, authenticated=True)
+        return ans.counter
 
     def configure(self, key: bytes, cfg: P.MechConfig, caps: P.Caps, counter: int | None = None) -> int:
         return self.admin(P.CONFIG, P.config_payload(cfg, caps), key, counter)

@@ -23,10 +23,13 @@ MEANING: dict[ErrorCode, str] = {
 }
 
 
+# Each class's ``exit_code`` is its row of the command line's table (edgedp.cli.exit_codes.ExitCode,
+# docs/cli.md); tests/python/test_cli_conventions.py checks that they agree.
 class EdgeDPError(Exception):
     """Any failure the user should see as one line; ``code`` is the JSON error name."""
 
     code = "ERR_HOST"
+    exit_code = 1
 
     def __init__(self, message: str, code: str | None = None):
         super().__init__(message)
@@ -35,22 +38,44 @@ class EdgeDPError(Exception):
 
 
 class DeviceError(EdgeDPError):
-    """The device answered a request with an error frame."""
+    """The device answered a request with an error: an ERROR frame (unauthenticated: a man in
+    the middle can forge it) or, for an admin command, a refusal tagged with the device key
+    (``authenticated``)."""
 
-    def __init__(self, error: ErrorCode, request_type: int):
+    exit_code = 8
+
+    def __init__(self, error: ErrorCode, request_type: int, authenticated: bool = False):
         self.error = error
         self.request_type = request_type
+        self.authenticated = authenticated
         super().__init__(f"{error.name}: {MEANING[error]}", error.name)
+
+
+class StateMismatch(EdgeDPError):
+    """After an admin command, the authenticated device state is not what was signed."""
+
+    code = "ERR_STATE_MISMATCH"
+    exit_code = 5
+
+
+class StateUnknown(EdgeDPError):
+    """A signed admin frame was sent but no authentic answer came back (time-out, or an answer
+    whose tag is wrong): whether it took effect is not known from the answer."""
+
+    code = "ERR_STATE_UNKNOWN"
+    exit_code = 6
+
+
+class NotAuthentic(EdgeDPError):
+    """An answer that should carry the device's tag does not: forged on the way, or the device
+    does not hold this key. Nothing was signed from it."""
+
+    code = "ERR_NOT_AUTHENTIC"
+    exit_code = 7
 
 
 class TransportError(EdgeDPError):
     """No answer, a broken link, or a target that cannot start."""
 
     code = "ERR_TRANSPORT"
-
-
-class StateUnknownError(TransportError):
-    """The link failed after a command that changes the device's state was sent: whether the
-    device applied it is unknown (read its state, e.g. BUDGET, before acting on it)."""
-
-    code = "ERR_STATE_UNKNOWN"
+    exit_code = 3

@@ -24,7 +24,8 @@ from .errors import TransportError
 
 T = FrameType
 PING, INFO, BUDGET, QUERY, LOCAL, SAMPLE, NAIVE = T.PING, T.INFO, T.BUDGET, T.QUERY, T.LOCAL, T.SAMPLE, T.NAIVE
-INFER, INFER_LOCAL, CHALLENGE, ERROR, RESPONSE = T.INFER, T.INFER_LOCAL, T.CHALLENGE, T.ERROR, T.RESPONSE
+INFER, INFER_LOCAL, CHALLENGE, STATE, ERROR, RESPONSE = T.INFER, T.INFER_LOCAL, T.CHALLENGE, T.STATE, T.ERROR, \
+    T.RESPONSE
 CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = T.CONFIG, T.SET_TIME, T.RESET_BUDGET, T.TEST_SEED
 ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
 M_AUTO = S.M_AUTO
@@ -133,7 +134,9 @@ class Info:
 
 @dataclass(frozen=True)
 class Budget:
-    """The BUDGET answer; amounts in micro-epsilon, ``day`` None without a trusted clock."""
+    """The BUDGET answer; amounts in micro-epsilon, ``day`` None without a trusted clock.
+
+    Unauthenticated: a man in the middle can rewrite it. ``State`` is the same fields, tagged."""
 
     recorded_day: int
     day: int | None
@@ -155,8 +158,11 @@ class Budget:
 
     @classmethod
     def parse(cls, b: bytes) -> "Budget":
-        v = cls.FMT.unpack(_sized(b, cls.FMT.size, "BUDGET"))
-        return cls(v[0], None if v[1] == S.NO_DAY else v[1], *v[2:8], _state_name(StoreState, v[8], "BUDGET"),
+        return cls.from_fields(cls.FMT.unpack(_sized(b, cls.FMT.size, "BUDGET")), "BUDGET")
+
+    @classmethod
+    def from_fields(cls, v: tuple, what: str) -> "Budget":
+        return cls(v[0], None if v[1] == S.NO_DAY else v[1], *v[2:8], _state_name(StoreState, v[8], what),
                    bool(v[9]), v[10], v[11], v[12], v[13], _m_host(v[14]))
 
     @property
@@ -336,7 +342,6 @@ class NaiveAnswer:
 
 
 # ---- authenticated administration ----------------------------------------------------------
-ACK = S.AUTH_COUNTER_FMT
 
 
 @dataclass(frozen=True)
@@ -360,6 +365,49 @@ class Challenge:
         return hmac.compare_digest(want, self.tag)
 
 
+def _hmac(key: bytes, *parts: bytes) -> bytes:
+    return hmac.new(key, b"".join(parts), hashlib.sha256).digest()
+
+
+@dataclass(frozen=True)
+class State:
+    """The STATE answer, checked: the device's fresh nonce and its BUDGET fields, tagged with the
+    device key over the host's random challenge (so neither forged nor replayed)."""
+
+    nonce: bytes
+    budget: Budget
+
+    @classmethod
+    def parse(cls, b: bytes, key: bytes, challenge: bytes) -> "State | None":
+        """The state, or None if the tag is not HMAC(key, "EDPS" | challenge | body)."""
+        _sized(b, S.STATE_BODY + S.AUTH_TAG, "STATE")
+        body, tag = b[:S.STATE_BODY], b[S.STATE_BODY:]
+        if not hmac.compare_digest(_hmac(key, S.AUTH_DOMAIN_STATE, challenge, body), tag):
+            return None
+        v = S.STATE_BODY_FMT.unpack(body)
+        return cls(v[0], Budget.from_fields(v[1:], "STATE"))
+
+
+@dataclass(frozen=True)
+class AdminAnswer:
+    """An admin command's answer: result (0 accepted, else the error code) and the stored counter,
+    tagged over the nonce and the tag of the frame it answers."""
+
+    result: int
+    counter: int
+    tag: bytes
+
+    @classmethod
+    def parse(cls, b: bytes) -> "AdminAnswer":
+        return cls(*S.ADMIN_ANSWER_FMT.unpack(_sized(b, S.ADMIN_ANSWER, "admin")))
+
+    def authentic(self, key: bytes, type_: int, nonce: bytes, frame_tag: bytes) -> bool:
+        """True iff the tag is HMAC(key, "EDPA" | type | nonce | frame tag | result | counter)."""
+        want = _hmac(key, S.AUTH_DOMAIN_ANSWER, bytes([type_]), nonce, frame_tag, bytes([self.result]),
+                     S.AUTH_COUNTER_FMT.pack(self.counter))
+        return hmac.compare_digest(want, self.tag)
+
+
 def admin_body(type_: int, nonce: bytes, counter: int, payload: bytes, key: bytes) -> bytes:
     """counter u64 | payload | HMAC-SHA256(key, "EDP2" | type | nonce | counter | payload)."""
     head = S.AUTH_COUNTER_FMT.pack(counter) + payload
@@ -367,7 +415,3 @@ def admin_body(type_: int, nonce: bytes, counter: int, payload: bytes, key: byte
     return head + tag
 
 
-def parse_ack(b: bytes) -> int:
-    """The counter an admin command was accepted with (u64)."""
-    (counter,) = ACK.unpack(_sized(b, ACK.size, "admin"))
-    return counter

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .elf import sections
 from .errors import EdgeDPError, TransportError
-from .targets.qemu import IMAGES, ensure_image, free_port, qemu_argv, qmp
+from .targets.qemu import IMAGES, QEMU_IN_FLIGHT, ensure_image, free_port, qemu_argv, qmp
 from .transport import Link, SerialLink
 
 STATE_FILE = "session.json"
@@ -360,7 +360,7 @@ class SessionTarget:
     def __init__(self, session: Session):
         self.session = session
         self.name = f"session:{session.target}"
-        self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0))
+        self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0, in_flight=QEMU_IN_FLIGHT))
 
     def link(self) -> Link:
         return self._link
@@ -369,7 +369,7 @@ class SessionTarget:
         self._link.inner.close()
         stop()
         self.session = start(self.session.target, port=self.session.port)
-        self._link.inner = SerialLink(self.session.url, connect_timeout=5.0)
+        self._link.inner = SerialLink(self.session.url, connect_timeout=5.0, in_flight=QEMU_IN_FLIGHT)
 
     def close(self) -> None:
         self._link.close()
@@ -380,6 +380,10 @@ class _Reconnectable:
 
     def __init__(self, inner: Link):
         self.inner = inner
+
+    @property
+    def in_flight(self) -> int:
+        return getattr(self.inner, "in_flight", 1)
 
     def write(self, data: bytes) -> None:
         self.inner.write(data)

@@ -13,15 +13,24 @@ from .errors import TransportError
 
 
 class Link(Protocol):
+    """A byte link. ``in_flight`` (optional, default 1): requests a client may send ahead of their
+    answers without loss, so more than 1 only where the link holds the bytes until the device
+    reads them."""
+
     def write(self, data: bytes) -> None: ...
     def read(self, timeout: float) -> bytes: ...
     def close(self) -> None: ...
 
 
 class SerialLink:
-    """A pyserial URL: /dev/ttyACM0, socket://host:port, rfc2217://host:port, loop://."""
+    """A pyserial URL: /dev/ttyACM0, socket://host:port, rfc2217://host:port, loop://.
 
-    def __init__(self, url: str, baudrate: int = 115200, connect_timeout: float = 10.0):
+    ``in_flight``: 1 for a board (its port polls the UART between frames, so bytes that arrive
+    while it computes an answer are lost); QEMU's USART model holds its chardev until the firmware
+    reads the data register, so its console socket takes several (targets/qemu.py, session.py)."""
+
+    def __init__(self, url: str, baudrate: int = 115200, connect_timeout: float = 10.0, in_flight: int = 1):
+        self.in_flight = in_flight
         deadline = time.monotonic() + connect_timeout
         while True:
             try:
@@ -40,13 +49,28 @@ class SerialLink:
             raise TransportError(f"write to {self.url} failed: {exc}") from None
 
     def read(self, timeout: float) -> bytes:
-        self._port.timeout = max(timeout, 0.0)
+        """What arrives within timeout: once a byte has come, everything up to the end of a frame
+        (a 0x00) that follows within the timeout, in one call (QEMU sends each byte of a frame
+        on its own)."""
+        end = time.monotonic() + max(timeout, 0.0)
         try:
+            self._port.timeout = max(timeout, 0.0)
             first = self._port.read(1)
             if not first:
                 return b""
             self._port.timeout = 0
-            return first + self._port.read(65536)
+            data = first + self._port.read(65536)
+            while 0 not in data:
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                self._port.timeout = left
+                more = self._port.read(1)
+                if not more:
+                    break
+                self._port.timeout = 0
+                data += more + self._port.read(65536)
+            return data
         except (serial.SerialException, OSError) as exc:
             raise TransportError(f"read from {self.url} failed: {exc}") from None
 
@@ -55,7 +79,10 @@ class SerialLink:
 
 
 class ProcessLink:
-    """The native host build (build/host/edgedp) speaking the protocol on its stdin/stdout."""
+    """The native host build (build/host/edgedp) speaking the protocol on its stdin/stdout (a pipe
+    holds what the device has not read yet: requests may be pipelined)."""
+
+    in_flight = 8
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None):
         try:
@@ -86,7 +113,10 @@ class ProcessLink:
 
     def close(self) -> None:
         if self.proc.stdin:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except OSError:  # the process died with bytes still buffered for it
+                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

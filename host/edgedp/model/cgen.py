@@ -35,7 +35,8 @@ def digest(model: DeviceModel) -> str:
     return h.hexdigest()
 
 
-def generate(model: DeviceModel, source: str = "") -> str:
+def generate(model: DeviceModel, source: str = "", warning: str | None = None) -> str:
+    """The C data of ``model``; ``warning`` (e.g. why the model is not private) goes in the header."""
     if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,32}", model.name):
         raise ValueError("model name: 1-32 characters of [A-Za-z0-9_.-]")
     out = [
@@ -45,7 +46,8 @@ def generate(model: DeviceModel, source: str = "") -> str:
         f" * {model.n_weights} float32 weights ({4 * model.n_weights} bytes of flash), "
         f"{model.scratch_floats} floats of scratch RAM.\n"
         f" * Output range [{model.lo:g}, {model.hi:g}], L1 sensitivity {model.sensitivity:g}.\n"
-        f" * sha256 {digest(model)} */\n",
+        f" * sha256 {digest(model)}"
+        + (f"\n * WARNING: {warning.replace('*/', '* /')}" if warning else "") + " */\n",
         '#include "edgedp/mech.h"\n#include "edgedp/model.h"\n\n',
     ]
     nets = []

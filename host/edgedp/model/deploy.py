@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import models_io
 from . import cgen, convert, digits, reference
 from .spec import DeviceModel
 
@@ -31,6 +32,7 @@ class Deployment:
     float_accuracy: float | None = None    # the float64 host model on the digits test set
     device_accuracy: float | None = None   # the device's float32 kernels (reference) on it
     agreement: float | None = None         # same label, device vs float model
+    non_private: str | None = None         # why the trained model's ε does not hold (--allow-non-private)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -49,17 +51,31 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[Dev
     return convert.load(source), {}
 
 
-def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30) -> Deployment:
+def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30,
+           allow_non_private: bool = False) -> Deployment:
+    """Write ``source`` as C data.  An `edgedp train` model whose manifest does not say it is private
+    (a seeded run) is refused unless ``allow_non_private``; then the C file, the manifest's
+    deployment entry and the result say why it is not private."""
+    reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
     model, scores = build(source, seed, teachers)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(cgen.generate(model, Path(source).name))
+    out.write_text(cgen.generate(model, Path(source).name, f"not a private model: {reason}" if reason else None))
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
                    len(model.nets), model.n_weights, 4 * model.n_weights, 4 * model.scratch_floats,
-                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **scores)
+                   model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **scores,
+                   non_private=reason)
     if source.endswith(".npz"):
         _record_in_manifest(Path(source), d)
     return d
+
+
+def _non_private(npz: Path, allow: bool) -> str | None:
+    """Why the trained model is not private (None: private, or no manifest to say), refusing it
+    unless ``allow``."""
+    if not models_io.manifest_path(npz).exists():
+        return None
+    return models_io.private_or_refuse(npz, models_io.read_manifest(npz), allow)
 
 
 def _record_in_manifest(npz: Path, d: Deployment) -> None:
@@ -70,6 +86,8 @@ def _record_in_manifest(npz: Path, d: Deployment) -> None:
     doc = json.loads(manifest.read_text())
     doc["deployment"] = {"c_file": d.out, "head": d.head, "lo": d.lo, "hi": d.hi,
                          "sensitivity": d.sensitivity, "m": None, "weights_sha256": d.sha256}
+    if d.non_private:
+        doc["deployment"]["non_private"] = d.non_private
     manifest.write_text(json.dumps(doc, indent=2) + "\n")
 
 

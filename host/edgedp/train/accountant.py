@@ -1,6 +1,8 @@
 """Privacy accounting of DP-SGD with ``dp_accounting``: ``steps`` compositions of the Poisson
-subsampled Gaussian mechanism (sampling rate q, noise multiplier sigma/C), add/remove-one
-neighbouring relation.  Two accountants:
+subsampled Gaussian mechanism (sampling rate q, noise multiplier sigma/C), for either
+neighbouring relation: ``add_remove`` (add or remove one record, the denominator n*q public) or
+``replace_one`` (replace one record by another: the clipped sum moves by up to 2C).  Two
+accountants:
 
 * ``rdp``: Rényi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) over a grid of orders, converted
   to (eps, delta) with the optimal order;
@@ -9,6 +11,11 @@ neighbouring relation.  Two accountants:
 
 Both are upper bounds; PLD is the tighter and is the default.  ``calibrate`` finds the smallest
 noise multiplier whose epsilon is at most a target (dp_accounting's bisection).
+
+Other samplings (``audit-config``): fixed-size batches drawn without replacement (RDP,
+replace-one, Wang, Balle, Kasiviswanathan 2019), shuffled batches without amplification
+(replace-one: each epoch is one Gaussian mechanism of sensitivity 2C on the record's batch),
+Laplace noise (PLD of the Poisson-subsampled Laplace), and RDP at a given grid of orders.
 """
 from __future__ import annotations
 
@@ -19,6 +26,8 @@ import dp_accounting
 from dp_accounting import pld, rdp
 
 ACCOUNTANTS = ("pld", "rdp")
+RELATIONS = {"add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+             "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE}
 PLD_INTERVAL = 1e-3
 # Integer orders: their RDP is computed exactly and fast (fractional orders need a slowly converging series).
 RDP_ORDERS = tuple(list(range(2, 64)) + [80, 96, 128, 192, 256, 512, 1024])
@@ -36,27 +45,63 @@ def event(noise_multiplier: float, sampling_rate: float, steps: int) -> dp_accou
         dp_accounting.PoissonSampledDpEvent(sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), steps)
 
 
-def make_accountant(name: str) -> dp_accounting.PrivacyAccountant:
+def make_accountant(name: str, relation: str = "add_remove") -> dp_accounting.PrivacyAccountant:
+    if relation not in RELATIONS:
+        raise ValueError(f"unknown neighbouring relation {relation!r}: use one of {', '.join(RELATIONS)}")
     if name == "pld":
-        return pld.PLDAccountant(value_discretization_interval=PLD_INTERVAL)
+        return pld.PLDAccountant(RELATIONS[relation], value_discretization_interval=PLD_INTERVAL)
     if name == "rdp":
-        return rdp.RdpAccountant(list(RDP_ORDERS))
+        return rdp.RdpAccountant(list(RDP_ORDERS), RELATIONS[relation])
     raise ValueError(f"unknown accountant {name!r}: use one of {', '.join(ACCOUNTANTS)}")
 
 
-def epsilon(noise_multiplier: float, sampling_rate: float, steps: int, delta: float, accountant: str = "pld") -> float:
-    """Epsilon at ``delta`` of DP-SGD by one accountant."""
-    acc = make_accountant(accountant)
+def epsilon(noise_multiplier: float, sampling_rate: float, steps: int, delta: float, accountant: str = "pld",
+            relation: str = "add_remove") -> float:
+    """Epsilon at ``delta`` of DP-SGD by one accountant, for one neighbouring relation."""
+    acc = make_accountant(accountant, relation)
     acc.compose(event(noise_multiplier, sampling_rate, steps))
     return float(acc.get_epsilon(delta))
 
 
-def rdp_epsilon_at_order(noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
-                         order: float) -> float:
-    """(eps, delta) from the RDP curve at one fixed order alpha (eps_RDP(alpha) + log(1/delta)/(alpha-1)),
-    the conversion that skips the optimisation over alpha."""
-    acc = rdp.RdpAccountant([float(order)])
+def rdp_epsilon_at_orders(noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
+                          orders: tuple[float, ...]) -> float:
+    """(eps, delta) of Poisson DP-SGD by RDP optimised only over the given orders."""
+    acc = rdp.RdpAccountant([float(a) for a in orders])
     acc.compose(event(noise_multiplier, sampling_rate, steps))
+    return float(acc.get_epsilon(delta))
+
+
+def without_replacement_epsilon(noise_multiplier: float, n: int, batch: int, steps: int, delta: float,
+                                orders: tuple[float, ...] = RDP_ORDERS) -> float:
+    """Fixed-size batches of ``batch`` of ``n`` records drawn without replacement each step: RDP
+    under replace-one (dp_accounting has no add/remove analysis of this sampler)."""
+    acc = rdp.RdpAccountant([float(a) for a in orders], RELATIONS["replace_one"])
+    acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.SampledWithoutReplacementDpEvent(
+        n, batch, dp_accounting.GaussianDpEvent(noise_multiplier)), steps))
+    return float(acc.get_epsilon(delta))
+
+
+def shuffle_epsilon(noise_multiplier: float, epochs: int, delta: float) -> float:
+    """Shuffled fixed-size batches, no amplification, replace-one: each record is in one batch per
+    epoch, whose clipped sum a replacement moves by up to 2C; so each epoch is one Gaussian
+    mechanism at multiplier sigma/(2C), composed over the epochs (PLD)."""
+    return gaussian_epsilon(noise_multiplier / 2.0, epochs, delta)
+
+
+def laplace_epsilon(scale_over_sensitivity: float, sampling_rate: float, steps: int, delta: float) -> float:
+    """Poisson-subsampled Laplace noise of scale b per coordinate, ``scale_over_sensitivity`` =
+    b / (L1 sensitivity), composed over the steps (PLD, add/remove)."""
+    acc = make_accountant("pld")
+    acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
+        sampling_rate, dp_accounting.LaplaceDpEvent(scale_over_sensitivity)), steps))
+    return float(acc.get_epsilon(delta))
+
+
+def gaussian_rdp_epsilon(noise_multiplier: float, compositions: int, delta: float,
+                         orders: tuple[float, ...] = RDP_ORDERS) -> float:
+    """Epsilon of ``compositions`` Gaussian mechanisms without subsampling by RDP at ``orders``."""
+    acc = rdp.RdpAccountant([float(a) for a in orders])
+    acc.compose(dp_accounting.GaussianDpEvent(noise_multiplier), compositions)
     return float(acc.get_epsilon(delta))
 
 
@@ -92,7 +137,7 @@ def calibrate(target_epsilon: float, sampling_rate: float, steps: int, delta: fl
 
 @dataclass(frozen=True)
 class Guarantee:
-    """What a DP-SGD run satisfies, by both accountants."""
+    """What a DP-SGD run satisfies, by both accountants (add/remove) and under replace-one (PLD)."""
 
     noise_multiplier: float
     sampling_rate: float
@@ -100,6 +145,7 @@ class Guarantee:
     delta: float
     epsilon_pld: float
     epsilon_rdp: float
+    epsilon_replace_one: float
 
     def epsilon(self, accountant: str) -> float:
         return self.epsilon_pld if accountant == "pld" else self.epsilon_rdp
@@ -108,4 +154,5 @@ class Guarantee:
 def guarantee(noise_multiplier: float, sampling_rate: float, steps: int, delta: float) -> Guarantee:
     return Guarantee(noise_multiplier, sampling_rate, steps, delta,
                      epsilon(noise_multiplier, sampling_rate, steps, delta, "pld"),
-                     epsilon(noise_multiplier, sampling_rate, steps, delta, "rdp"))
+                     epsilon(noise_multiplier, sampling_rate, steps, delta, "rdp"),
+                     epsilon(noise_multiplier, sampling_rate, steps, delta, "pld", "replace_one"))

@@ -2,6 +2,12 @@
 example to L2 norm C, summed, Gaussian noise N(0, (noise_multiplier * C)^2 I) added to the sum,
 divided by the expected batch size n*q, then an optax optimiser step.
 
+Every random draw (initialisation, batch selection, noise) comes from one ``randomness`` source:
+the OS CSPRNG unless a seed is given (a seeded run is reproducible and not private).  The noise is
+drawn in float64 on the host and added to the float32 sum in float64; the noisy sum is rounded to
+the lattice of step 2^(floor(log2 sigma) - 16) (``noise_lattice``) and then to float32 before the
+(jit-compiled) division and optimiser step.
+
 Batches are Poisson subsamples: every record is included in a step independently with
 probability q (what the accountant assumes).  The batch size varies from step to step; the
 compiled step takes a fixed ``slots``-row block with a mask, so nothing recompiles per size.  A
@@ -23,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from . import randomness
 
 Params = list[tuple[jax.Array, jax.Array]]
 GRANULARITIES = ("per-example", "per-batch")
@@ -48,14 +56,22 @@ def make_optimizer(hyper: Hyper) -> optax.GradientTransformation:
     raise ValueError(f"unknown optimizer {hyper.optimizer!r}: use adam or sgd")
 
 
-def init_params(n_features: int, n_classes: int, hidden: tuple[int, ...], key: jax.Array) -> Params:
-    """He-initialised hidden layers; the output layer starts at zero (uniform prediction)."""
+def init_params(n_features: int, n_classes: int, hidden: tuple[int, ...],
+                key: jax.Array | randomness.Randomness) -> Params:
+    """He-initialised hidden layers; the output layer starts at zero (uniform prediction).
+
+    ``key`` is a JAX key (the canary's fixed, public initialisation) or a run's ``Randomness``."""
     sizes = [n_features, *hidden, n_classes]
     params = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        key, sub = jax.random.split(key)
         last = i == len(sizes) - 2
-        w = jnp.zeros((a, b)) if last else jax.random.normal(sub, (a, b)) * math.sqrt(2.0 / a)
+        if last:
+            w = jnp.zeros((a, b))
+        elif isinstance(key, jax.Array):
+            key, sub = jax.random.split(key)
+            w = jax.random.normal(sub, (a, b)) * math.sqrt(2.0 / a)
+        else:
+            w = jnp.asarray(randomness.normal(key, (a, b)) * math.sqrt(2.0 / a))
         params.append((w.astype(jnp.float32), jnp.zeros((b,), jnp.float32)))
     return params
 
@@ -114,26 +130,44 @@ def block_rows(n: int, q: float) -> int:
     return max(8, -(-min(rows, n) // 8) * 8)
 
 
-def poisson_batches(n: int, q: float, steps: int, rng: np.random.Generator):
+def poisson_batches(n: int, q: float, steps: int, src: randomness.Randomness):
     """Indices of each step's batch: every record independently with probability q."""
     for _ in range(steps):
-        yield np.flatnonzero(rng.random(n) < q)
+        yield np.flatnonzero(randomness.uniform(src, n) < q)
 
 
 @functools.lru_cache(maxsize=8)
 def _apply_fn(optimizer: str, learning_rate: float, momentum: float):
-    """The compiled noise-and-update step for one optimiser (cached: one compilation per setting)."""
+    """The compiled update step for one optimiser (cached: one compilation per setting): the noisy
+    sum divided by the expected batch size, then the optimiser."""
     opt = make_optimizer(Hyper(optimizer=optimizer, learning_rate=learning_rate, momentum=momentum))
 
     @jax.jit
-    def apply(params, state, gsum, key, sigma, denom):
-        leaves, tdef = jax.tree_util.tree_flatten(gsum)
-        keys = jax.random.split(key, len(leaves))
-        noisy = [(g + sigma * jax.random.normal(k, g.shape, g.dtype)) / denom for g, k in zip(leaves, keys)]
-        updates, state = opt.update(jax.tree_util.tree_unflatten(tdef, noisy), state, params)
+    def apply(params, state, noisy_sum, denom):
+        grads = jax.tree_util.tree_map(lambda g: g / denom, noisy_sum)
+        updates, state = opt.update(grads, state, params)
         return optax.apply_updates(params, updates), state
 
     return apply
+
+
+LATTICE_BITS = 16   # the noisy sum is rounded to a lattice 2^16 to 2^17 times finer than sigma
+
+
+def noise_lattice(sigma: float) -> float:
+    """Step of the lattice the noisy sum is rounded to: the power of two in (sigma*2^-17, sigma*2^-16]."""
+    return math.ldexp(1.0, math.floor(math.log2(sigma)) - LATTICE_BITS)
+
+
+def add_noise(gsum, sigma: float, src: randomness.Randomness):
+    """gsum + N(0, sigma^2) on every coordinate: float64 noise from ``src`` added in float64, the
+    result rounded to the ``noise_lattice`` (an absolute grid: the float attacks read the
+    sample's low bits, which the rounding removes) and then to float32."""
+    leaves, tdef = jax.tree_util.tree_flatten(gsum)
+    step = noise_lattice(sigma)
+    noisy = [(np.round((np.asarray(g, np.float64) + sigma * randomness.normal(src, g.shape)) / step) * step)
+             .astype(np.float32) for g in leaves]
+    return jax.tree_util.tree_unflatten(tdef, noisy)
 
 
 @dataclass
@@ -142,29 +176,32 @@ class Trained:
     steps: int
     batch_sizes: np.ndarray   # realised Poisson batch size per step
     blocks_over: int          # steps whose batch needed more than one block
+    private: bool             # every draw from the OS CSPRNG (False: seeded, replayable)
+    randomness: str           # where the draws came from
 
 
 def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float, clip: float, steps: int,
-          hyper: Hyper, seed: int, progress: Callable[[int], None] | None = None) -> Trained:
-    """DP-SGD for ``steps`` steps on (X, y) with y class indices 0..n_classes-1."""
+          hyper: Hyper, seed: int | None = None, progress: Callable[[int], None] | None = None) -> Trained:
+    """DP-SGD for ``steps`` steps on (X, y) with y class indices 0..n_classes-1.
+
+    ``seed`` None (the default): every draw from the OS CSPRNG, a private run; an integer: a
+    reproducible run that is not private (the seed replays the noise)."""
     n, d = X.shape
     q = hyper.sampling_rate
-    key = jax.random.PRNGKey(seed)
-    key, init_key = jax.random.split(key)
-    params = init_params(d, n_classes, hyper.hidden, init_key)
+    src = randomness.source(seed)
+    params = init_params(d, n_classes, hyper.hidden, src)
     state = make_optimizer(hyper).init(params)
     rows = block_rows(n, q)
     Xj = np.asarray(X, np.float32)
     yj = np.asarray(y, np.int32)
-    sigma = jnp.float32(noise_multiplier * clip)
+    sigma = float(noise_multiplier * clip)
     denom = jnp.float32(n * q)
     clip_j = jnp.float32(clip)
     apply = _apply_fn(hyper.optimizer, hyper.learning_rate, hyper.momentum)
 
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0xD95]))
     sizes = np.zeros(steps, dtype=np.int64)
     over = 0
-    for t, idx in enumerate(poisson_batches(n, q, steps, rng)):
+    for t, idx in enumerate(poisson_batches(n, q, steps, src)):
         sizes[t] = len(idx)
         gsum = None
         chunks = [idx[i:i + rows] for i in range(0, len(idx), rows)] or [idx]
@@ -179,12 +216,11 @@ def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float,
             mask = (np.arange(rows) < m).astype(np.float32)
             s = clipped_sum(params, xb, yb, mask, clip_j)
             gsum = s if gsum is None else jax.tree_util.tree_map(jnp.add, gsum, s)
-        key, sub = jax.random.split(key)
-        params, state = apply(params, state, gsum, sub, sigma, denom)
+        params, state = apply(params, state, add_noise(gsum, sigma, src), denom)
         if progress:
             progress(t + 1)
     return Trained(params=[(np.asarray(w), np.asarray(b)) for w, b in params], steps=steps,
-                   batch_sizes=sizes, blocks_over=over)
+                   batch_sizes=sizes, blocks_over=over, private=src.private, randomness=src.describe())
 
 
 def predict_logits(params, X: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ class TrainConfig:
     clip_norm: float = 1.0
     hyper: dpsgd.Hyper = dpsgd.Hyper()
     accountant: str = "pld"
-    seed: int = 0
+    seed: int | None = None      # None: every draw from the OS CSPRNG (private); an int: reproducible, not private
     allow_large_delta: bool = False
 
     def __post_init__(self) -> None:
@@ -91,6 +91,17 @@ def noise_for(cfg: TrainConfig) -> float:
     return accountant.calibrate(cfg.target_epsilon, cfg.hyper.sampling_rate, cfg.steps, cfg.delta, cfg.accountant)
 
 
+NEIGHBOURING = ("add/remove one training record, with n_train and the denominator n·q treated as public; "
+                "under replace-one (n fixed) the same release is (epsilon_replace_one, delta)-DP")
+NOT_COVERED = ("statistics of the training data computed without noise (training accuracy, realised batch "
+               "sizes): not covered by epsilon, not in the manifest")
+
+
+def non_private_reason(seed: int) -> str:
+    return (f"--seed {seed}: initialisation, batch selection and every noise draw are replayable from the seed, "
+            f"so the noise can be subtracted and epsilon does not hold")
+
+
 def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] | None = None) -> TrainResult:
     """Train one model with DP-SGD on ``data`` (progress(step, steps) after each step)."""
     n = len(data.y_train)
@@ -109,18 +120,30 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
     test_acc = float(np.mean(np.argmax(model.logits(data.X_test), 1) == data.y_test))
     train_acc = float(np.mean(np.argmax(model.logits(data.X_train), 1) == data.y_train))
     eps = g.epsilon(cfg.accountant)
-    training = {"epsilon": eps, "delta": cfg.delta, "accountant": cfg.accountant, "noise_multiplier": nm,
+    training = {"private": out.private, "epsilon": eps, "delta": cfg.delta, "neighbouring": NEIGHBOURING,
+                "epsilon_add_remove": eps, "epsilon_replace_one": g.epsilon_replace_one,
+                "accountant": cfg.accountant, "noise_multiplier": nm,
                 "clip_norm": cfg.clip_norm, "sampling_rate": cfg.hyper.sampling_rate, "sampling": "poisson",
-                "steps": steps, "epochs": cfg.hyper.epochs, "n_train": n, "seed": cfg.seed}
+                "steps": steps, "epochs": cfg.hyper.epochs, "n_train": n, "randomness": out.randomness,
+                "noise": "Gaussian, float64 by inversion of a full-precision uniform (see randomness); noisy sum rounded "
+                         f"to the lattice {dpsgd.noise_lattice(nm * cfg.clip_norm):g}, then float32 "
+                         "(docs/privacy.md §4.3)"}
+    if not out.private:
+        training.update({"non_private_reason": non_private_reason(cfg.seed), "seed": cfg.seed})
     data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes}
-    summary = {**{k: training[k] for k in ("epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate",
-                                           "steps", "accountant")},
-               "test_accuracy": test_acc, "train_accuracy": train_acc,
+    summary = {**{k: training[k] for k in ("private", "epsilon", "delta", "neighbouring", "epsilon_replace_one",
+                                           "noise_multiplier", "clip_norm", "sampling_rate", "steps", "accountant",
+                                           "randomness")},
+               "test_accuracy": test_acc,
                "epsilon_pld": g.epsilon_pld, "epsilon_rdp": g.epsilon_rdp, "target_epsilon": cfg.target_epsilon,
                "model": cfg.kind, "hidden": list(cfg.layers), "n_train": n, "n_test": int(len(data.y_test)),
                "data": data.name, "epochs": cfg.hyper.epochs, "optimizer": cfg.hyper.optimizer,
-               "learning_rate": cfg.hyper.learning_rate, "seed": cfg.seed,
-               "batch_size_mean": float(out.batch_sizes.mean()), "batch_size_min": int(out.batch_sizes.min()),
-               "batch_size_max": int(out.batch_sizes.max()), "steps_over_block": out.blocks_over,
+               "learning_rate": cfg.hyper.learning_rate,
+               "not_covered": {"what": NOT_COVERED, "train_accuracy": train_acc,
+                               "batch_size_mean": float(out.batch_sizes.mean()),
+                               "batch_size_min": int(out.batch_sizes.min()),
+                               "batch_size_max": int(out.batch_sizes.max()), "steps_over_block": out.blocks_over},
                "seconds": {"calibration": t_acc, "training": t_train}}
+    if not out.private:
+        summary.update({"non_private_reason": training["non_private_reason"], "seed": cfg.seed})
     return TrainResult(model, training, data_doc, summary)

@@ -13,29 +13,31 @@
  * delta, docs/privacy.md section 6); then the answer leaves at the next
  * doubling of the window (the core counts it in edp_device_t.overruns).
  *
- * What the bound is made of (docs/privacy.md section 6 derives it):
- *  - draws: every draw of the sampler (a fixed draw, or one more tail round)
- *    ends the current coordinate with probability at least p_f, whatever came
- *    before (edp_deadline_noise states p_f); so the number of draws for k
- *    coordinates exceeds N = ceil((k + l + sqrt(l^2 + 2 k l)) / p_f),
- *    l = EDP_DEADLINE_TAIL_BITS ln 2, with probability at most 2^-TAIL_BITS
- *    (Chernoff's lower tail of Binomial(N, p_f));
- *  - instructions per draw: at most EDP_DEADLINE_DRAW(nchunks), the longest
- *    path through one draw (fast path, tier-1 and exact acceptance with the
- *    whole product and every limb compared, a tie with its one-limb compare,
- *    the tail round's bookkeeping), DRBG refills excluded;
- *  - refills: a draw consumes at most 4 + 2 nchunks keystream words, a refill
- *    (4 ChaCha20 blocks and the key erasure) gives 56;
+ * What the bound is made of (docs/privacy.md section 6 derives it): every
+ * fixed draw of the sampler costs its fast path; the slow paths are counted
+ * separately, each with its own Chernoff tail at 2^-(TAIL_BITS + 3) (six
+ * tails: at most 2^-TAIL_BITS together):
+ *  - fixed draws: each ends its coordinate with probability at least p_f,
+ *    computed at set-up from the tables (the mean acceptance of the chunk
+ *    tables less the redraw of (negative, 0)), so that N draws suffice;
+ *  - acceptance past the fixed bits (probability 2^-K per draw), the exact
+ *    product (a bound from the tier-1 band's width, edp_dlap_band), a tie or
+ *    tail outcome of the fast table and every further tail round (their share
+ *    of the fast table), each over the N draws;
+ *  - bits: n1 per draw and per round, and the comparisons past the fixed bits,
+ *    each stopping at its first differing bit (a fair coin: a sixth tail);
+ *    a refill every 56 keystream words;
  *  - the rest is deterministic given the request and the configuration:
  *    the request's COBS decoding, CRC and parsing, the plan when this request
- *    prepared it (EDP_DEADLINE_PREPARE), the model, the charge (with a reseed
- *    and the store and flash-log writes), quantize, the output mode, the
- *    response's CRC and the encoding before the first UART write.
- * The instruction constants come from the compiled code (worst paths under
- * Unicorn: host/edgedp/bench/deadline.py) with a margin of at least 2;
- * tests/firmware/test_deadline.py checks them against the image. They are an
- * engineering bound, not a proof: a change of compiler or code must pass
- * that test again. */
+ *    prepared it (edp_deadline_prepare), the model, the charge (with a reseed
+ *    and the store and flash-log writes: the port's window_fixed, port.h),
+ *    quantize, the output mode, the response's CRC and the encoding before the
+ *    first UART write.
+ * The instruction constants come from the compiled code (static sizes of the
+ * sampler's regions and worst paths under Unicorn: host/edgedp/bench/deadline.py)
+ * with a margin; tests/firmware/test_deadline.py checks them against the image.
+ * They are an engineering bound, not a proof: a change of compiler or code
+ * must pass that test again. */
 #ifndef EDGEDP_DEADLINE_H
 #define EDGEDP_DEADLINE_H
 #include <stdint.h>
@@ -45,21 +47,27 @@
 
 #define EDP_DEADLINE_TAIL_BITS 40
 
-/* Instructions of edp_mech_prepare (the sampler's tables): at least twice the
- * longest measured (1.25 M, 6 chunks; tests/firmware/test_deadline.py); charged
- * only to the request that prepared a plan (a function of the configuration
- * and k). */
-#define EDP_DEADLINE_PREPARE 4000000u
+/* The fixed part of a window (the charge with a reseed, the store commit and
+ * the flash-log write, the response header, the window's own calls) on a port
+ * that does not state its own (edp_port_t.window_fixed = 0): a conservative
+ * figure, not measured on any board. */
+#define EDP_DEADLINE_FIXED_DEFAULT 40000u
 
-/* Instructions of the noise for k coordinates with tables d (draws and
- * refills, the bound above). Saturates at 2^32 - 1. */
+/* Instructions of edp_mech_prepare for tables d (the plan's set-up, this
+ * bound included): charged only to the request that prepared the plan. */
+uint32_t edp_deadline_prepare(const edp_dlap_t *d);
+
+/* Instructions of the noise for k coordinates with tables d (draws, slow
+ * paths and refills, the bound above). Called once per plan at set-up (it
+ * takes some 10^5 instructions). Saturates at 2^32 - 1. */
 uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k);
 
 /* Instructions of a whole window around the noise bound `noise`: a request
  * of n_in values, the model's inference (NULL: a QUERY) to k outputs, the
- * plan (prepared != 0: made for this request), the charge, quantize, output
- * `mode` with `arg` and the response up to its first UART write. Saturates. */
+ * plan's set-up (`prepare` instructions, 0 if the plan was ready), the
+ * charge, quantize, output `mode` with `arg` and the response up to its first
+ * UART write, with `fixed` instructions for the port's fixed part. Saturates. */
 uint32_t edp_deadline_answer(uint32_t noise, uint32_t n_in, uint32_t k, uint32_t mode, uint32_t arg,
-                             const edp_model_t *model, int prepared);
+                             const edp_model_t *model, uint32_t prepare, uint32_t fixed);
 
 #endif

@@ -9,9 +9,13 @@
  *  - PING, INFO, BUDGET and the local path never depend on entropy, clock or budget;
  *  - CONFIG, SET_TIME, RESET_BUDGET and TEST_SEED need an HMAC-SHA256 tag over
  *    "EDP2" | type | nonce | counter u64 | payload with the device's current
- *    nonce (CHALLENGE hands it out; it is drawn from a DRBG of its own at boot
- *    and redrawn after every admin frame, whatever its outcome) and a counter
- *    above the stored one;
+ *    nonce and a counter above the stored one. The nonce comes from a DRBG of
+ *    its own, drawn at boot, at every CHALLENGE and STATE (which hand it out:
+ *    the previous nonce dies) and after every admin frame whose tag is valid,
+ *    whatever its outcome; a frame without a valid tag changes nothing;
+ *  - every answer to an admin frame (accepted or refused) is tagged over its
+ *    nonce, the frame's tag, the result and the counter, and STATE's over the
+ *    host's challenge and its body (docs/protocol.md);
  *  - with a flash log (port->flash), every commit of spend or counter raises
  *    the flash high-water mark first, and boot restores spend and counter to
  *    at least the mark (a lost or older store never lowers them);

@@ -84,6 +84,15 @@ double edp_exp_neg(double x);
  * roughly (epsilon + 30) t < 2^31 - 2^24), else EDP_ERR_BAD_VALUE. */
 int edp_dlap_setup(edp_dlap_t *d, double inv_t, double shift);
 
+/* Tier 1 of the slow acceptance path (L > 0): 32-bit fixed-point bounds of
+ * the threshold a_V = exp(-x), x = v / t (its top 32 bits lie in [lo32, hi32]),
+ * from
+ * 1 - x + x^2/2 - x^3/4 <= exp(-x) <= 1 - x + x^2/2 (x <= 1/8) with margins of 3
+ * units for the roundings and the tables' 2^-47; hi32 saturates at 2^32 - 1.
+ * A stream whose top bits agree with lo32 up to the first bit where lo32 and
+ * hi32 differ goes on to the exact product (deadline.c bounds how often). */
+void edp_dlap_band(const edp_dlap_t *d, uint32_t v, uint32_t *lo32, uint32_t *hi32);
+
 /* One sample. Constant memory, bounded by the rejection loops' randomness. */
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng);
 

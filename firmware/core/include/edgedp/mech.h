@@ -43,6 +43,7 @@ typedef struct {
     float scale;            /* 2^m */
     int32_t ylo, yhi;
     uint32_t noise_insns;   /* edp_deadline_noise(&dlap, k): the release deadline's noise part */
+    uint32_t prepare_insns; /* edp_deadline_prepare(&dlap): its set-up part, for the preparing request */
     edp_dlap_t dlap;
 } edp_mech_plan_t;
 

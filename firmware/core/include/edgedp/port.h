@@ -75,6 +75,12 @@ typedef struct edp_port {
      * cannot: such builds refuse QUERY and INFER with EDP_ERR_TIMING. */
     void (*window_open)(void *ctx);
     int (*window_close)(void *ctx, uint32_t insns);
+    /* Instructions the fixed part of a window may take on this port: the
+     * charge with a reseed (entropy), the store commit and the flash-log write
+     * (the port's callbacks included), the response's header and the window
+     * calls themselves, measured on the port (host/edgedp/bench/deadline.py)
+     * with a margin; 0: EDP_DEADLINE_FIXED_DEFAULT (deadline.h). */
+    uint32_t window_fixed;
 } edp_port_t;
 
 #endif

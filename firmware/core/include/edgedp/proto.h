@@ -39,7 +39,8 @@ enum edp_frame_type {
     EDP_T_SET_TIME = 0x21,     /* authenticated */
     EDP_T_RESET_BUDGET = 0x22, /* authenticated */
     EDP_T_TEST_SEED = 0x23,    /* authenticated, test builds */
-    EDP_T_CHALLENGE = 0x24,    /* the nonce and counter the next admin command must sign */
+    EDP_T_CHALLENGE = 0x24,    /* a fresh nonce (the previous one dies) and the counter the next admin command must sign */
+    EDP_T_STATE = 0x25,        /* authenticated read of the device state, with a fresh nonce */
     EDP_T_ERROR = 0x7F,
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
@@ -72,10 +73,14 @@ enum edp_frame_type {
 #define EDP_AUTH_DOMAIN_LEN 4u
 #define EDP_AUTH_DOMAIN_ADMIN {'E', 'D', 'P', '2'}      /* first bytes an admin tag covers */
 #define EDP_AUTH_DOMAIN_CHALLENGE {'E', 'D', 'P', 'C'}  /* first bytes a CHALLENGE tag covers */
+#define EDP_AUTH_DOMAIN_STATE {'E', 'D', 'P', 'S'}      /* first bytes a STATE tag covers */
+#define EDP_AUTH_DOMAIN_ANSWER {'E', 'D', 'P', 'A'}     /* first bytes an admin answer's tag covers */
 #define EDP_CHALLENGE_BODY 56u /* layout: nonce u8[EDP_AUTH_NONCE] | counter u64 | tag u8[EDP_AUTH_TAG] */
+#define EDP_STATE_REQUEST 16u  /* layout: challenge u8[EDP_AUTH_NONCE] */
+#define EDP_STATE_BODY 94u     /* layout: nonce u8[EDP_AUTH_NONCE] | recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 */
+#define EDP_ADMIN_ANSWER 41u   /* layout: result u8 | counter u64 | tag u8[EDP_AUTH_TAG] */
 #define EDP_CONFIG_PAYLOAD 36u /* layout: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo f32 | hi f32 | sensitivity f32 | m i32 */
 #define EDP_SET_TIME_PAYLOAD 8u  /* layout: unix_seconds u64 */
 #define EDP_SEED_BYTES 32u     /* TEST_SEED payload: a ChaCha20 key */
-#define EDP_ACK_BODY EDP_AUTH_COUNTER  /* an accepted admin command's answer: its counter */
 
 #endif

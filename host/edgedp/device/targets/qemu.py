@@ -99,6 +99,12 @@ def qmp(path: str, command: str, arguments: dict | None = None, timeout: float =
     return msg
 
 
+QEMU_IN_FLIGHT = 8
+"""Requests a client may pipeline to QEMU: its USART model takes a byte from the console socket
+only once the firmware has read the previous one (can_receive is !RXNE), so nothing is dropped
+while the device computes; the socket's buffer holds the rest."""
+
+
 class QemuTarget:
     def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True,
                  extra_args: Sequence[str] = ()):
@@ -113,7 +119,8 @@ class QemuTarget:
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, process_group=0)
         try:
-            self._link = SerialLink(f"socket://127.0.0.1:{self.port}", connect_timeout=15.0)
+            self._link = SerialLink(f"socket://127.0.0.1:{self.port}", connect_timeout=15.0,
+                                    in_flight=QEMU_IN_FLIGHT)
         except TransportError:
             err = self._stop()
             raise TransportError(f"QEMU did not open its serial socket: {err.strip()[-500:]}") from None

@@ -62,8 +62,10 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         EDP_LOAD
         "cmp r4, r5\n\t"
         "beq 9f\n\t"
-        /* one sample */
+        /* one sample (the labels edp_dlap_add_* mark the regions that
+         * host/edgedp/bench/deadline.py counts for the release deadline) */
         "1:\n\t"
+        "edp_dlap_add_draw:\n\t"
         "cmp r2, r9\n\t"
         "bhs 2f\n\t"
         /* one more keystream word (nbits < n1 <= 32: lo holds no valid bits) */
@@ -117,6 +119,7 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "b 9f\n\t"
         /* a new keystream batch: continue at r->block + r->word */
         "10:\n\t"
+        "edp_dlap_add_refill:\n\t"
         "push {r0-r3}\n\t"
         "ldr r0, [sp, #20]\n\t"
         "bl edp_drbg_next_block\n\t"
@@ -128,6 +131,7 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "b 11b\n\t"
         /* acceptance: the next bit against a_V's bit K + 1 (1 iff V < vthr) */
         "6:\n\t"
+        "edp_dlap_add_accept:\n\t"
         "cmp r2, #0\n\t"
         "beq 12f\n\t"
         "ldr ip, [r7, #-44]\n\t"
@@ -161,6 +165,7 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "b 3b\n\t"
         /* a tie of the keep prefix or the tail outcome */
         "7:\n\t"
+        "edp_dlap_add_high:\n\t"
         EDP_FLUSH
         "mov r1, ip\n\t"
         "ldr r0, [sp]\n\t"
@@ -171,6 +176,7 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         EDP_LOAD
         "b 4b\n\t"
         "9:\n\t"
+        "edp_dlap_add_exit:\n\t"
         EDP_FLUSH
         "add sp, sp, #12\n\t"
         "pop {r4-r11, pc}\n\t");

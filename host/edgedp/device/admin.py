@@ -1,0 +1,76 @@
+"""Authenticated administration that never acts on unauthenticated state.
+
+``run`` reads the device's state with STATE (tagged over a random challenge), builds what it
+signs only from that state and the caller's options, sends the command signed for the state's
+fresh nonce, checks the tagged answer, re-reads the authenticated state and checks that it is
+exactly what was signed. Every failure after the signed frame went out re-reads the state first:
+that draws a new nonce, so a frame a man in the middle withheld can never land later.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .client import Device
+from .errors import DeviceError, EdgeDPError, StateMismatch, StateUnknown
+from .protocol import Budget, T
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An accepted command: its counter and the authenticated state before and after."""
+
+    counter: int
+    before: Budget
+    after: Budget
+
+
+Build = Callable[[Budget], bytes]
+"""The payload to sign, from the authenticated state."""
+Check = Callable[[Budget, Budget], str | None]
+"""(before, after) -> None if the state after is what was signed, else why not."""
+
+
+def _reread(dev: Device, key: bytes) -> Budget | None:
+    try:
+        return dev.state(key).budget
+    except EdgeDPError:
+        return None
+
+
+def run(dev: Device, key: bytes, type_: int, build: Build, check: Check) -> Outcome:
+    """Sign ``build(state)`` for the device's authenticated state, send it, and verify the result.
+
+    Raises DeviceError for a refusal (``authenticated`` says whether the refusal was tagged),
+    StateUnknown when no authentic answer came back, StateMismatch when the state after is not
+    what was signed; NotAuthentic (nothing sent) when the first state read is not authentic."""
+    st = dev.state(key)
+    before, counter = st.budget, st.budget.auth_counter + 1
+    payload = build(before)
+    name = T(type_).name
+    try:
+        accepted = dev.admin(type_, payload, key, counter=counter, nonce=st.nonce)
+    except StateUnknown as exc:
+        after = _reread(dev, key)
+        if after is None:
+            raise StateUnknown(f"{exc}; the authenticated state could not be re-read either: read it "
+                               "(edgedp budget --key-file) before any retry") from None
+        took = after.auth_counter >= counter
+        raise StateUnknown(f"{exc}; re-read the authenticated state: {name} "
+                           f"{'took effect' if took else 'did not take effect'} (counter {after.auth_counter}), "
+                           "and the signed frame can no longer land") from None
+    except DeviceError:
+        _reread(dev, key)  # a forged refusal may hide a withheld frame: draw a new nonce
+        raise
+    try:
+        after = dev.state(key).budget
+    except EdgeDPError as exc:
+        raise StateUnknown(f"{name} was accepted (counter {accepted}, authentic answer) but the state after "
+                           f"could not be re-read to check it: {exc}") from None
+    if accepted != counter or after.auth_counter != counter:
+        raise StateMismatch(f"{name} was signed with counter {counter}, but the device answered {accepted} "
+                            f"and now holds {after.auth_counter}")
+    why = check(before, after)
+    if why:
+        raise StateMismatch(f"after {name} the authenticated state is not what was signed: {why}")
+    return Outcome(counter, before, after)

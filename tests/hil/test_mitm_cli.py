@@ -1,0 +1,209 @@
+"""A man in the middle between the real CLI and QEMU's TCP serial (issue 17 items 1 and 2).
+
+The proxy listens on a loopback port (the CLI's ``--target socket://…``) and relays frames to
+and from the QEMU device's serial link, rewriting, forging, withholding or recording them.
+Every attack must be detected by the CLI (a distinct exit code) or refused by the device, and
+the device must end in the state the operator asked for or in the state it had."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from edgedp import paths
+from edgedp import schema as S
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device
+from edgedp.mech.lattice import MICRO
+
+from ..conftest import ROOT
+
+pytestmark = pytest.mark.hil
+EDGEDP = str(ROOT / ".venv/bin/edgedp")
+KEY = str(paths.test_key_path())
+ADMIN = {P.CONFIG, P.SET_TIME, P.RESET_BUDGET}
+
+Rule = Callable[[frames.Frame], list[bytes] | None]
+"""A frame in -> the wire chunks to pass on instead (None: pass it unchanged)."""
+
+
+class Proxy:
+    """Relays one CLI connection at a time between a loopback port and the device's link."""
+
+    def __init__(self, dev: Device):
+        self.dev = dev
+        self.srv = socket.create_server(("127.0.0.1", 0))
+        self.port = self.srv.getsockname()[1]
+        self.to_device: Rule = lambda f: None
+        self.to_host: Rule = lambda f: None
+        self.seen: list[frames.Frame] = []   # every request frame from the host
+        self.forged: list[bytes] = []        # wire bytes to hand the host as if the device sent them
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self.srv.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.srv.accept()
+            except TimeoutError:
+                continue
+            done = threading.Event()
+            up = threading.Thread(target=self._host_to_device, args=(conn, done), daemon=True)
+            up.start()
+            self._device_to_host(conn, done)
+            up.join()
+            conn.close()
+
+    @staticmethod
+    def _chunks(buf: bytearray) -> Iterator[bytes]:
+        while (i := buf.find(0)) >= 0:
+            chunk = bytes(buf[:i])
+            del buf[:i + 1]
+            yield chunk
+
+    def _relay(self, chunk: bytes, rule: Rule, record: bool) -> list[bytes]:
+        try:
+            f = frames.decode(chunk)
+        except frames.FrameError:
+            return [chunk + b"\x00"]
+        if record:
+            self.seen.append(f)
+        out = rule(f)
+        return [chunk + b"\x00"] if out is None else out
+
+    def _host_to_device(self, conn: socket.socket, done: threading.Event) -> None:
+        buf = bytearray()
+        while data := conn.recv(4096):
+            buf += data
+            for chunk in self._chunks(buf):
+                for w in self._relay(chunk, self.to_device, True):
+                    self.dev.link.write(w)
+        done.set()
+
+    def _device_to_host(self, conn: socket.socket, done: threading.Event) -> None:
+        buf = bytearray()
+        while not done.is_set():
+            while self.forged:
+                conn.sendall(self.forged.pop(0))
+            buf += self.dev.link.read(0.1)
+            for chunk in self._chunks(buf):
+                for w in self._relay(chunk, self.to_host, False):
+                    try:
+                        conn.sendall(w)
+                    except OSError:
+                        return
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([EDGEDP, *args, "--target", f"socket://127.0.0.1:{self.port}"], capture_output=True,
+                              text=True, timeout=120)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.srv.close()
+
+
+@pytest.fixture
+def mitm(qemu: Device) -> Iterator[Proxy]:
+    p = Proxy(qemu)
+    yield p
+    p.close()
+
+
+def answer(f: frames.Frame, body: bytes) -> list[bytes]:
+    return [frames.encode(f.type, f.seq, body, f.version)]
+
+
+def authentic_state(dev: Device, key: bytes) -> P.Budget:
+    return dev.state(key).budget
+
+
+def test_rewritten_budget_is_never_signed(mitm: Proxy, qemu: Device, test_key: bytes) -> None:
+    """The attack of issue 17 item 1: BUDGET rewritten to a tiny sensitivity, a fine lattice and a
+    huge daily cap. `admin config -e 0.5` signs only the authenticated state: the device ends
+    with ε = 0.5 and everything else as it was."""
+    def rewrite(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.BUDGET | P.RESPONSE:
+            v = list(S.BUDGET_BODY_FMT.unpack(f.body))
+            v[2], v[4], v[13], v[14] = 1_100_000_000 * MICRO, 0, 6.1e-5, 23  # caps, sensitivity, m
+            return answer(f, S.BUDGET_BODY_FMT.pack(*v))
+        return None
+    mitm.to_host = rewrite
+    before = authentic_state(qemu, test_key)
+    r = mitm.cli("admin", "config", "--key-file", KEY, "-e", "0.5", "--json")
+    assert r.returncode == 0, r.stderr
+    after = authentic_state(qemu, test_key)
+    assert after.epsilon_micro == MICRO // 2
+    assert (after.sensitivity, after.m, after.daily_cap, after.lifetime_cap) == \
+        (before.sensitivity, before.m, before.daily_cap, before.lifetime_cap) == (2.0, None, 1000 * MICRO, 0)
+    assert json.loads(r.stdout)["sensitivity"] == 2.0 and json.loads(r.stdout)["authenticated"] is True
+    # and `budget` without a key says its (rewritten) numbers are unauthenticated
+    r = mitm.cli("budget")
+    assert r.returncode == 0 and "1100000000.0" in r.stdout and "unauthenticated" in r.stdout
+
+
+def test_rewritten_state_is_refused_before_anything_is_signed(mitm: Proxy, qemu: Device, test_key: bytes) -> None:
+    def rewrite(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.STATE | P.RESPONSE:
+            b = bytearray(f.body)
+            b[16 + 8: 16 + 16] = (10**15).to_bytes(8, "little")  # the daily cap
+            return answer(f, bytes(b))
+        return None
+    mitm.to_host = rewrite
+    before = authentic_state(qemu, test_key)
+    for args in (["admin", "config", "--key-file", KEY, "-e", "0.5"], ["budget", "--key-file", KEY]):
+        r = mitm.cli(*args)
+        assert r.returncode == 7 and "not authentic" in r.stderr, r.stderr
+    assert not any(f.type in ADMIN for f in mitm.seen), "a command was signed from a rewritten state"
+    assert authentic_state(qemu, test_key).epsilon_micro == before.epsilon_micro
+
+
+def test_forged_ack_and_withheld_config_are_detected(mitm: Proxy, qemu: Device, test_key: bytes) -> None:
+    """The attack of issue 17 item 2: the CONFIG setting --daily-cap 5 is swallowed, an ACK forged,
+    the frame delivered later. The CLI reports state unknown (exit 6) after re-reading the state;
+    the late frame is refused, its nonce gone; the device still allows 1000 ε a day."""
+    withheld: list[frames.Frame] = []
+
+    def swallow(f: frames.Frame) -> list[bytes] | None:
+        if f.type != P.CONFIG:
+            return None
+        withheld.append(f)  # nothing goes to the device; the host gets an acknowledgement made up here
+        counter = f.body[:8]
+        mitm.forged.append(frames.encode(P.CONFIG | P.RESPONSE, f.seq, b"\x00" + counter + bytes(32)))
+        return []
+    mitm.to_device = swallow
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5")
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert "state unknown" in r.stderr and "did not take effect" in r.stderr and "configured" not in r.stdout
+    assert len(withheld) == 1
+    # the MITM now delivers the withheld frame: signed for a nonce the re-read killed
+    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
+    f = qemu.receive()
+    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
+    assert authentic_state(qemu, test_key).daily_cap == 1000 * MICRO
+
+
+def test_captured_frames_replayed_across_nonces_are_refused(mitm: Proxy, qemu: Device, test_key: bytes) -> None:
+    """Two genuine admin commands pass the proxy, which records them; replayed later (each after a
+    new nonce was drawn) both are refused and change nothing."""
+    assert mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "7").returncode == 0
+    assert mitm.cli("admin", "reset-budget", "--key-file", KEY).returncode == 0
+    captured = [f for f in mitm.seen if f.type in ADMIN]
+    assert [f.type for f in captured] == [P.CONFIG, P.RESET_BUDGET]
+    qemu.query(np.array([0.2, 0.8], dtype=np.float32), "label")
+    before = authentic_state(qemu, test_key)
+    for f in captured:
+        qemu.challenge(test_key)  # the nonce moves on, as it does at every operator command
+        qemu.send_raw(frames.encode(f.type, f.seq, f.body))
+        ans = P.AdminAnswer.parse(qemu.receive().body)
+        assert ans.result == S.ErrorCode.ERR_AUTH
+    after = authentic_state(qemu, test_key)
+    assert (after.daily_cap, after.daily_spent, after.auth_counter) == \
+        (before.daily_cap, before.daily_spent, before.auth_counter) == (7 * MICRO, MICRO, before.auth_counter)

@@ -1,0 +1,32 @@
+"""`edgedp account --from-device` on the native device: the accounting takes the device's own
+configuration (issue 18.4)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from edgedp.analysis import accounting as acc
+from edgedp.cli import main
+from edgedp.device.protocol import Caps, MechConfig
+from edgedp.mech.lattice import MICRO
+from ..conftest import TEST_EPOCH
+
+pytestmark = pytest.mark.native
+
+
+def test_account_from_device_reads_its_configuration(host_device, test_key, tmp_path, monkeypatch) -> None:
+    """`account --from-device` takes ε, Δ and the lattice exponent from a device's BUDGET answer."""
+    dev = host_device.start()
+    dev.set_time(test_key, TEST_EPOCH)
+    dev.configure(test_key, MechConfig(eps_micro=4 * MICRO, sensitivity=2.0, m=8), Caps(daily=100 * MICRO))
+    host_device.stop()
+    for k, v in host_device.env.items():
+        monkeypatch.setenv(k, v)
+    r = CliRunner().invoke(main, ["account", "--from-device", "--target", "host", "-k", "1", "-n", "100", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert (d["epsilon"], d["sensitivity"], d["exponent"], d["classes"]) == (4.0, 2.0, 8, 1)
+    assert "read from the device" in d["device"]
+    assert d["pld"] == pytest.approx(acc.compose(4.0, 100, 1e-6, acc.Mechanism(1, 2.0, 8)).pld)
