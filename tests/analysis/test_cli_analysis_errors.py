@@ -35,7 +35,7 @@ def test_audit_config_names_a_value_of_the_wrong_type(tmp_path: Path) -> None:
                    'sampling_rate = 0.01\nepochs = 10\n')
     r = CliRunner().invoke(main, ["audit-config", str(cfg), "--no-canary", "--json"])
     json_error(subprocess.CompletedProcess([], r.exit_code, r.stdout, r.stderr), 4, "ERR_INPUT",
-               "epsilon must be a number, not 'one'")
+               "epsilon must be a number, got 'one'")
 
 
 @pytest.mark.parametrize("command", [["attack", "mia"], ["report", "--out", "/tmp/edgedp-unused-report"]])
