@@ -272,7 +272,7 @@ class QueryRun:
         self.stop = StopRequest()
         self.answered = self.refused = 0
         self.write_error: OSError | None = None
-        self.pipe_closed = False
+        self.pipe_closed = self.budget_noted = False
 
     @property
     def done(self) -> int:
@@ -299,12 +299,13 @@ class QueryRun:
             except BrokenPipeError:
                 self.pipe_closed = True
                 self.stop.stop("stdout closed")
-        if isinstance(r, DeviceError) and r.error == ErrorCode.ERR_ENTROPY:
+        if isinstance(r, DeviceError) and r.error == ErrorCode.ERR_ENTROPY and not self.stop.reason:
             on_qemu = "stm32f4" in self.target_name and self.target_name.startswith(("qemu", "session"))
             self.stop.stop(NO_RNG_ON_QEMU.format(target=self.target_name.removeprefix("session:")) if on_qemu
                            else ENTROPY_FAILED)
             note(self.stop.reason or "")
-        if rec["status"] == "ERR_BUDGET":
+        if rec["status"] == "ERR_BUDGET" and not self.budget_noted:  # once, also for rows already on the wire
+            self.budget_noted = True
             note("budget exhausted: the device refuses further external answers today")
 
     def finish(self, test_image: bool) -> None:
