@@ -395,16 +395,16 @@ def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
 
 def budget_lines(d: dict) -> list[tuple[str, str]]:
     """budget's text: dates rather than day numbers, words rather than Python's None."""
-    cap = "none" if d["lifetime_cap"] is None else f"{d['lifetime_cap']:g}"
+    cap = "none" if d["lifetime_cap"] is None else str(d["lifetime_cap"])  # ε amounts exactly, as floats
     m = "automatic" if d["lattice_exponent"] is None else f"{d['lattice_exponent']} (g = 2^-{d['lattice_exponent']})"
     lo, hi = d["range"]
     date = "no trusted clock (edgedp admin set-time)" if d["date"] is None else f"{d['date']} UTC"
     if d["recorded_day"] != d["day"]:
         date += f" (spend recorded for {d['recorded_date']})"
     return [("date", date),
-            ("daily cap", f"{d['daily_cap']:g}"), ("spent today", f"{d['daily_spent']:g}"),
-            ("remaining today", f"{d['daily_remaining']:g}"), ("lifetime spent", f"{d['lifetime_spent']:g}"),
-            ("lifetime cap", cap), ("epsilon per query", f"{d['epsilon_per_query']:g}"),
+            ("daily cap", str(d["daily_cap"])), ("spent today", str(d["daily_spent"])),
+            ("remaining today", str(d["daily_remaining"])), ("lifetime spent", str(d["lifetime_spent"])),
+            ("lifetime cap", cap), ("epsilon per query", str(d["epsilon_per_query"])),
             ("range", f"[{lo:g}, {hi:g}]"), ("sensitivity", f"{d['sensitivity']:g}"), ("lattice exponent", m),
             ("admin counter", str(d["auth_counter"])),
             ("store", d["store"] + ("" if d["store_ok"] else " (not usable: external answers refused)"))]
