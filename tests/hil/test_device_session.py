@@ -59,6 +59,16 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
         c("device", "stop")
 
 
+def test_admin_on_a_fresh_emulator_says_the_change_ends_with_it(cli: Cli) -> None:
+    """admin config / set-time / reset-budget on a device started for the one command (issue 20.7)."""
+    for target, args in (("qemu", ["config", "--epsilon", "0.5"]), ("host", ["set-time", "--unix", str(NOON)]),
+                         ("host", ["reset-budget"])):
+        r = cli("admin", *args, "--key-file", KEY, "--target", target)
+        assert r.returncode == 0, r.stderr
+        assert "gone when it exits" in r.stderr and "`edgedp device start`" in r.stderr, (target, args, r.stderr)
+    assert cli.json("admin", "reset-budget", "--key-file", KEY, "--target", "host")["lost_at_exit"] is True
+
+
 def test_restored_memory_is_outside_what_the_startup_code_writes() -> None:
     """start loads the saved bytes before reset; the startup code then copies .data and
     zeroes .bss (firmware/boards/cortexm/startup.c): .noinit must overlap neither."""
@@ -81,7 +91,8 @@ def test_config_clock_and_spend_survive_stop_and_start(cli: Cli, tmp_path: Path)
     started = cli.json("device", "start")
     assert started["target"] == "qemu" and not started["restored"]
     assert [r["name"] for r in started["regions"]] == [".noinit"]
-    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    r = cli("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    assert r.returncode == 0 and "gone when it exits" not in r.stderr  # the session keeps it
     cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
     cli.ok("query", str(rows))
     before = cli.json("budget")
@@ -142,7 +153,10 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     r = cli("budget")  # no silent fallback to a fresh QEMU
     assert r.returncode == 3 and "no longer running" in r.stderr
     r = cli("device", "start")
-    assert r.returncode == 0 and "removed the state" in r.stderr and cli.pid() != first["pid"]
+    assert r.returncode == 1 and "removed the state" in r.stderr and "--accept-rollback" in r.stderr
+    assert not (cli.state / "session.json").exists()
+    r = cli("device", "start", "--accept-rollback")
+    assert r.returncode == 0 and "no memory was ever saved" in r.stderr and cli.pid() != first["pid"]
     cli.ok("device", "stop")
 
     manifest = cli.state / "memory" / "qemu.json"
@@ -152,3 +166,49 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     r = cli("device", "start")
     assert r.returncode == 1 and "--fresh" in r.stderr and not (cli.state / "session.json").exists()
     assert not cli.json("device", "start", "--fresh")["restored"]
+
+
+def test_a_killed_session_never_rolls_the_budget_back_silently(cli: Cli, tmp_path: Path) -> None:
+    """kill -9 of the session's QEMU after answers the last stop did not save: start refuses and
+    states the saved spend; only --accept-rollback starts from the older memory (issue 17.5)."""
+    rows = tmp_path / "rows.npy"
+    np.save(rows, np.array([[0.1, 0.7, 0.2], [0.3, 0.3, 0.4]], dtype=np.float32))
+    cli.ok("device", "start", "--fresh")
+    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "30")
+    cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
+    cli.ok("query", str(rows))
+    cli.ok("device", "stop")                       # saved: 2 epsilon spent
+    cli.ok("device", "start")
+    for _ in range(3):
+        cli.ok("query", str(rows))
+    assert cli.json("budget")["lifetime_spent"] == pytest.approx(8.0)
+    os.kill(cli.pid(), signal.SIGKILL)             # the 6 epsilon since the stop are only in QEMU
+    deadline = time.monotonic() + 10
+    while json.loads(cli("device", "status", "--json").stdout)["running"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    r = cli("device", "start")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--accept-rollback" in r.stderr and "holds a spend of 2 epsilon" in r.stderr
+    assert "daily cap of 30 epsilon" in r.stderr
+    assert not (cli.state / "session.json").exists(), "a refused start must not leave a session running"
+    assert cli("device", "start").returncode == 1  # still refused: nothing was accepted yet
+    r = cli("device", "start", "--accept-rollback")
+    assert r.returncode == 0 and "accepting the rollback" in r.stderr
+    assert cli.json("budget")["lifetime_spent"] == pytest.approx(2.0)  # what was stated and accepted
+    cli.ok("device", "stop")
+    cli.ok("device", "start")                      # a clean stop needs no acceptance
+
+
+def test_readme_session_example_runs_as_written(cli: Cli) -> None:
+    """Every command of the README's session block succeeds in order (issue 20.10: the query of its
+    20 sample rows fits the daily cap it configures), and the block ends with no session running."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("K=tests/keys/test-device.key"):]
+    block = block[:block.index("```")]
+    lines = [ln.split("#", 1)[0].strip() for ln in block.splitlines()[1:]]
+    for line in filter(None, lines):
+        args = [a.replace("$K", KEY) for a in line.split()[1:]]
+        r = subprocess.run([EDGEDP, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=cli.env)
+        assert r.returncode == 0, f"{line}: rc {r.returncode}\n{r.stdout}{r.stderr}"
+    assert not (cli.state / "session.json").exists()

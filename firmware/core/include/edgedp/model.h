@@ -42,12 +42,24 @@ typedef struct {
     float lo, hi;             /* output range: [0, 1] (SOFTMAX) or [0, T] (VOTES) */
     float sensitivity;        /* L1 sensitivity of the output: 2 */
     int32_t m;                /* lattice exponent, or EDP_M_AUTO */
+    /* Input range the model declares (`edgedp deploy`; by default the training data's):
+     * finite, in_lo <= in_hi. Every input is clamped to it before the model runs. */
+    float in_lo, in_hi;
 } edp_model_t;
 
+/* Clamp x[0..n_features) in place to [m->in_lo, m->in_hi] (x finite: the
+ * caller checks). */
+void edp_model_clamp(const edp_model_t *m, float *x);
+
 /* Run the model on x[0..n_features). Returns a pointer to n_classes outputs in
- * m->scratch, valid until the next call. x must be finite (the caller checks);
- * the outputs may still overflow to Inf for extreme weights: check them. */
+ * m->scratch, valid until the next call. x must be finite and clamped
+ * (edp_model_clamp); the outputs may still overflow to Inf or NaN for extreme
+ * weights: the caller checks them. */
 const float *edp_model_run(const edp_model_t *m, const float *x);
+
+/* Zero the model's whole scratch (raw outputs and hidden activations), in a
+ * time that depends only on the model's shape. */
+void edp_model_wipe(const edp_model_t *m);
 
 /* exp(x) in float32 for x <= 0 (0 below -87 and for NaN): 2^n p(r) with r = x - n ln 2,
  * p the degree-7 Taylor polynomial by Horner; within 4 ulps of exp (tested). */
