@@ -179,10 +179,15 @@ def warn_clamped(rows: np.ndarray, cfg: MechConfig) -> None:
 
 TEST_IMAGE_NOTE = ("note: this device runs a test image: its noise comes from the public test seed and can be "
                    "replayed, so these answers give no privacy")
-NO_RNG_ON_QEMU = ("ERR_ENTROPY is expected on QEMU: {target} runs the board image, whose entropy source is the "
-                  "STM32 RNG, and QEMU has no model of it, so the device refuses every external answer (it "
-                  "fails closed); use --target qemu (seeded test entropy) or a real board; no further row was sent")
-ENTROPY_FAILED = "the device's entropy source failed: it refuses every external answer; no further row was sent"
+NO_PART_ON_QEMU = ("{err} is expected on QEMU: {target} runs the board image, which needs the STM32 {part}, and "
+                   "QEMU has no model of it, so the device refuses every external answer (it fails closed); use "
+                   "--target qemu (the QEMU port) or a real board; no further row was sent")
+STOPS = {  # refusals that hold for every further row: (the board part QEMU lacks, the text elsewhere)
+    ErrorCode.ERR_ENTROPY: ("RNG", "the device's entropy source failed: it refuses every external answer; "
+                                   "no further row was sent"),
+    ErrorCode.ERR_TIME: ("RTC", "the device has no trusted clock: it refuses every external answer until "
+                                "`edgedp admin set-time`; no further row was sent"),
+}
 
 
 class Table:
@@ -306,10 +311,11 @@ class QueryRun:
             except BrokenPipeError:
                 self.pipe_closed = True
                 self.stop.stop("stdout closed")
-        if isinstance(r, DeviceError) and r.error == ErrorCode.ERR_ENTROPY and not self.stop.reason:
+        if isinstance(r, DeviceError) and r.error in STOPS and not self.stop.reason:
             on_qemu = "stm32f4" in self.target_name and self.target_name.startswith(("qemu", "session"))
-            self.stop.stop(NO_RNG_ON_QEMU.format(target=self.target_name.removeprefix("session:")) if on_qemu
-                           else ENTROPY_FAILED)
+            board, elsewhere = STOPS[r.error]
+            self.stop.stop(NO_PART_ON_QEMU.format(err=r.code, target=self.target_name.removeprefix("session:"),
+                                                  part=board) if on_qemu else elsewhere)
             note(self.stop.reason or "")
         if rec["status"] == "ERR_BUDGET" and not self.budget_noted:  # once, also for rows already on the wire
             self.budget_noted = True
