@@ -15,7 +15,7 @@ import struct
 import numpy as np
 import pytest
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.bench.deadline import WindowProbe, Window, firmware_constants, measure
 from edgedp.bench.trace import Emulator
 from edgedp.device.protocol import MechConfig

@@ -37,7 +37,7 @@ def model_image(name: str, timing: bool = False):
 
 
 def _inputs(n: int) -> np.ndarray:
-    from ..analysis.data import digits_split
+    from ..datasets import digits_split
     return digits_split(0).X_test[:n].astype(np.float32)
 
 

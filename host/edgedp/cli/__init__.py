@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from ..version import __version__
 from ..device.errors import EdgeDPError
 from .common import fail, set_verbosity
 from .exit_codes import ExitCode

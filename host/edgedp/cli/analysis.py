@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from ..analysis import accounting, data, extraction, mia, models, tradeoff
+from .. import datasets as data
+from ..analysis import accounting, extraction, mia, models, tradeoff
 from ..analysis.jsonable import finite_json
 from ..analysis.mechanism import SOFTMAX, ensemble, parse_epsilon, parse_modes
 from ..analysis.parallel import default_jobs
@@ -280,7 +281,7 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
             from ..analysis import private_training
             dp = private_training.build(split, pop.masks[:1], list(s.epsilons), seed, progress)
     else:
-        out = data.load_npz(data_spec)
+        out = data.load_outputs(data_spec)
         probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
         info = {"data": out.source, "test": int(len(labels)),
                 "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}

@@ -52,7 +52,7 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
         from ..train.run import TrainConfig, run
     except ImportError as exc:
         raise click.ClickException(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
-    from ..train import data
+    from .. import datasets as data
 
     try:
         layers = tuple(int(h) for h in hidden.split(",") if h.strip())
@@ -136,7 +136,7 @@ def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) ->
     fails (the stated ε is wrong); 3: only warnings."""
     from ..analysis.jsonable import finite_json
     from ..train import audit
-    from ..train.data import digits
+    from ..datasets import digits
 
     d = audit.read_config(config) if config else {}
     if flags.get("rdp_orders") is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import models_io
-from ..analysis.data import Outputs
+from ..datasets import Outputs
 from . import cgen, convert, digits, reference
 from .spec import DeviceModel
 
