@@ -111,6 +111,14 @@ def qemu_elf() -> Path:
     return ensure_image("qemu")
 
 
+@pytest.fixture
+def emulator(qemu_elf: Path):
+    """A freshly booted Unicorn copy of the QEMU test image (tests/firmware, and tests/hil's
+    comparisons of QEMU with the trace)."""
+    from edgedp.bench.trace import Emulator
+    return Emulator(qemu_elf)
+
+
 @pytest.fixture(scope="session")
 def qemu_target() -> Iterator[QemuTarget]:
     make("build/qemu/edgedp.elf")
