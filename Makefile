@@ -69,11 +69,13 @@ build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/gen/model.txt f
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
-# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c
+# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs $(MODEL_DIR)/NAME.c
+# (MODEL_DIR=firmware/model unless given: `make build/qemu-model-mine/edgedp.elf MODEL_DIR=out` for out/mine.c)
 # (tests and `edgedp bench` compare models this way).
-build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+MODEL_DIR ?= firmware/model
+build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) $(MODEL_DIR)/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
-	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/$*.c \
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(filter-out $(MODEL),$(QEMU_SRCS)) $(MODEL_DIR)/$*.c \
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 

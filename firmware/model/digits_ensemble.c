@@ -3499,5 +3499,6 @@ static float scratch[30];
 static const edp_model_t model = {
     "digits-ensemble", 1, 64, 10, 30, nets, scratch,
     0.0f, 0x1.ep+4f, 0x1p+1f, EDP_M_AUTO,
+    NULL,
 };
 const edp_model_t *const edp_app_model = &model;

@@ -132,5 +132,6 @@ static float scratch[30];
 static const edp_model_t model = {
     "digits-logreg", 0, 64, 10, 1, nets, scratch,
     0.0f, 0x1p+0f, 0x1p+1f, EDP_M_AUTO,
+    NULL,
 };
 const edp_model_t *const edp_app_model = &model;

@@ -18,16 +18,25 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--allow-non-private", is_flag=True,
               help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
                    "the C file and the manifest then say so.")
+@click.option("--int8", "int8", is_flag=True,
+              help="int8 kernels (docs/model.md): per-channel int8 weights, int8 activations calibrated "
+                   "on training inputs; about a quarter of the flash.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False),
+              help="--int8: inputs (.npy, n x features) that set the activation scales; built-ins "
+                   "default to their training inputs.")
 @json_option
 @handle_errors
-def deploy(model: str, out: str, seed: int, teachers: int, allow_non_private: bool, as_json: bool) -> None:
+def deploy(model: str, out: str, seed: int, teachers: int, allow_non_private: bool, int8: bool,
+           calibration: str | None, as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
     a teacher ensemble, output = vote histogram, range [0, T], sensitivity 2), the `edgedp train`
     model file (.npz with its manifest), or a built-in trained here on the digits:
     digits-ensemble, digits-logreg, digits-mlp."""
-    d = run_deploy(model, out, seed, teachers, allow_non_private)
+    if calibration and not int8:
+        raise click.UsageError("--calibration only applies with --int8")
+    d = run_deploy(model, out, seed, teachers, allow_non_private, int8, calibration)
     if as_json:
         emit_json(d.as_dict())
         return
@@ -35,7 +44,7 @@ def deploy(model: str, out: str, seed: int, teachers: int, allow_non_private: bo
         click.echo(f"edgedp: warning: deploying a model that is not private: {d.non_private}", err=True)
     click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
-    click.echo(f"  {d.weights} float32 weights = {d.flash_weight_bytes} bytes of flash, "
+    click.echo(f"  {d.weights} {'int8' if d.int8 else 'float32'} parameters = {d.flash_weight_bytes} bytes of flash, "
                f"{d.scratch_ram_bytes} bytes of scratch RAM, {d.macs} multiply-adds per inference")
     if d.device_accuracy is not None:
         click.echo(f"  digits test accuracy: float model {d.float_accuracy:.4f}, device kernels "

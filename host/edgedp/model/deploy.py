@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import models_io
-from . import cgen, convert, digits, reference
+from . import cgen, convert, digits, quantize, reference
 from .spec import DeviceModel
 
 
@@ -33,38 +33,50 @@ class Deployment:
     device_accuracy: float | None = None   # the device's float32 kernels (reference) on it
     agreement: float | None = None         # same label, device vs float model
     non_private: str | None = None         # why the trained model's ε does not hold (--allow-non-private)
+    int8: bool = False                     # int8 kernels (--int8); the accuracies are then theirs
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[DeviceModel, dict]:
-    """The device model for a built-in name or a model file, and accuracy figures when known."""
+def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool = False,
+          calibration: str | Path | None = None) -> tuple[DeviceModel, dict]:
+    """The device model for a built-in name or a model file, and accuracy figures when known.
+    ``int8``: quantised, activation scales calibrated on ``calibration`` (.npy inputs; built-ins:
+    their training inputs)."""
     if source in digits.BUILTIN:
         model, obj = digits.train(source, seed, teachers)
         s = digits.split(seed)
+        if int8:
+            model = quantize.quantize(model, np_inputs(calibration, model.n_features) if calibration else s.X_pool)
         dev = reference.first_argmax(reference.run(model, s.X_test))
         flt = digits.float_predict(obj, s.X_test)
         return model, {"float_accuracy": float((flt == s.y_test).mean()),
                        "device_accuracy": float((dev == s.y_test).mean()),
                        "agreement": float((dev == flt).mean())}
-    return convert.load(source), {}
+    model = convert.load(source)
+    if not int8:
+        return model, {}
+    if calibration is None:
+        raise ValueError("--int8 needs --calibration INPUTS.npy (e.g. the training inputs) for this model")
+    return quantize.quantize(model, np_inputs(calibration, model.n_features)), {}
 
 
 def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30,
-           allow_non_private: bool = False) -> Deployment:
+           allow_non_private: bool = False, int8: bool = False,
+           calibration: str | Path | None = None) -> Deployment:
     """Write ``source`` as C data.  An `edgedp train` model whose manifest does not say it is private
     (a seeded run) is refused unless ``allow_non_private``; then the C file, the manifest's
     deployment entry and the result say why it is not private."""
     reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
-    model, scores = build(source, seed, teachers)
+    model, scores = build(source, seed, teachers, int8, calibration)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(cgen.generate(model, Path(source).name, f"not a private model: {reason}" if reason else None))
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
-                   len(model.nets), model.n_weights, 4 * model.n_weights, 4 * model.scratch_floats,
+                   len(model.nets), model.n_weights, model.flash_bytes, model.scratch_bytes,
                    model.macs, model.lo, model.hi, model.sensitivity, cgen.digest(model), **scores,
-                   non_private=reason)
+                   non_private=reason, int8=model.int8)
     if source.endswith(".npz"):
         _record_in_manifest(Path(source), d)
     return d
