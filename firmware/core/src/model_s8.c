@@ -7,14 +7,46 @@
 
 #include <string.h>  /* memcpy, memset */
 
-/* Pairs of int16 lanes: lo16 / hi16 sign-extend bytes 0, 2 / 1, 3 of a word
- * into its two halfwords; dual adds both lanes' products to acc. On cores with
- * the DSP extension these are SXTB16, SXTB16 ROR #8 and SMLAD. */
+/* Two outputs' sums over n4 >= 1 words of weights each: a0 += row w0 . x,
+ * a1 += row w1 . x, x widened as in dense_s8 (xp[2i] = lanes x_4i, x_4i+2 and
+ * xp[2i+1] = x_4i+1, x_4i+3 as int16 pairs). With the DSP extension: per word
+ * SXTB16, SXTB16 ROR #8 and two SMLAD per row, one LDRD of the input shared. */
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #include <arm_acle.h>
 static inline uint32_t lo16(uint32_t v) { return (uint32_t)__sxtb16((int32_t)v); }
-static inline uint32_t hi16(uint32_t v) { return (uint32_t)__sxtb16((int32_t)((v >> 8) | (v << 24))); }
-static inline int32_t dual(uint32_t a, uint32_t b, int32_t acc) { return __smlad((int32_t)a, (int32_t)b, acc); }
+static inline uint32_t hi16(uint32_t v)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+static inline void dot2(const int8_t *w0, const int8_t *w1, const uint32_t *xi, uint32_t n4,
+                        int32_t *a0, int32_t *a1)
+{
+    int32_t s0 = *a0, s1 = *a1;
+    uint32_t v0, v1, x02, x13, t;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr    %[v0], [%[w0]], #4\n\t"
+        "ldr    %[v1], [%[w1]], #4\n\t"
+        "ldrd   %[x02], %[x13], [%[xi]], #8\n\t"
+        "sxtb16 %[t], %[v0]\n\t"
+        "smlad  %[s0], %[t], %[x02], %[s0]\n\t"
+        "sxtb16 %[t], %[v0], ror #8\n\t"
+        "smlad  %[s0], %[t], %[x13], %[s0]\n\t"
+        "sxtb16 %[t], %[v1]\n\t"
+        "smlad  %[s1], %[t], %[x02], %[s1]\n\t"
+        "sxtb16 %[t], %[v1], ror #8\n\t"
+        "smlad  %[s1], %[t], %[x13], %[s1]\n\t"
+        "subs   %[n], %[n], #1\n\t"
+        "bne    1b"
+        : [s0] "+r"(s0), [s1] "+r"(s1), [w0] "+r"(w0), [w1] "+r"(w1), [xi] "+r"(xi), [n] "+r"(n4),
+          [v0] "=&r"(v0), [v1] "=&r"(v1), [x02] "=&r"(x02), [x13] "=&r"(x13), [t] "=&r"(t)
+        :
+        : "cc", "memory");
+    *a0 = s0;
+    *a1 = s1;
+}
 #else
 static inline uint32_t pack(uint32_t l, uint32_t h) { return (uint32_t)(uint16_t)(int16_t)(int8_t)l | ((uint32_t)(int16_t)(int8_t)h << 16); }
 static inline uint32_t lo16(uint32_t v) { return pack(v, v >> 16); }
@@ -22,6 +54,20 @@ static inline uint32_t hi16(uint32_t v) { return pack(v >> 8, v >> 24); }
 static inline int32_t dual(uint32_t a, uint32_t b, int32_t acc)
 {
     return acc + (int32_t)(int16_t)a * (int16_t)b + (int32_t)(int16_t)(a >> 16) * (int16_t)(b >> 16);
+}
+static inline void dot2(const int8_t *w0, const int8_t *w1, const uint32_t *xi, uint32_t n4,
+                        int32_t *a0, int32_t *a1)
+{
+    int32_t s0 = *a0, s1 = *a1;
+    uint32_t v0, v1;
+    for (; n4; n4--, w0 += 4, w1 += 4, xi += 2) {
+        memcpy(&v0, w0, 4);
+        memcpy(&v1, w1, 4);
+        s0 = dual(lo16(v0), xi[0], dual(hi16(v0), xi[1], s0));
+        s1 = dual(lo16(v1), xi[0], dual(hi16(v1), xi[1], s1));
+    }
+    *a0 = s0;
+    *a1 = s1;
 }
 #endif
 
@@ -34,10 +80,14 @@ static uint32_t load32(const int8_t *p)
     return v;
 }
 
-/* y = requantised acc (hidden layer): round half up, saturate to int8. */
+/* y = requantised acc (hidden layer): ((acc mult + 2^(S-1)) >> S) - 128, saturated
+ * to int8. With S >= 33 the rounding term only reaches the high word h of the
+ * product, and floor((h 2^32 + l + 2^(S-1)) / 2^S) = (h + 2^(S-33)) >> (S-32)
+ * for any low word l; |h| < 2^30, so nothing overflows. */
 static int8_t requant(int32_t acc, int32_t mult, uint32_t s)
 {
-    int64_t y = (((int64_t)acc * mult + ((int64_t)1 << (s - 1u))) >> s) - 128;
+    const int32_t h = (int32_t)(((int64_t)acc * mult) >> 32);
+    const int32_t y = ((h + (1 << (s - 33u))) >> (s - 32u)) - 128;
     return (int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));
 }
 
@@ -55,16 +105,9 @@ static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t *xp, int
         xp[2u * i + 1u] = hi16(v);
     }
     for (j = 0; j < out; j += 2u, w += 2u * row) {
-        const int8_t *w1 = j + 1u < out ? w + row : w;  /* an odd last output runs twice */
+        const int8_t *w0 = w, *w1 = j + 1u < out ? w + row : w;  /* an odd last output runs twice */
         int32_t a0 = l->b[j], a1 = l->b[j + 1u < out ? j + 1u : j];
-        for (i = 0; i < n4; i++) {
-            const uint32_t v0 = load32(w + 4u * i), v1 = load32(w1 + 4u * i);
-            const uint32_t x02 = xp[2u * i], x13 = xp[2u * i + 1u];
-            a0 = dual(lo16(v0), x02, a0);
-            a0 = dual(hi16(v0), x13, a0);
-            a1 = dual(lo16(v1), x02, a1);
-            a1 = dual(hi16(v1), x13, a1);
-        }
+        dot2(w0, w1, xp, n4, &a0, &a1);
         if (y) {
             y[j] = requant(a0, l->mult[j], l->shift[j]);
             if (j + 1u < out) y[j + 1u] = requant(a1, l->mult[j + 1u], l->shift[j + 1u]);

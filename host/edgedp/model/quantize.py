@@ -24,13 +24,17 @@ def input_quant(lo: float, hi: float) -> tuple[InputQuant, float, int]:
 
 
 def multiplier(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Real multipliers m > 0 as (mult in [2^30, 2^31), shift S) with m ~ mult 2^-S."""
+    """Real multipliers m > 0 as (mult, shift S) with m ~ mult 2^-S: mult in [2^30, 2^31) (31
+    bits) when m < 1/4; larger m keep S = 33 (the device's fast requantisation) with fewer bits."""
     f, e = np.frexp(m)
     mult = np.round(f * 2.0**31).astype(np.int64)
     up = mult == 2**31
     mult[up], e[up] = 2**30, e[up] + 1
     shift = 31 - e.astype(np.int64)
-    if shift.min() < 1 or shift.max() > 62:
+    short = shift < 33
+    mult[short] = np.round(m[short] * 2.0**33).astype(np.int64)
+    shift[short] = 33
+    if shift.max() > 62 or mult.min() < 1 or mult.max() >= 2**31:
         raise ValueError("int8: a requantisation multiplier is out of range (a layer's scales are degenerate)")
     return mult, shift
 

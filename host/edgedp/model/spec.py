@@ -56,8 +56,8 @@ def row4(n: int) -> int:
 class Dense8:
     """One int8 layer (docs/model.md, "int8 models"): acc_j = b_j + sum_i x_i w_ij in int32, x the
     int8 input; W of shape (in, out), symmetric per output channel; b int32 with the input's zero
-    point folded in. A hidden layer requantises acc to int8 with mult (in [2^30, 2^31)) and shift
-    S (1..62): y = clamp(((acc mult + 2^(S-1)) >> S) - 128, -128, 127), zero point -128, so the
+    point folded in. A hidden layer requantises acc to int8 with mult (in [1, 2^31)) and shift
+    S (33..62): y = clamp(((acc mult + 2^(S-1)) >> S) - 128, -128, 127), zero point -128, so the
     lower clamp is the ReLU. The last layer dequantises instead: logit_j = float32(acc_j) scale_j."""
 
     w: np.ndarray
@@ -77,9 +77,9 @@ class Dense8:
         object.__setattr__(self, "b", np.ascontiguousarray(self.b, dtype=np.int32))
         if hidden:
             mult, shift = np.asarray(self.mult, dtype=np.int64), np.asarray(self.shift, dtype=np.int64)
-            if mult.shape != (out,) or shift.shape != (out,) or mult.min() < 2**30 or mult.max() >= 2**31 \
-                    or shift.min() < 1 or shift.max() > 62:
-                raise ValueError("multipliers must lie in [2^30, 2^31) and shifts in 1..62, one per output")
+            if mult.shape != (out,) or shift.shape != (out,) or mult.min() < 1 or mult.max() >= 2**31 \
+                    or shift.min() < 33 or shift.max() > 62:
+                raise ValueError("multipliers must lie in [1, 2^31) and shifts in 33..62, one per output")
             object.__setattr__(self, "mult", mult.astype(np.int32))
             object.__setattr__(self, "shift", shift.astype(np.uint8))
         else:

@@ -39,13 +39,13 @@ typedef struct {
 /* int8 layer (docs/model.md "int8 models"): acc_j = b[j] + sum_i x_i wt[j * row + i]
  * in int32, row = in rounded up to a multiple of 4 (the padding weights are 0).
  * A hidden layer writes y_j = clamp(((acc_j mult[j] + 2^(S-1)) >> S) - 128, -128, 127)
- * with S = shift[j] in 1..62 (the product in int64): zero point -128, so the
+ * with S = shift[j] in 33..62 (the product exact): zero point -128, so the
  * lower clamp is the ReLU. The last layer's logit j is (float)acc_j * scale[j]. */
 typedef struct {
     uint16_t in, out;
     const int8_t *wt;       /* out x row */
     const int32_t *b;       /* out */
-    const int32_t *mult;    /* out, in [2^30, 2^31); NULL in the last layer */
+    const int32_t *mult;    /* out, in [1, 2^31); NULL in the last layer */
     const uint8_t *shift;   /* out; NULL in the last layer */
     const float *scale;     /* out; last layer only (NULL before) */
 } edp_dense_s8_t;
