@@ -144,6 +144,12 @@ def test_query_epsilon_needs_four_requests_before_the_first_query(native_builds:
         sent.append(type_)
         return framed
     monkeypatch.setattr(Device, "_signed", spy_admin)
+    pipeline = Device._pipeline
+
+    def spy_pipeline(self, type_, bodies, parse, in_flight):  # queries go out pipelined
+        sent.append(type_)
+        return pipeline(self, type_, bodies, parse, in_flight)
+    monkeypatch.setattr(Device, "_pipeline", spy_pipeline)
     r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
     assert r.exit_code == 0, r.output
     sent = [t for t in sent if t != P.PING]  # the synchronising PINGs
@@ -172,7 +178,12 @@ def test_query_many_streams_a_generator_until_the_budget_ends(native_builds: Non
         dev.configure(test_key, MechConfig(), Caps(daily=to_micro(3)))
         rows = (np.array([0.1, 0.6, 0.3]) for _ in range(10))
         out = list(dev.query_many(rows, "full"))
-        assert [type(r).__name__ for r in out] == ["QueryResult"] * 3 + ["DeviceError"]
-        assert out[-1].code == "ERR_BUDGET" and [r.remaining for r in out[:3]] == [2.0, 1.0, 0.0]
+        # Three answers, then ERR_BUDGET: for the row that met the empty budget and for every row
+        # already on the wire behind it (pipelined), and no row sent after it.
+        assert [type(r).__name__ for r in out[:4]] == ["QueryResult"] * 3 + ["DeviceError"]
+        assert [r.remaining for r in out[:3]] == [2.0, 1.0, 0.0]
+        assert all(isinstance(r, DeviceError) and r.code == "ERR_BUDGET" for r in out[3:])
+        assert len(out) <= 3 + getattr(dev.link, "in_flight", 1)
+        assert dev.budget().daily_spent == to_micro(3)
         bad = list(dev.query_many([np.array([np.nan, 0.5])], "label"))
         assert isinstance(bad[0], DeviceError) and bad[0].code == "ERR_BAD_VALUE"

@@ -18,5 +18,7 @@ def test_readme_streaming_example(native_builds: None, monkeypatch, capsys) -> N
     lines = capsys.readouterr().out.splitlines()
     answers = [ln for ln in lines if ln.startswith("top-3")]
     assert len(answers) == 5 and answers[-1].endswith("0 left today")
-    assert lines[5] == "refused: ERR_BUDGET" and len(lines) == 7
+    # Rows already on the wire when the budget ran out come back refused too; none is sent after.
+    refused = lines[5:-1]
+    assert refused and all(ln == "refused: ERR_BUDGET" for ln in refused) and len(refused) <= 3
     assert lines[-1] == "spent today: 5.0"

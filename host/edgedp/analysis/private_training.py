@@ -17,13 +17,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
 from ..mech.modes import Mode
 from . import accounting, mia
 from .data import Split
 from .mechanism import SOFTMAX, Mechanism, is_discrete, membership_score, visible_label
-from .parallel import int_seed, rng_for
+from .parallel import int_seed, pmap, rng_for
 
 DELTA = 1e-5
 QUERY_VOLUMES = (1, 10, 100, 1_000, 10_000, 1_000_000)
@@ -54,9 +53,20 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _train_model(split: Split, mask: np.ndarray, nm: float, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """One DP-SGD model on split.X_pool[mask]: its softmax on the pool and on the test set."""
+    from ..train import dpsgd
+    hyper = dpsgd.Hyper()
+    out = dpsgd.train(split.X_pool[mask], split.y_pool[mask], split.classes, nm, 1.0, steps, hyper, seed)
+    return (_softmax(dpsgd.predict_logits(out.params, split.X_pool)),
+            _softmax(dpsgd.predict_logits(out.params, split.X_test)))
+
+
 def build(split: Split, masks: np.ndarray, epsilons: list[float], seed: int,
-          progress: bool = True) -> DpsgdPopulation:
-    """DP-SGD models for every (finite epsilon, model); model i trains on split.X_pool[masks[i]]."""
+          progress: bool = True, jobs: int = 1) -> DpsgdPopulation:
+    """DP-SGD models for every (finite epsilon, model); model i trains on split.X_pool[masks[i]].
+    The models are trained through ``parallel.pmap``: in this process by default (JAX compiles once),
+    on ``jobs`` processes, or on the Dask cluster of an active ``parallel.backend``."""
     try:
         from ..train import dpsgd
     except ImportError as exc:
@@ -70,25 +80,16 @@ def build(split: Split, masks: np.ndarray, epsilons: list[float], seed: int,
     if DELTA >= 1.0 / n:
         raise ValueError(f"DP-SGD at δ = {DELTA:g} needs more than {int(1 / DELTA)} training records, got {n}")
     steps = dpsgd.steps_for(hyper.epochs, hyper.sampling_rate)
-    M, k = len(masks), split.classes
-    pool = np.zeros((len(eps_list), M, len(split.y_pool), k))
-    test = np.zeros((len(eps_list), M, len(split.y_test), k))
-    nms = []
-    bar = tqdm(total=len(eps_list) * M, desc="DP-SGD models", unit="model", disable=not progress, leave=False)
-    try:
-        for e, eps in enumerate(eps_list):
-            nm = _noise(eps, hyper.sampling_rate, steps, DELTA)
-            nms.append(nm)
-            for i in range(M):
-                X, y = split.X_pool[masks[i]], split.y_pool[masks[i]]
-                out = dpsgd.train(X, y, k, nm, 1.0, steps, hyper, int_seed(seed, "dpsgd", i, str(eps)))
-                pool[e, i] = _softmax(dpsgd.predict_logits(out.params, split.X_pool))
-                test[e, i] = _softmax(dpsgd.predict_logits(out.params, split.X_test))
-                bar.update()
-    finally:
-        bar.close()
+    M = len(masks)
+    nms = tuple(_noise(eps, hyper.sampling_rate, steps, DELTA) for eps in eps_list)
+    tasks = [(split, masks[i], nms[e], steps, int_seed(seed, "dpsgd", i, str(eps)))
+             for e, eps in enumerate(eps_list) for i in range(M)]
+    out = pmap(_train_model, tasks, jobs=jobs, desc="DP-SGD models", progress=progress, star=True)
+    E, k = len(eps_list), split.classes
+    pool = np.array([p for p, _ in out]).reshape(E, M, len(split.y_pool), k)
+    test = np.array([t for _, t in out]).reshape(E, M, len(split.y_test), k)
     acc = tuple(float((test[e, 0].argmax(1) == split.y_test).mean()) for e in range(len(eps_list)))
-    return DpsgdPopulation(eps_list, pool, test, tuple(nms), acc, DELTA, steps, hyper.sampling_rate, n)
+    return DpsgdPopulation(eps_list, pool, test, nms, acc, DELTA, steps, hyper.sampling_rate, n)
 
 
 def tradeoff_rows(dp: DpsgdPopulation, labels: np.ndarray, reference: np.ndarray, modes: list[Mode]) -> list[dict]:

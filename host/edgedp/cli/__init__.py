@@ -53,6 +53,9 @@ COMMANDS: dict[str, Entry] = {
     "audit-config": Entry("train", "audit_config", "Check a DP-SGD configuration (TOML/JSON file, an `edgedp "
                                                    "train` NAME.manifest.json, and/or flags) for the errors that "
                                                    "make its ε wrong", "train"),
+    "audit-dp": Entry("audit", "audit_dp", "Empirical ε lower bound of the output mechanism from worst-case "
+                                           "neighbouring inputs", "analysis"),
+    "audit-train": Entry("audit", "audit_train", "Empirical ε lower bound of a DP-SGD configuration", "train"),
 }
 
 

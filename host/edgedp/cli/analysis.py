@@ -15,7 +15,7 @@ from ..analysis.jsonable import finite_json
 from ..analysis.mechanism import SOFTMAX, ensemble, parse_epsilon, parse_modes
 from ..analysis.parallel import default_jobs
 from ..analysis.settings import Settings
-from .common import emit_json, handle_errors, json_option, target_option
+from .common import dask_option, emit_json, handle_errors, json_option, target_option
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -23,8 +23,9 @@ def _csv(text: str | None) -> list[str] | None:
 
 
 def common_options(fn):
-    """--seed, --quick, --jobs, --json, --no-progress (in that order on the function)."""
+    """--seed, --quick, --jobs, --dask, --json, --no-progress (in that order on the function)."""
     fn = click.option("--no-progress", is_flag=True, help="No progress bars on stderr.")(fn)
+    fn = dask_option(fn)
     fn = json_option(fn)
     fn = click.option("--jobs", "-j", type=click.IntRange(1, 64), default=default_jobs(), show_default=True,
                       help="Worker processes.")(fn)
@@ -406,7 +407,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 # ---- report -----------------------------------------------------------------------------
 
 @click.command()
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output directory (required unless --from).")
 @click.option("--mode", "-m", default="full", show_default=True, help="The configured output mode.")
 @click.option("--epsilon", "-e", type=float, default=1.0, show_default=True, help="Configured per-query ε.")
 @click.option("--daily-cap", type=float, default=10.0, show_default=True, help="Configured daily ε cap.")
@@ -425,27 +427,68 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
               help="Include DP-SGD models as the third deployment.")
 @with_grid
 @click.option("--shadows", type=click.IntRange(2), default=None, help="Shadow models (default 16, quick 6).")
+@click.option("--check", "policy_path", type=click.Path(dir_okay=False), default=None, metavar="POLICY.toml",
+              help="Check the report against these thresholds: one line per violated one, exit 1 if any.")
+@click.option("--from", "from_json", type=click.Path(dir_okay=False), default=None, metavar="REPORT.json",
+              help="With --check: check this earlier report.json instead of computing a new report.")
+@click.option("--audit", "audit_paths", multiple=True, type=click.Path(dir_okay=False), metavar="AUDIT.json",
+              help="With --check: an audit-dp or audit-train --json result (repeatable), for "
+                   "max_lower_bound_ratio.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With --check: write the verdicts as JUnit XML (one test case per threshold).")
 @common_options
 @handle_errors
-def report(out_dir: str, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
+def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lifetime_cap: float | None, days: int,
            delta: float, data_sensitivity: str, data_spec: str, model_path: str | None, allow_non_private: bool,
-           dpsgd: bool, epsilons: str | None, modes: str | None, teachers: int | None,
-           shadows: int | None, seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
-    """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots."""
-    from ..analysis import report as rep  # matplotlib only when needed
-    cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
-                          delta=delta, data_sensitivity=data_sensitivity)
-    s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-    doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
-                    data_spec=data_spec, dpsgd=dpsgd, model_path=model_path, allow_non_private=allow_non_private)
-    if as_json:
-        emit_json(finite_json({"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"),
-                               "meaning": doc["meaning"], "seconds": doc["timing_seconds"]["total"],
-                               "plots": doc["plots"]}))
+           dpsgd: bool,
+           epsilons: str | None, modes: str | None, teachers: int | None, shadows: int | None,
+           policy_path: str | None, from_json: str | None, audit_paths: tuple[str, ...], junit_path: str | None,
+           seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
+    """Pre-release privacy audit of a configuration: DIR/report.md, DIR/report.json and plots.
+    With --check POLICY.toml, a privacy gate for CI: exit 1 when a threshold is violated."""
+    from ..analysis import policy as pol
+    if policy_path is None and (from_json or audit_paths or junit_path):
+        raise ValueError("--from, --audit and --junit go with --check POLICY.toml")
+    if (out_dir is None) == (from_json is None):
+        raise ValueError("give --out DIR (compute a report) or --check with --from REPORT.json (check an earlier one)")
+    thresholds = pol.read_policy(policy_path) if policy_path else None
+    audits = [(a, pol.read_json(a, "audit result")) for a in audit_paths]
+    if from_json:
+        doc = pol.read_json(from_json, "report")
+        out = {}
     else:
-        click.echo(doc["meaning"])
-        click.echo(f"wrote {Path(out_dir) / 'report.md'}, report.json and {len(doc['plots'])} plots "
-                   f"in {doc['timing_seconds']['total']:.0f} s")
+        from ..analysis import report as rep  # matplotlib only when needed
+        cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
+                              delta=delta, data_sensitivity=data_sensitivity)
+        s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
+        doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
+                        data_spec=data_spec, dpsgd=dpsgd, model_path=model_path,
+                        allow_non_private=allow_non_private)
+        out = {"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"), "meaning": doc["meaning"],
+               "seconds": doc["timing_seconds"]["total"], "plots": doc["plots"]}
+        if not as_json:
+            click.echo(doc["meaning"])
+            click.echo(f"wrote {Path(out_dir) / 'report.md'}, report.json and {len(doc['plots'])} plots "
+                       f"in {doc['timing_seconds']['total']:.0f} s")
+    verdicts = None
+    if thresholds is not None:
+        try:
+            verdicts = pol.check(thresholds, doc, audits)
+        except (KeyError, TypeError):
+            raise ValueError(f"{from_json}: not a report.json written by `edgedp report`") from None
+        if junit_path:
+            Path(junit_path).write_text(pol.junit(verdicts))
+        out["policy"] = {"file": policy_path, "passed": all(v.passed for v in verdicts),
+                         "verdicts": [v.as_dict() for v in verdicts]}
+        if not as_json:
+            failed = [v for v in verdicts if not v.passed]
+            for v in failed:
+                click.echo(v.line())
+            click.echo(f"policy {policy_path}: {len(verdicts) - len(failed)} of {len(verdicts)} thresholds met")
+    if as_json:
+        emit_json(finite_json(out))
+    if verdicts is not None and not all(v.passed for v in verdicts):
+        sys.exit(1)
 
 
 COMMANDS = [account, tradeoff_cmd, attack, report]

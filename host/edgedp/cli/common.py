@@ -30,6 +30,23 @@ progress_option = click.option("--no-progress", is_flag=True,
                                help="No progress bars (they go to stderr, also under --json).")
 
 
+def _use_dask(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Run the command's parallel steps on the Dask cluster at value, for as long as it runs."""
+    if value is None:
+        return
+    from ..analysis.parallel import backend
+    try:
+        ctx.with_resource(backend(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+dask_option = click.option(
+    "--dask", default=None, metavar="tcp://HOST:PORT", expose_value=False, callback=_use_dask,
+    help="Run the parallel steps (shadow models, audit trainings, sweeps) on this Dask scheduler instead of "
+         "local processes ([dist] extra); same results for the same seeds.")
+
+
 def _plain(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return v.tolist()

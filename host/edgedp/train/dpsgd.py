@@ -181,11 +181,17 @@ class Trained:
 
 
 def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float, clip: float, steps: int,
-          hyper: Hyper, seed: int | None = None, progress: Callable[[int], None] | None = None) -> Trained:
+          hyper: Hyper, seed: int | None = None, progress: Callable[[int], None] | None = None,
+          clipping: str = "per-example") -> Trained:
     """DP-SGD for ``steps`` steps on (X, y) with y class indices 0..n_classes-1.
 
     ``seed`` None (the default): every draw from the OS CSPRNG, a private run; an integer: a
-    reproducible run that is not private (the seed replays the noise)."""
+    reproducible run that is not private (the seed replays the noise).
+    ``clipping="per-batch"`` swaps in ``batch_clipped_sum``: the configuration error that
+    ``audit-config`` and ``audit-train`` detect (never a choice for a real training)."""
+    if clipping not in GRANULARITIES:
+        raise ValueError(f"clipping must be one of {', '.join(GRANULARITIES)}")
+    summed = clipped_sum if clipping == "per-example" else batch_clipped_sum
     n, d = X.shape
     q = hyper.sampling_rate
     src = randomness.source(seed)
@@ -214,7 +220,7 @@ def train(X: np.ndarray, y: np.ndarray, n_classes: int, noise_multiplier: float,
             yb = np.zeros(rows, np.int32)
             xb[:m], yb[:m] = Xj[c], yj[c]
             mask = (np.arange(rows) < m).astype(np.float32)
-            s = clipped_sum(params, xb, yb, mask, clip_j)
+            s = summed(params, xb, yb, mask, clip_j)
             gsum = s if gsum is None else jax.tree_util.tree_map(jnp.add, gsum, s)
         params, state = apply(params, state, add_noise(gsum, sigma, src), denom)
         if progress:
