@@ -34,9 +34,10 @@ def test_int8_keeps_accuracy_within_half_a_point_in_at_most_half_the_flash(name:
     assert q.head == flt.head and (q.lo, q.hi, q.sensitivity) == (flt.lo, flt.hi, flt.sensitivity)
 
 
-def test_bundled_int8_mlp_is_the_quantised_bundled_mlp() -> None:
-    q = quantize.quantize(cgen.read(ROOT / "firmware/model/digits_mlp.c"), S.X_pool)
-    assert cgen.digest(cgen.read(ROOT / "firmware/model/digits_mlp_int8.c")) == cgen.digest(q)
+@pytest.mark.parametrize("name", ["digits_logreg", "digits_mlp", "digits_ensemble"])
+def test_bundled_int8_models_are_the_quantised_bundled_models(name: str) -> None:
+    q = quantize.quantize(cgen.read(ROOT / f"firmware/model/{name}.c"), S.X_pool)
+    assert cgen.digest(cgen.read(ROOT / f"firmware/model/{name}_int8.c")) == cgen.digest(q)
 
 
 def _python_ints(model: DeviceModel, x: np.ndarray) -> np.ndarray:
