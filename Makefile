@@ -117,9 +117,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 
 host: build/host/edgedp build/host-san/edgedp build/native/test_core build/native/fuzz_frames
 
-build/native/fuzz_frames: tests/native/fuzz_frames.c $(EDP_CORE_SRCS) $(FW_HEADERS)
+build/native/fuzz_frames: tests/native/fuzz_frames.c firmware/boards/ramflash/ramflash.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/fuzz_frames.c $(EDP_CORE_SRCS) -o $@ -lm
+	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/boards/ramflash tests/native/fuzz_frames.c \
+	  firmware/boards/ramflash/ramflash.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
@@ -128,6 +129,17 @@ build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+
+# The host port with another model: build/host-model-NAME/edgedp runs firmware/model/NAME.c, or
+# build/gen/models/NAME.c (models the tests generate with `edgedp deploy`).
+HOST_NOMODEL_SRCS := $(filter-out $(MODEL),$(HOST_SRCS))
+build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
+
+build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
 
 build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
 	@mkdir -p $(@D)

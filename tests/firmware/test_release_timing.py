@@ -137,3 +137,30 @@ def test_production_timing_image_answers_under_qemu_icount():
         assert err.value.code == ErrorCode.ERR_UNKNOWN.name
     finally:
         target.close()
+
+
+def test_budget_refusal_time_does_not_depend_on_the_keystream_position():
+    """An ERR_BUDGET refusal leaves at once, decided before the reseed that comes due when
+    the DRBG's block counter reaches 2^16 (how far past answers' noise moved it): with the
+    counter below, at and past 2^16 and the keystream word anywhere in its batch, a QUERY's
+    and an INFER's refusal take one instruction count each (they took 1,340 and 1,604 before)."""
+    t = Timed(TIMING_ELF)
+    t.dev.configure(load_key(), CFG, Caps(10**12, 2 * CFG.eps_micro))
+    image = digits_split(0).X_test[0].astype(np.float32)
+    t.dev.query(INPUTS[0])
+    t.dev.infer(image)               # both plans prepared, both answers spend the budget
+    img = t.emu.image
+    drbg = t.emu.device + img.offset("edp_device_t", "drbg")
+    times: dict[str, set[int]] = {"query": set(), "infer": set()}
+    for blocks in (3, 65535, 65536, 70000):
+        for word in (0, 8, 55):
+            t.emu.uc.mem_write(drbg + img.offset("edp_drbg_t", "blocks_since_seed"), struct.pack("<I", blocks))
+            t.emu.uc.mem_write(drbg + img.offset("edp_drbg_t", "word"), struct.pack("<I", word))
+            for kind, call in (("query", lambda: t.dev.query(INPUTS[0])), ("infer", lambda: t.dev.infer(image))):
+                n0 = len(t.emu.uart_times)
+                t.dev._seq = 99          # the same request bytes every time (COBS and CRC see them)
+                with pytest.raises(DeviceError) as err:
+                    call()
+                assert err.value.code == ErrorCode.ERR_BUDGET.name
+                times[kind].add(t.emu.uart_times[n0] - t.ends[-1])
+    assert all(len(v) == 1 for v in times.values()), times

@@ -142,7 +142,10 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     r = cli("budget")  # no silent fallback to a fresh QEMU
     assert r.returncode == 3 and "no longer running" in r.stderr
     r = cli("device", "start")
-    assert r.returncode == 0 and "removed the state" in r.stderr and cli.pid() != first["pid"]
+    assert r.returncode == 1 and "removed the state" in r.stderr and "--accept-rollback" in r.stderr
+    assert not (cli.state / "session.json").exists()
+    r = cli("device", "start", "--accept-rollback")
+    assert r.returncode == 0 and "no memory was ever saved" in r.stderr and cli.pid() != first["pid"]
     cli.ok("device", "stop")
 
     manifest = cli.state / "memory" / "qemu.json"
@@ -152,3 +155,35 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     r = cli("device", "start")
     assert r.returncode == 1 and "--fresh" in r.stderr and not (cli.state / "session.json").exists()
     assert not cli.json("device", "start", "--fresh")["restored"]
+
+
+def test_a_killed_session_never_rolls_the_budget_back_silently(cli: Cli, tmp_path: Path) -> None:
+    """kill -9 of the session's QEMU after answers the last stop did not save: start refuses and
+    states the saved spend; only --accept-rollback starts from the older memory (issue 17.5)."""
+    rows = tmp_path / "rows.npy"
+    np.save(rows, np.array([[0.1, 0.7, 0.2], [0.3, 0.3, 0.4]], dtype=np.float32))
+    cli.ok("device", "start", "--fresh")
+    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "30")
+    cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
+    cli.ok("query", str(rows))
+    cli.ok("device", "stop")                       # saved: 2 epsilon spent
+    cli.ok("device", "start")
+    for _ in range(3):
+        cli.ok("query", str(rows))
+    assert cli.json("budget")["lifetime_spent"] == pytest.approx(8.0)
+    os.kill(cli.pid(), signal.SIGKILL)             # the 6 epsilon since the stop are only in QEMU
+    deadline = time.monotonic() + 10
+    while json.loads(cli("device", "status", "--json").stdout)["running"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    r = cli("device", "start")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--accept-rollback" in r.stderr and "holds a spend of 2 epsilon" in r.stderr
+    assert "daily cap of 30 epsilon" in r.stderr
+    assert not (cli.state / "session.json").exists(), "a refused start must not leave a session running"
+    assert cli("device", "start").returncode == 1  # still refused: nothing was accepted yet
+    r = cli("device", "start", "--accept-rollback")
+    assert r.returncode == 0 and "accepting the rollback" in r.stderr
+    assert cli.json("budget")["lifetime_spent"] == pytest.approx(2.0)  # what was stated and accepted
+    cli.ok("device", "stop")
+    cli.ok("device", "start")                      # a clean stop needs no acceptance

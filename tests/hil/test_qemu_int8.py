@@ -81,7 +81,7 @@ def test_deploy_int8_build_and_query_infer_end_to_end(tmp_path: Path, test_key: 
     np.save(tmp_path / "calib.npy", SPLIT.X_pool)
     models = tmp_path / "models"
     r = edgedp("deploy", str(tmp_path / "lr8cli.joblib"), "--int8", "--calibration", str(tmp_path / "calib.npy"),
-               "--out", str(models / "lr8cli.c"))
+               "--input-range", "0", "1", "--out", str(models / "lr8cli.c"))
     assert r.returncode == 0, r.stderr
     assert "int8 parameters" in r.stdout
     make("build/qemu-model-lr8cli/edgedp.elf", f"MODEL_DIR={models}")

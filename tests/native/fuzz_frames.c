@@ -9,11 +9,14 @@
  *   2. every response is a well-formed frame (COBS, CRC, version 1);
  *   3. an answer to QUERY (type 0x90) is never sent while entropy has failed,
  *      and every answered QUERY raised the committed lifetime spend;
- *   4. nothing crashes, reads out of bounds or overflows (sanitizers);
- *   5. an admin frame (some signed for the device's current nonce, then
+ *   4. the flash high-water mark (a RAM NOR model, with reservations) always
+ *      covers the committed lifetime spend, and a reboot -- half of them with
+ *      the store lost -- never lowers it;
+ *   5. nothing crashes, reads out of bounds or overflows (sanitizers);
+ *   6. an admin frame (some signed for the device's current nonce, then
  *      mutated) whose tag is not valid for the nonce changes nothing: neither
  *      the nonce nor the record;
- *   6. every admin answer carries the device's tag over (type, the nonce the
+ *   7. every admin answer carries the device's tag over (type, the nonce the
  *      frame was checked against, the frame's tag, result, counter), and every
  *      STATE answer its tag over the request's challenge and its body.
  * Prints a summary line; exits non-zero on the first violated invariant. */
@@ -27,8 +30,14 @@
 #include "edgedp/error.h"
 #include "edgedp/proto.h"
 #include "edgedp/sha256.h"
+#include "ramflash.h"
+
+#define FLASH_SECTOR (28u * EDP_FLOG_RECORD)
 
 static uint8_t store[2 * EDP_STORE_SLOT_SIZE];
+static uint8_t flash_mem[2 * FLASH_SECTOR];
+static edp_flash_t flash;
+static edp_ramflash_t flash_model;
 static const uint8_t key[32] = {1, 2, 3};
 static int entropy_fails;
 static uint8_t out[2 * EDP_WIRE_MAX];
@@ -71,6 +80,7 @@ static const edp_port_t port = {
     .store_write = p_write,
     .device_key = p_key,
     .uart_write = p_uart,
+    .flash = &flash,
     .board = "fuzz",
 };
 
@@ -247,14 +257,18 @@ int main(int argc, char **argv)
     if (argc != 3) { fprintf(stderr, "usage: fuzz_frames SEED ITERATIONS\n"); return 2; }
     rng_state ^= (uint64_t)atoll(argv[1]) * 0x9E3779B97F4A7C15ull;
     iters = atol(argv[2]);
+    edp_ramflash_bind(&flash, &flash_model, flash_mem, FLASH_SECTOR);
+    edp_ramflash_format(&flash);
     edp_device_init(&dev, &port);
     for (it = 0; it < iters; it++) {
         size_t n, w;
         int aq = 0, got, damaged = 0, auth_before = dev.auth_ok;
         uint64_t before = dev.rec.budget.lifetime_spent;
-        if (it % 5000 == 0) {  /* reboot, sometimes with a dead RNG */
+        if (it % 5000 == 0) {  /* reboot, sometimes with a dead RNG, half of them losing the store */
             entropy_fails = (int)(rnd() % 3 == 0);
+            if (rnd() % 2) memset(store, 0, sizeof store);
             edp_device_init(&dev, &port);
+            if (dev.rec.budget.lifetime_spent < before) { printf("FAIL a reboot lowered the spend\n"); return 1; }
         }
         if (rnd() % 50 == 0) {  /* an oversize run without delimiter */
             n = EDP_WIRE_MAX + rnd() % 64;
@@ -301,6 +315,10 @@ int main(int argc, char **argv)
             answered++;
             if (entropy_fails) { printf("FAIL a QUERY was answered with a failed entropy source\n"); return 1; }
             if (dev.rec.budget.lifetime_spent <= before) { printf("FAIL an answer without a committed spend\n"); return 1; }
+        }
+        if (dev.flog.mark.lifetime < dev.rec.budget.lifetime_spent) {
+            printf("FAIL the flash mark is below the committed spend at iteration %ld\n", it);
+            return 1;
         }
         if (dev.rec.budget.daily_spent > 900000000u) dev.rec.budget.daily_spent = 0;  /* keep answering */
     }

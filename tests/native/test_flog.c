@@ -5,8 +5,11 @@
  * with power cut at every flash operation (word program or sector erase, the
  * cut one torn); after each cut the log is reopened on the same array and must
  * hold a mark >= every mark a raise acknowledged and <= the mark being written,
- * then take the rest of the script. A second pass cuts again at every operation
- * of the recovery. Output: one "ok"/"not ok" line per group, "stats ..." lines,
+ * then take the rest of the script. After every acknowledged raise the run
+ * calls edp_flog_prepare, as the device does once the answer has left: the
+ * spare sector is erased there, ahead of need, and a raise never erases (its
+ * erase would fall inside a release window). A second pass cuts again at
+ * every operation of the recovery. Output: one "ok"/"not ok" line per group, "stats ..." lines,
  * "# checked N cut points"; exit status 0 iff every check passed. */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +25,8 @@
 static uint8_t mem[2 * SECTOR];
 static int failures;
 static long checked;
+static edp_ramflash_t *model_of_run;  /* the flash of the current run */
+static uint32_t raise_erases;          /* erases done inside edp_flog_raise */
 
 static edp_flog_mark_t script(uint32_t i)
 {
@@ -57,8 +62,12 @@ static uint32_t run(edp_flog_t *log, uint32_t from, edp_flog_mark_t *acked)
     uint32_t i;
     for (i = from; i < STEPS; i++) {
         edp_flog_mark_t m = script(i);
-        if (edp_flog_raise(log, &m) != EDP_OK) return i;
+        uint32_t erases = model_of_run->erases;
+        int err = edp_flog_raise(log, &m);
+        raise_erases += model_of_run->erases - erases;
+        if (err != EDP_OK) return i;
         *acked = m;
+        (void)edp_flog_prepare(log);  /* a cut here shows at the next raise */
     }
     return STEPS;
 }
@@ -95,16 +104,18 @@ int main(void)
     int bad = failures;
 
     /* Blank part: nothing found, zero mark; a lower mark writes nothing. */
+    model_of_run = &model;
     edp_ramflash_bind(&flash, &model, mem, SECTOR);
     edp_ramflash_format(&flash);
     memset(&zero, 0, sizeof zero);
     if (edp_flog_open(&log, &flash) != 0 || !eq(&log.mark, &zero)) fail("blank part opens empty", -1, -1);
     stopped = run(&log, 0, &acked);
     ops = (long)(model.programs + model.erases);
-    printf("stats raises %u word_programs %u erases %u slots_per_sector %u\n", STEPS, model.programs,
-           model.erases, SLOTS);
+    printf("stats raises %u word_programs %u erases %u slots_per_sector %u erases_in_raise %u\n", STEPS,
+           model.programs, model.erases, SLOTS, raise_erases);
     if (stopped != STEPS || model.erases != (STEPS - 1u) / SLOTS || model.programs != STEPS * EDP_FLOG_RECORD / 4u)
         fail("uncut run: one record per raise, one erase per full sector", -1, -1);
+    if (raise_erases != 0) fail("uncut run: every erase ahead of need, none inside a raise", -1, -1);
     low = script(3);
     if (edp_flog_raise(&log, &low) != EDP_OK || model.programs != STEPS * EDP_FLOG_RECORD / 4u)
         fail("a mark below the current one programs nothing", -1, -1);

@@ -2,7 +2,8 @@
 
 Builds tests/native/test_flog.c with flog.c and the model under ASan/UBSan; the program cuts
 power at every flash operation (and again at every operation of the recovery) and checks that
-no acknowledged mark is ever lost."""
+no acknowledged mark is ever lost, and that the spare sector is erased ahead of need
+(edp_flog_prepare), never inside a raise."""
 from __future__ import annotations
 
 import re
@@ -42,8 +43,10 @@ def test_no_acknowledged_mark_is_lost_at_any_cut(output: str) -> None:
 
 
 def test_one_record_per_raise_and_one_erase_per_sector(output: str) -> None:
-    s = re.search(r"stats raises (\d+) word_programs (\d+) erases (\d+) slots_per_sector (\d+)", output)
+    s = re.search(r"stats raises (\d+) word_programs (\d+) erases (\d+) slots_per_sector (\d+) "
+                  r"erases_in_raise (\d+)", output)
     assert s
-    raises, programs, erases, slots = map(int, s.groups())
+    raises, programs, erases, slots, in_raise = map(int, s.groups())
     assert programs == raises * 9  # 36-byte record = 9 word programs
     assert erases == (raises - 1) // slots
+    assert in_raise == 0, "a sector erase ran inside a raise (inside an answer's release window)"

@@ -3,8 +3,13 @@
 Each 4-byte store write is one step; EDP_STORE_CUT_AFTER=n cuts power (the process
 exits 99) before write n+1. For every n of a budget commit we reboot on the same
 store and check that it loads and that the recorded spend never decreases — and
-that an answer that reached the host is always paid for."""
+that an answer that reached the host is always paid for. The flash log's reservations
+(one record per EDP_FLOG_RESERVE answers) get the same treatment: EDP_FLASH_CUT_AFTER=n
+cuts at every flash operation of a run that crosses two reservations, with the store kept
+or lost afterwards, and the spend never falls below the answers received."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -13,10 +18,15 @@ from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, ErrorCode, StateUnknown, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 
+from ..conftest import ROOT, HostDevice
+
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query
 X = np.array([0.1, 0.6, 0.3])
 WORDS_PER_COMMIT = 21  # 84-byte record = 20 body words + 1 CRC word
+RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
+                        (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
+FLASH_WORDS = 9         # one 36-byte flash log record
 
 
 def spent(dev) -> tuple[int, int]:
@@ -131,3 +141,30 @@ def test_both_slots_destroyed_fails_closed(host_device) -> None:
     assert e.value.code == "ERR_STORE"
     assert dev.local(X).label == 1  # the local path does not depend on the store
     assert dev.ping(b"x") == b"x"
+
+
+def test_no_flash_cut_lowers_the_spend_below_the_answers_received(native_builds: None, tmp_path) -> None:
+    """R + 2 queries write two reservation records (answers 1 and R + 1): cut power before the
+    first and at each of the second one's 9 word programs and after it, then reboot with the
+    store kept and again with it lost."""
+    n = RESERVE + 2
+    for cut in (0, *range(FLASH_WORDS, 2 * FLASH_WORDS + 1)):
+        h = HostDevice(tmp_path / f"store-{cut}.bin", {"EDP_FLASH_FILE": str(tmp_path / f"flash-{cut}.bin")})
+        dev = h.start(EDP_FLASH_CUT_AFTER=str(cut))
+        received = 0
+        try:
+            for _ in range(n):
+                dev.query(X)
+                received += 1
+        except TransportError:
+            pass
+        code = h.stop()
+        assert code == (0 if received == n else 99), (cut, received, code)
+        assert received == min(n, RESERVE * (cut // FLASH_WORDS)), (cut, received)
+        for lost in (False, True):
+            if lost:
+                h.store.unlink()
+            spent = h.start().budget().lifetime_spent
+            assert h.stop() == 0
+            assert spent >= received * EPS, f"cut {cut}, store lost {lost}: {spent} < {received} answers"
+            assert spent <= (received + (RESERVE if lost else 0)) * EPS, (cut, lost, spent, received)

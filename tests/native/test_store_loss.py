@@ -6,6 +6,7 @@ The host port keeps the store and the RAM NOR model of the flash log in two file
 VBAT, or a power cycle on a board with VBAT tied to VDD) while the flash survives."""
 from __future__ import annotations
 
+import re
 
 import numpy as np
 import pytest
@@ -15,12 +16,15 @@ from edgedp.device.errors import DeviceError, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import HostDevice
+from ..conftest import ROOT, HostDevice
 
 pytestmark = pytest.mark.native
 X = np.array([0.1, 0.6, 0.3])
 EPS = 1_000_000
 RECORD_WORDS = 9  # one 36-byte flash log record
+RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
+                        (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
+SLOT, SECTOR = 36, 1008  # the host port's flash log: 28 slots per sector
 
 
 @pytest.fixture
@@ -54,8 +58,42 @@ def test_store_loss_keeps_spend_and_counter_from_flash(dev_files: HostDevice, te
     assert after.lifetime_spent >= before.lifetime_spent, "store loss gave back lifetime budget"
     assert after.daily_spent >= before.daily_spent, "store loss gave back today's budget"
     assert after.auth_counter >= before.auth_counter
+    # over-count by at most the reservation (edgedp/options.h, EDP_FLOG_RESERVE)
+    assert after.lifetime_spent <= before.lifetime_spent + (RESERVE - 1) * EPS
     dev.query(X, "label")
-    assert dev.budget().lifetime_spent == before.lifetime_spent + EPS
+    assert dev.budget().lifetime_spent == after.lifetime_spent + EPS
+
+
+def flash_records(path: Path) -> int:
+    raw = path.read_bytes()
+    return sum(1 for s in range(2) for i in range(SECTOR // SLOT)
+               if raw[s * SECTOR + i * SLOT: s * SECTOR + (i + 1) * SLOT] != b"\xff" * SLOT)
+
+
+def test_flash_is_written_once_per_reservation(dev_files: HostDevice, test_key: bytes) -> None:
+    """A record covers RESERVE answers; after a store loss the device comes back with the
+    reserved spend (more than it answered, never less), clamped to the day's cap."""
+    dev = dev_files.start()
+    n = 3 * RESERVE - 2
+    for _ in range(n):
+        dev.query(X)
+    assert flash_records(dev_files.store.parent / "flash.bin") == 3   # answers 1, R + 1, 2R + 1
+    assert dev.budget().lifetime_spent == n * EPS
+    dev_files.stop()
+    dev = dev_files.start()                      # the store loaded: no reservation counted
+    assert dev.budget().lifetime_spent == n * EPS
+    lose_store(dev_files)
+    dev = dev_files.start()
+    assert dev.budget().lifetime_spent == 3 * RESERVE * EPS   # the reserved spend
+    # the reservation stops at the cap: a day's spend never comes back above it
+    lose_store(dev_files)
+    (dev_files.store.parent / "flash.bin").unlink()
+    dev = dev_files.start()
+    dev.configure(test_key, MechConfig(), Caps(daily=5 * EPS))
+    dev.query(X)
+    lose_store(dev_files)
+    b = dev_files.start().budget()
+    assert b.daily_spent == 5 * EPS and b.lifetime_spent == RESERVE * EPS
 
 
 def test_without_the_flash_log_store_loss_restarts_from_zero(dev_files: HostDevice, test_key: bytes) -> None:
@@ -136,9 +174,9 @@ def test_forged_challenge_counter_is_detected(dev_files: HostDevice, test_key: b
 
 
 @pytest.mark.parametrize("cut", range(RECORD_WORDS + 2))
-def test_power_cut_at_every_flash_write_of_a_query(dev_files: HostDevice, cut: int) -> None:
+def test_power_cut_at_every_flash_write_of_a_reservation(dev_files: HostDevice, cut: int) -> None:
     dev = dev_files.start()
-    for _ in range(3):
+    for _ in range(RESERVE):  # the first record covers these; the next answer writes one
         dev.query(X)
     before = dev.budget().lifetime_spent
     dev = dev_files.start(EDP_FLASH_CUT_AFTER=str(cut))
@@ -155,7 +193,7 @@ def test_power_cut_at_every_flash_write_of_a_query(dev_files: HostDevice, cut: i
     dev = dev_files.start()
     after = dev.budget().lifetime_spent
     assert after >= before + (EPS if answered else 0)
-    assert after <= before + EPS
+    assert after <= before + RESERVE * EPS
     dev.query(X)
     assert dev.budget().lifetime_spent == after + EPS
 

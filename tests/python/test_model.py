@@ -1,7 +1,9 @@
 """Model kernels, converters and the C generator, host only (the device side: tests/hil)."""
 from __future__ import annotations
 
+import json
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import joblib
@@ -59,7 +61,7 @@ def test_teacher_votes_count_each_teachers_label() -> None:
 
 def test_generated_c_reads_back_identically(tmp_path: Path) -> None:
     m = MLPClassifier(hidden_layer_sizes=(8, 6), max_iter=50, random_state=1).fit(X, Y)
-    dm = convert.from_sklearn(m, "mlp2")
+    dm = replace(convert.from_sklearn(m, "mlp2"), input_range=(0.0, 1.0))
     path = tmp_path / "m.c"
     path.write_text(cgen.generate(dm))
     back = cgen.read(path)
@@ -69,7 +71,8 @@ def test_generated_c_reads_back_identically(tmp_path: Path) -> None:
 
 def test_signed_zero_and_extremes_survive_c_literals(tmp_path: Path) -> None:
     w = np.float32([[-0.0, 3.4028235e38, 1e-45, -1.17549435e-38]])
-    dm = DeviceModel("z", "softmax", 4, (Net((Dense(w, np.zeros(4)),), np.arange(4)),), 0.0, 1.0)
+    dm = DeviceModel("z", "softmax", 4, (Net((Dense(w, np.zeros(4)),), np.arange(4)),), 0.0, 1.0,
+                     input_range=(-1.0, 1.0))
     path = tmp_path / "z.c"
     path.write_text(cgen.generate(dm))
     assert cgen.read(path).nets[0].layers[0].w.tobytes() == w.tobytes()
@@ -103,9 +106,18 @@ def test_deploy_command_writes_c_that_reads_back(tmp_path: Path) -> None:
     m = LogisticRegression(max_iter=300).fit(X, Y)
     joblib.dump(m, tmp_path / "lr.joblib")
     out = tmp_path / "lr.c"
-    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(out), "--json"])
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(out)])
+    assert r.exit_code != 0 and "--input-range" in r.output  # a joblib file carries no data range
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(out), "--json",
+                                  "--input-range", "0", "1"])
     assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["input_range"] == [0.0, 1.0]
     back = cgen.read(out)
-    assert np.array_equal(reference.run(back, S.X_test), reference.run(convert.from_sklearn(m, "lr"), S.X_test))
+    assert back.input_range == (0.0, 1.0)
+    lr = replace(convert.from_sklearn(m, "lr"), input_range=(0.0, 1.0))
+    assert np.array_equal(reference.run(back, S.X_test), reference.run(lr, S.X_test))
+    # the device clamps: out-of-range inputs give the output of the clipped ones
+    wild = S.X_test[:5] * 40.0 - 20.0
+    assert np.array_equal(reference.run(back, wild), reference.run(back, np.clip(wild, 0.0, 1.0)))
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "missing.joblib"), "--out", str(out)])
     assert r.exit_code != 0 and "error" in r.output

@@ -73,7 +73,7 @@ def test_c_data_round_trips_with_padded_rows_and_an_odd_output(tmp_path: Path) -
     X = rng.uniform(-1, 2, (200, 5))
     net = Net((Dense(rng.normal(size=(5, 7)), rng.normal(size=7)), Dense(rng.normal(size=(7, 3)), rng.normal(size=3))),
               np.arange(3))
-    q = quantize.quantize(DeviceModel("odd", "softmax", 3, (net,), 0.0, 1.0), X)
+    q = quantize.quantize(DeviceModel("odd", "softmax", 3, (net,), 0.0, 1.0, input_range=(-1.0, 2.0)), X)
     path = tmp_path / "odd.c"
     path.write_text(cgen.generate(q))
     back = cgen.read(path)
@@ -106,11 +106,12 @@ def test_deploy_int8_cli(tmp_path: Path) -> None:
     np.save(tmp_path / "calib.npy", S.X_pool[:400])
     out = tmp_path / "lr8.c"
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--int8", "--calibration",
-                                  str(tmp_path / "calib.npy"), "--out", str(out), "--json"])
+                                  str(tmp_path / "calib.npy"), "--input-range", "0", "1", "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["int8"] and d["flash_weight_bytes"] == cgen.read(out).flash_bytes < 4 * d["weights"] / 2
-    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--int8", "--out", str(out)])
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--int8", "--input-range", "0", "1",
+                                  "--out", str(out)])
     assert r.exit_code != 0 and "--calibration" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--calibration",
                                   str(tmp_path / "calib.npy"), "--out", str(out)])

@@ -73,22 +73,40 @@ static edp_flog_mark_t mark_of(const edp_record_t *r)
     return m;
 }
 
-/* Raise the flash mark to cover r before r is committed and acted on. */
-static int mark_raise(edp_device_t *d, const edp_record_t *r)
+/* v + reserve, saturating, but not above cap unless v already is. */
+static uint64_t reserved(uint64_t v, uint64_t reserve, uint64_t cap)
+{
+    uint64_t r = v + reserve < v ? UINT64_MAX : v + reserve;
+    return v >= cap ? v : (r > cap ? cap : r);
+}
+
+/* Raise the flash mark to cover r before r is committed and acted on. A charge
+ * the mark does not cover yet raises it `reserve` micro-epsilon above r's spend
+ * (within the caps): the next answers up to the mark write no flash. */
+static int mark_raise(edp_device_t *d, const edp_record_t *r, uint64_t reserve)
 {
     edp_flog_mark_t m = mark_of(r);
+    const edp_flog_mark_t *have = &d->flog.mark;
     if (!d->port->flash) return EDP_OK;
     if (!d->flog_ok) return EDP_ERR_STORE;
+    if (reserve && (m.lifetime > have->lifetime || m.day > have->day ||
+                    (m.day == have->day && m.daily > have->daily))) {
+        m.daily = reserved(m.daily, reserve, r->budget.daily_cap);
+        m.lifetime = reserved(m.lifetime, reserve, r->budget.lifetime_cap ? r->budget.lifetime_cap : UINT64_MAX);
+    }
     return edp_flog_raise(&d->flog, &m);
 }
 
-/* Lift spend and counter of the record to at least the flash mark. */
+/* Lift the counter of the record to at least the flash mark, and its spend
+ * too when the store did not load (lost, torn or corrupt): the mark holds
+ * reservations, which a loaded store has no need of. */
 static void mark_restore(edp_device_t *d)
 {
     const edp_flog_mark_t *m = &d->flog.mark;
     edp_budget_t *b = &d->rec.budget;
-    if (m->lifetime > b->lifetime_spent) b->lifetime_spent = m->lifetime;
     if (m->counter > d->rec.auth_counter) d->rec.auth_counter = m->counter;
+    if (d->store_state == EDP_STORE_LOADED) return;
+    if (m->lifetime > b->lifetime_spent) b->lifetime_spent = m->lifetime;
     if (m->day > b->day) {
         b->day = m->day;
         b->daily_spent = m->daily;
@@ -117,6 +135,7 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
         if (EDP_TEST_BUILD && d->store_state == EDP_STORE_FRESH)
             d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     }
+    if (port->flash && d->flog_ok) (void)edp_flog_prepare(&d->flog);
     reseed(d);
     auth_seed(d);
 }
@@ -162,26 +181,30 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
 }
 
 /* Everything that can refuse an external answer, then the committed charge:
- * after EDP_OK the spend is durable and the answer must be sent. */
+ * after EDP_OK the spend is durable and the answer must be sent. The budget
+ * refusal is decided first, before the reseed, whose turn depends on how much
+ * keystream past answers used: a refusal's time depends on the request, the
+ * clock and the record only. */
 static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, uint32_t arg)
 {
     uint32_t day;
     edp_record_t next;
     int err;
     if ((err = edp_mech_mode_fits(plan, mode, arg))) return err;
+    if ((err = today(d, &day))) return err;
+    if (!d->store_ok) return EDP_ERR_STORE;
+    next = d->rec;
+    edp_budget_roll(&next.budget, day);
+    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
     /* A failed (re)seed is retried at every query; no answer while it fails. */
     if (!d->entropy_ok || (!EDP_TEST_BUILD && d->drbg.blocks_since_seed >= EDP_RESEED_BLOCKS)) {
         reseed(d);
         if (!d->entropy_ok) return EDP_ERR_ENTROPY;
     }
-    if ((err = today(d, &day))) return err;
-    if (!d->store_ok) return EDP_ERR_STORE;
     /* Charge before release: commit the spend, then compute and send. */
-    next = d->rec;
-    edp_budget_roll(&next.budget, day);
-    if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) return err;
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
-    if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) {
+    if ((err = mark_raise(d, &next, (uint64_t)(EDP_FLOG_RESERVE - 1u) * d->rec.mech.eps_micro)) ||
+        (err = edp_store_commit(d->port, &next, &d->slot))) {
         d->store_ok = 0;
         return err;
     }
@@ -226,18 +249,36 @@ static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_
     return EDP_OK;
 }
 
-static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+/* Zero the request's values and the lattice vector (k of each, as parsed)
+ * before the answer leaves: a later RAM read finds neither input nor noise. */
+static void wipe_values(edp_device_t *d, uint32_t n_in, uint32_t n_work)
 {
-    uint32_t mode, arg, k;
-    int err = parse_vector(d, b, n, &mode, &arg, &k);
-    if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
-    if ((err = ensure_plan(d, k))) return err;
-    if ((err = arm_release(d, &d->plan, k, mode, arg, NULL))) return err;
+    if (n_in > EDP_MAX_CLASSES) n_in = EDP_MAX_CLASSES;
+    if (n_work > EDP_MAX_CLASSES) n_work = EDP_MAX_CLASSES;
+    memset(d->xin, 0, 4 * (size_t)n_in);
+    memset(d->work, 0, 4 * (size_t)n_work);
+}
+
+static int query(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8_t **o)
+{
+    uint32_t mode, arg;
+    int err = parse_vector(d, b, n, &mode, &arg, k);
+    if (err || (err = edp_mech_mode_check(mode, arg, *k))) return err;
+    if ((err = ensure_plan(d, *k))) return err;
+    if ((err = arm_release(d, &d->plan, *k, mode, arg, NULL))) return err;
     if ((err = charge(d, &d->plan, mode, arg))) {
         d->window_pending = 0;  /* nothing secret ran yet: refuse at once */
         return err;
     }
     return release(d, &d->plan, d->xin, mode, arg, 0, o);
+}
+
+static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+{
+    uint32_t k = 0;
+    int err = query(d, b, n, &k, o);
+    wipe_values(d, k, k);
+    return err;
 }
 
 /* ---- INFER: the model's output goes straight into the mechanism ---- */
@@ -258,37 +299,51 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
     return EDP_OK;
 }
 
-/* Parse an INFER body (mode u8 | arg u8 | n u16 | n x f32, n = the model's
- * n_features), prepare its plan and open the window (the model's running time
- * depends on its weights: it runs inside). Then run the model: *y points at
- * its raw output, finite. */
-static int infer(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg,
-                 const float **y, uint32_t *ticks)
+/* The INFER answer (edgedp/device.h): parse (mode u8 | arg u8 | n u16 | n x
+ * f32, n = the model's n_features), prepare the plan and open the window (the
+ * model's running time depends on its weights: it runs inside), charge, then
+ * run the model on the inputs clamped to its declared range. Every refusal
+ * comes before the model runs: no error depends on what it computes. A non-
+ * finite output is replaced by the fixed vector lo + (hi - lo) / n_classes in
+ * every class and released like any other, charged and noised. */
+static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t n, uint32_t *k,
+                 uint8_t **o)
 {
-    const edp_model_t *m = d->model;
-    uint32_t k, t0;
+    uint32_t mode, arg, i, t0, ticks;
+    const float *y;
     int err;
-    if (!m) return EDP_ERR_NO_MODEL;
-    if ((err = parse_vector(d, b, n, mode, arg, &k))) return err;
-    if (k != m->n_features) return EDP_ERR_LEN;
-    if ((err = edp_mech_mode_check(*mode, *arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
-        (err = arm_release(d, &d->infer_plan, k, *mode, *arg, m)))
+    if ((err = parse_vector(d, b, n, &mode, &arg, k))) return err;
+    if (*k != m->n_features) return EDP_ERR_LEN;
+    if ((err = edp_mech_mode_check(mode, arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
+        (err = arm_release(d, &d->infer_plan, *k, mode, arg, m)))
         return err;
+    if ((err = charge(d, &d->infer_plan, mode, arg))) {
+        d->window_pending = 0;  /* the model has not run: refuse at once */
+        return err;
+    }
+    edp_model_clamp(m, d->xin);
     t0 = d->port->ticks(d->port->ctx);
-    *y = edp_model_run(m, d->xin);
-    *ticks = d->port->ticks(d->port->ctx) - t0;
-    return edp_mech_check_values(*y, m->n_classes);
+    y = edp_model_run(m, d->xin);
+    ticks = d->port->ticks(d->port->ctx) - t0;
+    if (edp_mech_check_values(y, m->n_classes) != EDP_OK) {
+        const float fixed = m->lo + (m->hi - m->lo) / (float)m->n_classes;
+        for (i = 0; i < m->n_classes; i++) m->scratch[i] = fixed;
+        y = m->scratch;
+    }
+    edp_wr32(*o + EDP_QUERY_HEAD, EDP_REPORT_TICKS ? ticks : 0);
+    return release(d, &d->infer_plan, y, mode, arg, EDP_INFER_TICKS, o);
 }
 
 static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
-    uint32_t mode, arg, ticks;
-    const float *y;
-    int err = infer(d, b, n, &mode, &arg, &y, &ticks);
-    if (err) return err;
-    if ((err = charge(d, &d->infer_plan, mode, arg))) return err;
-    edp_wr32(*o + EDP_QUERY_HEAD, EDP_REPORT_TICKS ? ticks : 0);
-    return release(d, &d->infer_plan, y, mode, arg, EDP_INFER_TICKS, o);
+    const edp_model_t *m = d->model;
+    uint32_t k = 0;
+    int err;
+    if (!m) return EDP_ERR_NO_MODEL;
+    err = infer(d, m, b, n, &k, o);
+    wipe_values(d, k, m->n_classes);
+    edp_model_wipe(m);
+    return err;
 }
 
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
@@ -310,7 +365,9 @@ int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const fl
     if (!m) return EDP_ERR_NO_MODEL;
     if (n != m->n_features) return EDP_ERR_LEN;
     if (edp_mech_check_values(x, n)) return EDP_ERR_BAD_VALUE;
-    *y = edp_model_run(m, x);
+    if (x != d->xin) memcpy(d->xin, x, 4 * (size_t)n);
+    edp_model_clamp(m, d->xin);
+    *y = edp_model_run(m, d->xin);
     return edp_mech_check_values(*y, m->n_classes);
 }
 
@@ -509,7 +566,7 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
     }
     /* The counter (and any change) is durable, in flash and in the store,
      * before the command takes effect. */
-    if ((err = mark_raise(d, &next)) || (err = edp_store_commit(d->port, &next, &d->slot))) return err;
+    if ((err = mark_raise(d, &next, 0)) || (err = edp_store_commit(d->port, &next, &d->slot))) return err;
     d->rec = next;
     if (type == EDP_T_CONFIG) {
         d->store_ok = 1;
@@ -667,8 +724,13 @@ static void finish_frame(edp_device_t *d)
         n = edp_cobs_decode(d->rx, d->rx_len);
         len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(d, d->rx, (size_t)n);
     }
+    /* The request (decoded in place) is not kept: zeroed before its answer leaves. */
+    memset(d->rx, 0, d->rx_len);
     /* The request is consumed: rx takes the encoded response. */
     edp_frame_send(d->tx, len, d->rx, send_part, d);
+    /* The answer has left: the flash log's erase ahead of need runs here, outside
+     * every release window. */
+    if (d->port->flash && d->flog_ok) (void)edp_flog_prepare(&d->flog);
     d->rx_len = 0;
     d->rx_overflow = 0;
 }

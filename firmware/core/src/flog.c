@@ -83,6 +83,8 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
     log->sector = have[1] && (!have[0] || top[1] > top[0]) ? 1 : 0;
     log->seq = have[log->sector] ? top[log->sector] : 0;
     log->next = used[log->sector];
+    log->active_valid = (uint8_t)have[log->sector];
+    log->spare_erased = used[log->sector ^ 1u] == 0;
     return found;
 }
 
@@ -100,9 +102,11 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m)
      * (not really erased) is skipped. */
     for (tries = 0; tries <= slots(f); tries++) {
         if (log->next + EDP_FLOG_RECORD > slots(f) * EDP_FLOG_RECORD) {
-            if ((err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
+            if (!log->spare_erased && (err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
             log->sector ^= 1u;
             log->next = 0;
+            log->active_valid = 0;
+            log->spare_erased = 0;  /* the old sector, now the spare, holds the previous mark */
         }
         off = log->sector * f->sector_size + log->next;
         log->next += EDP_FLOG_RECORD;
@@ -113,8 +117,19 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m)
         if (memcmp(check, rec, EDP_FLOG_RECORD) == 0) {
             log->mark = next;
             log->seq++;
+            log->active_valid = 1;
             return EDP_OK;
         }
     }
     return EDP_ERR_STORE;
+}
+
+int edp_flog_prepare(edp_flog_t *log)
+{
+    const edp_flash_t *f = log->flash;
+    int err;
+    if (!f || log->spare_erased || (log->seq && !log->active_valid)) return EDP_OK;
+    if ((err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
+    log->spare_erased = 1;
+    return EDP_OK;
 }

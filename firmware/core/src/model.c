@@ -1,6 +1,7 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
 #include "edgedp/model.h"
+#include "edgedp/sha256.h"  /* edp_wipe */
 
 #include <string.h>  /* memset */
 
@@ -84,6 +85,31 @@ void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, u
         sum += out[cls[j]];
     }
     for (j = 0; j < n; j++) out[cls[j]] /= sum;
+}
+
+void edp_model_clamp(const edp_model_t *m, float *x)
+{
+    const float lo = m->in_lo, hi = m->in_hi;
+    uint32_t i;
+    for (i = 0; i < m->n_features; i++) {
+        float v = x[i];
+        v = v < lo ? lo : v;
+        x[i] = v > hi ? hi : v;
+    }
+}
+
+void edp_model_wipe(const edp_model_t *m)
+{
+    uint32_t t, w = 0;
+    if (m->s8) {
+        edp_model_wipe_s8(m);
+        return;
+    }
+    for (t = 0; t < m->n_nets; t++) {
+        const uint32_t n = net_width(&m->nets[t]);
+        if (n > w) w = n;
+    }
+    edp_wipe(m->scratch, (m->n_classes + 2u * (size_t)w) * sizeof *m->scratch);
 }
 
 const float *edp_model_run(const edp_model_t *m, const float *x)

@@ -4,6 +4,7 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
 #include "edgedp/model.h"
+#include "edgedp/sha256.h"  /* edp_wipe */
 
 #include <string.h>  /* memcpy, memset */
 
@@ -144,4 +145,19 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
         edp_model_head(m, net->cls, z, net->layers[l].out, out);
     }
     return out;
+}
+
+void edp_model_wipe_s8(const edp_model_t *m)
+{
+    const edp_model_s8_t *q = m->s8;
+    uint32_t t, l, z = 0, xin = 0;
+    for (t = 0; t < m->n_nets; t++) {
+        const edp_net_s8_t *net = &q->nets[t];
+        if (net->layers[net->n_layers - 1u].out > z) z = net->layers[net->n_layers - 1u].out;
+        for (l = 0; l < net->n_layers; l++)
+            if (row4(net->layers[l].in) > xin) xin = row4(net->layers[l].in);
+    }
+    edp_wipe(m->scratch, (m->n_classes + (size_t)z) * sizeof *m->scratch);
+    edp_wipe(q->act, row4(m->n_features) + 2u * (size_t)q->hidden_row);
+    edp_wipe(q->xp, (size_t)xin / 2u * sizeof *q->xp);
 }

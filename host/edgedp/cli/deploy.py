@@ -15,6 +15,9 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--seed", type=int, default=digits.SEED, show_default=True,
               help="Built-in models: digits split and training seed.")
 @click.option("--teachers", type=int, default=30, show_default=True, help="digits-ensemble: teachers T.")
+@click.option("--input-range", nargs=2, type=float, default=None, metavar="LO HI",
+              help="Range the device clamps every input to before the model runs "
+                   "[default: the training data's range; required for .joblib files].")
 @click.option("--allow-non-private", is_flag=True,
               help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
                    "the C file and the manifest then say so.")
@@ -26,17 +29,21 @@ from .common import emit_json, handle_errors, json_option
                    "default to their training inputs.")
 @json_option
 @handle_errors
-def deploy(model: str, out: str, seed: int, teachers: int, allow_non_private: bool, int8: bool,
-           calibration: str | None, as_json: bool) -> None:
+def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[float, float] | None,
+           allow_non_private: bool, int8: bool, calibration: str | None, as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
     a teacher ensemble, output = vote histogram, range [0, T], sensitivity 2), the `edgedp train`
     model file (.npz with its manifest), or a built-in trained here on the digits:
-    digits-ensemble, digits-logreg, digits-mlp."""
+    digits-ensemble, digits-logreg, digits-mlp.
+
+    The image clamps every input to the model's declared input range before the model runs
+    (docs/privacy.md section 5): the training data's range by default, --input-range to set it.
+    With --int8 that range is also the int8 input's scale."""
     if calibration and not int8:
         raise click.UsageError("--calibration only applies with --int8")
-    d = run_deploy(model, out, seed, teachers, allow_non_private, int8, calibration)
+    d = run_deploy(model, out, seed, teachers, allow_non_private, input_range, int8, calibration)
     if as_json:
         emit_json(d.as_dict())
         return
@@ -44,6 +51,8 @@ def deploy(model: str, out: str, seed: int, teachers: int, allow_non_private: bo
         click.echo(f"edgedp: warning: deploying a model that is not private: {d.non_private}", err=True)
     click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
+    click.echo(f"  inputs clamped to [{d.input_range[0]:g}, {d.input_range[1]:g}] "
+               f"({d.input_range_source})")
     click.echo(f"  {d.weights} {'int8' if d.int8 else 'float32'} parameters = {d.flash_weight_bytes} bytes of flash, "
                f"{d.scratch_ram_bytes} bytes of scratch RAM, {d.macs} multiply-adds per inference")
     if d.device_accuracy is not None:

@@ -37,15 +37,24 @@ def _memory_line(target: str) -> str:
 @click.option("--target", "-t", "target", default="qemu", show_default=True,
               type=click.Choice(sorted(session.IMAGES)), help="Image to run.")
 @click.option("--fresh", is_flag=True, help="Discard the memory saved by the last stop (blank store).")
+@click.option("--accept-rollback", is_flag=True,
+              help="After a session ended without `device stop` (QEMU killed or crashed): start from the "
+                   "memory saved by the last stop anyway, giving back what was spent since.")
 @json_option
 @handle_errors
-def start(target: str, fresh: bool, as_json: bool) -> None:
-    """Start QEMU in the background, restoring the memory saved by the last stop."""
+def start(target: str, fresh: bool, accept_rollback: bool, as_json: bool) -> None:
+    """Start QEMU in the background, restoring the memory saved by the last stop.
+
+    The spend lives in the emulated board's memory, saved only by `device stop`: after a session
+    ended any other way, start refuses (exit status 1, stating the spend the saved memory holds and
+    what may have been spent since) unless --accept-rollback or --fresh."""
     stale = session.forget_stale()
     if stale is not None:
         click.echo(f"edgedp: removed the state of a session whose QEMU (pid {stale.pid}) is gone; "
                    "its memory since the last stop is lost", err=True)
-    s = session.start(target, fresh)
+    if accept_rollback and not fresh and session.unclean_end(target) is not None:
+        click.echo(f"edgedp: accepting the rollback: {session.rollback_risk(target)}", err=True)
+    s = session.start(target, fresh, accept_rollback=accept_rollback)
     if as_json:
         emit_json(s.as_dict())
         return
@@ -67,8 +76,8 @@ def status(as_json: bool) -> None:
     elif s is None:
         click.echo("no device session")
     elif not alive:
-        click.echo(f"stale: the session's QEMU (pid {s.pid}) is not running; "
-                   "`edgedp device start` or `stop` removes its state")
+        click.echo(f"stale: the session's QEMU (pid {s.pid}) is not running and its spend since the last "
+                   "stop is not saved; `edgedp device start --accept-rollback` or `--fresh` goes on")
     else:
         click.echo(f"running: {s.target}, pid {s.pid}, console {s.url}, QMP {s.qmp}, up {_uptime(s.started)}")
         click.echo(f"  {_memory_line(s.target)}")
@@ -86,6 +95,7 @@ def stop(as_json: bool) -> None:
         emit_json({"session": r.session.as_dict(), "saved": r.saved, "files": r.files})
     elif not r.saved:
         click.echo(f"the session's QEMU (pid {r.session.pid}) was no longer running: nothing saved "
-                   f"({_memory_line(r.session.target)}); state removed")
+                   f"({_memory_line(r.session.target)}); state removed, and the next start needs "
+                   "--accept-rollback or --fresh")
     else:
         click.echo(f"device session stopped; {_memory_line(r.session.target)}")

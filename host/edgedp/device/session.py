@@ -18,6 +18,13 @@ QEMU does not model): nothing is saved for it. QEMU writes loader blobs again at
 system reset, so a session is never reset in place: ``SessionTarget.reset`` stops (saving)
 and starts again.
 
+The saved memory is the state of the last ``stop``: a session whose QEMU ended any other way
+(killed, crashed, the host rebooted) spent budget after it that the saved memory does not hold.
+Such an unclean end is recorded (``unclean.json``), and ``start`` refuses to run from the older
+memory -- which would give that spend back -- unless asked with ``accept_rollback`` (or
+``fresh``); its error states the spend the saved memory holds and how much may have been spent
+since (:func:`rollback_risk`).
+
 The session's QEMU runs without ``-icount``: the device clock follows the host's clock
 (with ``-icount`` an idle firmware would run its clock ahead of real time), and tick counts
 are not deterministic -- measure with a fresh ``--target qemu``. The firmware polls its
@@ -25,7 +32,8 @@ UART, so a running session keeps one host core busy.
 
 State directory: ``$EDGEDP_STATE_DIR``, else ``$XDG_STATE_HOME/edgedp``, else
 ``~/.local/state/edgedp``. It holds ``session.json`` while a session runs, ``qemu.log``,
-and ``memory/<target>.json`` with one ``.bin`` file per saved section.
+``memory/<target>.json`` with one ``.bin`` file per saved section, and ``unclean.json`` after
+an unclean end until the next ``start`` accepts it.
 """
 from __future__ import annotations
 
@@ -41,10 +49,12 @@ from pathlib import Path
 
 from .elf import sections
 from .errors import EdgeDPError, TransportError
+from .store import newest_record
 from .targets.qemu import IMAGES, QEMU_IN_FLIGHT, ensure_image, free_port, qemu_argv, qmp
 from .transport import Link, SerialLink
 
 STATE_FILE = "session.json"
+UNCLEAN_FILE = "unclean.json"
 LOG_FILE = "qemu.log"
 PERSISTENT_PREFIX = ".noinit"
 QMP_DIR_PREFIX = "edgedp-session-"
@@ -158,20 +168,64 @@ def running_or_raise(required: bool) -> Session | None:
             raise TransportError("no device session is running (start one with `edgedp device start`)")
         return None
     if not _alive(s.pid):
-        raise TransportError(f"the device session's QEMU (pid {s.pid}) is no longer running: "
-                             "`edgedp device start` starts a new one from the memory saved by the last "
-                             "stop, `edgedp device stop` clears its state")
+        raise TransportError(f"the device session's QEMU (pid {s.pid}) is no longer running: its spend "
+                             "since the last `edgedp device stop` is not saved; `edgedp device start` "
+                             "says how much and asks for --accept-rollback")
     return s
 
 
 def forget_stale() -> Session | None:
-    """Remove the state of a session whose QEMU is gone; return that session (None if there
-    was no state file or the session runs)."""
+    """Remove the state of a session whose QEMU is gone, recording the unclean end; return that
+    session (None if there was no state file or the session runs)."""
     s = load()
     if s is None or _alive(s.pid):
         return None
+    _mark_unclean(s)
     _cleanup(s)
     return s
+
+
+def _mark_unclean(s: Session) -> None:
+    if s.regions:  # an image without persistent memory loses nothing it would have kept
+        _write_json(state_dir() / UNCLEAN_FILE, {"pid": s.pid, "target": s.target, "started": s.started,
+                                                 "found": time.time()})
+
+
+def unclean_end(target: str) -> dict | None:
+    """The recorded unclean end of a session of ``target`` (None if its last session stopped cleanly)."""
+    try:
+        rec = json.loads((state_dir() / UNCLEAN_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return {"target": target, "pid": 0, "started": 0.0, "found": 0.0}
+    return rec if rec.get("target") == target else None
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+def rollback_risk(target: str) -> str:
+    """What starting ``target`` from its saved memory after an unclean end may give back."""
+    rec = unclean_end(target) or {}
+    saved = saved_memory(target)
+    ended = f"the {target} session's QEMU (pid {rec.get('pid')}, started {_utc(rec.get('started', 0))}) " \
+            "ended without `edgedp device stop`"
+    if saved is None:
+        return (f"{ended} and no memory was ever saved: the device would start blank, giving back "
+                "every epsilon that session spent")
+    mem = b"".join(Path(r["file"]).read_bytes() for r in saved["regions"] if Path(r["file"]).is_file())
+    rec_budget = newest_record(mem)
+    since = _utc(saved["saved"])
+    if rec_budget is None:
+        return f"{ended}; the memory saved at {since} holds no budget record: every epsilon spent is at risk"
+    b = rec_budget
+    left = "no lifetime cap" if not b.lifetime_cap else \
+        f"at most the {max(b.lifetime_cap - b.lifetime_spent, 0) / 1e6:g} epsilon left under the lifetime cap"
+    return (f"{ended}; the memory saved at {since} holds a spend of {b.lifetime_spent / 1e6:g} epsilon "
+            f"({b.daily_spent / 1e6:g} on day {b.day}). Every answer after {since} would be given back: up to "
+            f"the daily cap of {b.daily_cap / 1e6:g} epsilon for each day the session ran since, {left}")
 
 
 def _cleanup(s: Session) -> None:
@@ -261,12 +315,15 @@ def _answers_ping(url: str, proc: subprocess.Popen, timeout: float) -> None:
                                    f"{_log_tail()}") from None
 
 
-def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port: int | None = None) -> Session:
+def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port: int | None = None,
+          accept_rollback: bool = False) -> Session:
     """Start a session for ``target`` (``qemu`` or ``qemu:stm32f4``) and return it.
 
     SessionError if one runs already; the state of a session whose QEMU is gone is removed
-    first (``forget_stale``). ``fresh`` discards the memory saved for ``target``; ``port``
-    (default: a free one) is the console's TCP port."""
+    first (``forget_stale``). After an unclean end of the last session, SessionError stating
+    :func:`rollback_risk` unless ``accept_rollback`` (start from the older saved memory) or
+    ``fresh`` (discard the memory saved for ``target``); ``port`` (default: a free one) is the
+    console's TCP port."""
     if target not in IMAGES:
         raise SessionError(f"a device session runs {' or '.join(IMAGES)}, not {target!r}")
     current = running()
@@ -274,6 +331,9 @@ def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port
         raise SessionError(f"a device session is already running ({current.target}, pid {current.pid}, "
                            f"{current.url}): `edgedp device stop` first")
     forget_stale()
+    if unclean_end(target) is not None and not (fresh or accept_rollback):
+        raise SessionError(f"refusing to start: {rollback_risk(target)}. Start with --accept-rollback "
+                           "to accept that, or --fresh to discard the saved memory")
     board, usart = IMAGES[target]
     elf = ensure_image(board)
     regions = persistent_regions(elf)
@@ -298,6 +358,7 @@ def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port
         shutil.rmtree(qmp_dir, ignore_errors=True)
         raise
     _write_json(d / STATE_FILE, s.as_dict())
+    (d / UNCLEAN_FILE).unlink(missing_ok=True)
     return s
 
 
@@ -317,6 +378,7 @@ def stop(timeout: float = 10.0) -> Stopped:
     if s is None:
         raise SessionError("no device session is running (start one with `edgedp device start`)")
     if not _alive(s.pid):
+        _mark_unclean(s)
         _cleanup(s)
         return Stopped(s, False, [])
     qmp(s.qmp, "stop")

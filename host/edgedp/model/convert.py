@@ -75,14 +75,19 @@ def from_teachers(teachers: Sequence[object], n_classes: int, n_features: int, n
 def from_npz(path: Path) -> DeviceModel:
     """The `edgedp train` model file: kind, n_features, n_classes, W0, b0, W1, b1, ... (float32,
     W_i of shape (in, out), ReLU between layers, logits last) and classes; NAME.manifest.json
-    beside it (its model_sha256 must match)."""
+    beside it (its model_sha256 must match; its data.input_range, the training data's range,
+    becomes the model's input range)."""
     import hashlib
 
     manifest = path.with_name(path.name[: -len(".npz")] + ".manifest.json")
+    input_range = None
     if manifest.exists():
-        want = json.loads(manifest.read_text()).get("model_sha256")
+        doc = json.loads(manifest.read_text())
+        want = doc.get("model_sha256")
         if want and want != hashlib.sha256(path.read_bytes()).hexdigest():
             raise ValueError(f"{path}: sha256 differs from {manifest.name} (model_sha256)")
+        rng = doc.get("data", {}).get("input_range")
+        input_range = (float(rng[0]), float(rng[1])) if rng else None
     with np.load(path, allow_pickle=False) as z:
         kind = str(z["kind"])
         if kind not in ("logreg", "mlp"):
@@ -92,7 +97,8 @@ def from_npz(path: Path) -> DeviceModel:
         k, n = int(z["n_classes"]), int(z["n_features"])
     if not layers or layers[0].w.shape[0] != n or layers[-1].w.shape[1] != k:
         raise ValueError(f"{path}: layers do not map {n} features to {k} classes")
-    return DeviceModel(path.stem, "softmax", k, (Net(layers, np.arange(k)),), *SOFTMAX_RANGE)
+    return DeviceModel(path.stem, "softmax", k, (Net(layers, np.arange(k)),), *SOFTMAX_RANGE,
+                       input_range=input_range)
 
 
 def load(path: str | Path) -> DeviceModel:

@@ -79,13 +79,16 @@ def quantize_net(net: Net, x: np.ndarray, s_in: float, zp_in: int) -> Net:
 
 def quantize(model: DeviceModel, calibration: np.ndarray) -> DeviceModel:
     """The int8 version of a float model, activation scales calibrated on ``calibration`` (N,
-    n_features), e.g. the training inputs."""
+    n_features), e.g. the training inputs; the input scale maps the model's declared input
+    range (else the calibration inputs' range) onto int8."""
     if model.int8:
         return model
     X = np.asarray(calibration, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != model.n_features or not len(X) or not np.all(np.isfinite(X)):
         raise ValueError(f"int8: calibration inputs must be finite, of shape (n, {model.n_features})")
-    q, s_in, zp = input_quant(X.min(), X.max())
+    if model.input_range is not None:  # the device clamps to it: calibrate on clamped inputs
+        X = np.clip(X, *model.input_range)
+    q, s_in, zp = input_quant(*(model.input_range or (X.min(), X.max())))
     nets = tuple(quantize_net(n, X, s_in, zp) for n in model.nets)
     return DeviceModel(model.name, model.head, model.n_classes, nets, model.lo, model.hi,
-                       model.sensitivity, model.m, q)
+                       model.sensitivity, model.m, model.input_range, q)

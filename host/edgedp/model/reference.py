@@ -82,10 +82,14 @@ def first_argmax(z: np.ndarray) -> np.ndarray:
 
 
 def run(model: DeviceModel, X: np.ndarray) -> np.ndarray:
-    """The device's raw model output for each row of X: (N, n_classes) float32."""
+    """The device's raw model output for each row of X: (N, n_classes) float32, the inputs
+    clamped to the model's declared input range first (edp_model_clamp)."""
     x = np.asarray(X, dtype=F)
     if x.ndim != 2 or x.shape[1] != model.n_features:
         raise ValueError(f"inputs must have shape (n, {model.n_features}), got {x.shape}")
+    if model.input_range is not None:
+        lo, hi = (F(v) for v in model.input_range)
+        x = np.where(x < lo, lo, np.where(x > hi, hi, x))
     with np.errstate(over="ignore", invalid="ignore"):  # the device reports non-finite outputs
         return _run(model, x)
 

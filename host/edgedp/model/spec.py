@@ -120,12 +120,20 @@ class DeviceModel:
     hi: float
     sensitivity: float = 2.0
     m: int | None = None
+    input_range: tuple[float, float] | None = None
+    """[in_lo, in_hi]: the device clamps every input to it before the model runs (None: not yet
+    declared; `edgedp deploy` requires one)."""
     quant: InputQuant | None = None   # int8 nets (Dense8 layers) need it; float nets none
 
     def __post_init__(self) -> None:
         kinds = {isinstance(l, Dense8) for n in self.nets for l in n.layers}
         if len(kinds) > 1 or (kinds == {True}) != (self.quant is not None):
             raise ValueError("a model is all float32 or all int8 (with its input quantisation)")
+        if self.input_range is not None:
+            lo, hi = (float(np.float32(v)) for v in self.input_range)
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+                raise ValueError(f"input range must be finite with lo <= hi, got {self.input_range}")
+            object.__setattr__(self, "input_range", (lo, hi))
         if self.head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}")
         if not self.nets or (self.head == "softmax" and len(self.nets) != 1):

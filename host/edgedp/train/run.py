@@ -130,7 +130,8 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
                          "(docs/privacy.md §4.3)"}
     if not out.private:
         training.update({"non_private_reason": non_private_reason(cfg.seed), "seed": cfg.seed})
-    data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes}
+    data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes,
+                "input_range": [float(np.min(data.X_train)), float(np.max(data.X_train))]}
     summary = {**{k: training[k] for k in ("private", "epsilon", "delta", "neighbouring", "epsilon_replace_one",
                                            "noise_multiplier", "clip_norm", "sampling_rate", "steps", "accountant",
                                            "randomness")},

@@ -5,7 +5,15 @@
  *    to the persistent store; entropy, clock and store failures refuse it
  *    (EDP_ERR_ENTROPY, EDP_ERR_TIME, EDP_ERR_STORE) before any noise is drawn;
  *  - INFER's raw model output never leaves the device: only the mechanism's
- *    release of it does (INFER_LOCAL, test builds, answers a checksum);
+ *    release of it does (INFER_LOCAL, test builds, answers a checksum); the
+ *    model runs after the charge on inputs clamped to its declared range, and
+ *    a non-finite output is released as a fixed in-range vector: no refusal
+ *    depends on the model;
+ *  - a refusal of the charge (clock, store, budget, entropy) is decided before
+ *    the reseed, and the budget check before anything that depends on past
+ *    randomness;
+ *  - the request (frame and values), the lattice vector and the model's
+ *    scratch are zeroed before an answer's first byte leaves;
  *  - PING, INFO, BUDGET and the local path never depend on entropy, clock or budget;
  *  - CONFIG, SET_TIME, RESET_BUDGET and TEST_SEED need an HMAC-SHA256 tag over
  *    "EDP2" | type | nonce | counter u64 | payload with the device's current
@@ -17,11 +25,14 @@
  *    nonce, the frame's tag, the result and the counter, and STATE's over the
  *    host's challenge and its body (docs/protocol.md);
  *  - with a flash log (port->flash), every commit of spend or counter raises
- *    the flash high-water mark first, and boot restores spend and counter to
- *    at least the mark (a lost or older store never lowers them);
- *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER answer (and an INFER refusal
- *    after its model ran) leaves at a time fixed by the request, the
- *    configuration and the model, not by the noise (edgedp/deadline.h);
+ *    the flash high-water mark first (a charge the mark does not cover raises
+ *    it EDP_FLOG_RESERVE - 1 answers ahead, within the caps), and boot
+ *    restores the counter, and the spend of a store that did not load, to at
+ *    least the mark (a lost store never lowers them); the flash log's spare
+ *    sector is erased after an answer has left, never inside its window;
+ *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER answer leaves at a time
+ *    fixed by the request, the configuration and the model, not by the noise
+ *    (edgedp/deadline.h); a refusal leaves at once;
  *  - every decoded frame gets exactly one response with its seq. */
 #ifndef EDGEDP_DEVICE_H
 #define EDGEDP_DEVICE_H
@@ -95,8 +106,9 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n);
  * never crosses the external interface. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out);
 
-/* The local path of the model: its raw output for inputs x[0..n), in the
- * model's scratch (valid until the next inference). Costs no budget, needs no
+/* The local path of the model: its raw output for inputs x[0..n) clamped to
+ * the model's input range (copied to d->xin first), in the model's scratch
+ * (valid until the next inference). Costs no budget, needs no
  * entropy or clock, never crosses the external interface. Returns EDP_OK,
  * EDP_ERR_NO_MODEL, EDP_ERR_LEN (n is not the model's input length) or
  * EDP_ERR_BAD_VALUE (an input or output is NaN or Inf). */

@@ -14,11 +14,16 @@
  *
  * Append-only: a raise programs the next erased slot of the active sector
  * (the one holding the highest valid seq), body first, CRC last, and reads it
- * back. When the active sector is full, the other sector is erased and the
- * new mark (which carries everything before it) becomes its first record:
- * the old sector stays intact until the next switch, so a power cut during
- * the erase or the program leaves the previous mark readable. Wear: one erase
- * per sector_size / EDP_FLOG_RECORD raises, alternating between the sectors.
+ * back. When the active sector is full, the new mark (which carries
+ * everything before it) becomes the first record of the other sector, the
+ * spare. The spare is erased ahead of need by edp_flog_prepare, which the
+ * device calls after an answer has left (outside every release window: a
+ * sector erase takes 1-2 s on stm32f4), and only once the active sector holds
+ * a valid record: the sector holding the newest mark is never erased, so a
+ * power cut during the erase or the program leaves it readable. A raise
+ * erases the spare itself only when no prepare ran since the switch (the
+ * erase failed). Wear: one erase per sector_size / EDP_FLOG_RECORD raises,
+ * alternating between the sectors.
  *
  * Torn-write safety: a record whose program was cut fails its CRC and is
  * ignored; open() takes the element-wise maximum over every valid record of
@@ -59,6 +64,8 @@ typedef struct {
     uint32_t seq;           /* seq of the newest valid record (0: none) */
     uint32_t sector;        /* active sector (0 or 1) */
     uint32_t next;          /* offset in the active sector of the next slot to program */
+    uint8_t active_valid;   /* the active sector holds a valid record */
+    uint8_t spare_erased;   /* the other sector reads erased: the next switch needs no erase */
 } edp_flog_t;
 
 /* Scan both sectors: log->mark = maximum over all valid records (all zero if
@@ -73,5 +80,11 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash);
  * no slot takes the record); the caller must then not release what the mark
  * should have covered. */
 int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m);
+
+/* Erase the spare sector if it is not erased and the active sector holds a
+ * valid record (nothing otherwise). Call it where a 1-2 s stall reveals
+ * nothing: after an answer has left, never inside a release window. Returns
+ * EDP_OK or the flash's negative error (retried at the next call). */
+int edp_flog_prepare(edp_flog_t *log);
 
 #endif

@@ -78,12 +78,20 @@ typedef struct {
     float lo, hi;             /* output range: [0, 1] (SOFTMAX) or [0, T] (VOTES) */
     float sensitivity;        /* L1 sensitivity of the output: 2 */
     int32_t m;                /* lattice exponent, or EDP_M_AUTO */
+    /* Input range the model declares (`edgedp deploy`; by default the training data's):
+     * finite, in_lo <= in_hi. Every input is clamped to it before the model runs. */
+    float in_lo, in_hi;
     const edp_model_s8_t *s8; /* NULL: float32 nets; else int8 nets (nets unused, NULL) */
 } edp_model_t;
 
+/* Clamp x[0..n_features) in place to [m->in_lo, m->in_hi] (x finite: the
+ * caller checks). */
+void edp_model_clamp(const edp_model_t *m, float *x);
+
 /* Run the model on x[0..n_features). Returns a pointer to n_classes outputs in
- * m->scratch, valid until the next call. x must be finite (the caller checks);
- * the outputs may still overflow to Inf for extreme weights: check them. */
+ * m->scratch, valid until the next call. x must be finite and clamped
+ * (edp_model_clamp); the outputs may still overflow to Inf or NaN for extreme
+ * weights: the caller checks them. */
 const float *edp_model_run(const edp_model_t *m, const float *x);
 
 /* edp_model_run for an int8 model (model_s8.c). */
@@ -92,6 +100,14 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x);
 /* The head on one net's logits z[0..n): the softmax into out[cls[j]], or one
  * vote for cls of the first maximum (out zeroed by the caller). */
 void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, uint32_t n, float *out);
+
+/* Zero the model's whole scratch (raw outputs and hidden activations; int8
+ * models also their int8 activations and widened input), in a time that
+ * depends only on the model's shape. */
+void edp_model_wipe(const edp_model_t *m);
+
+/* edp_model_wipe's int8 part (model_s8.c): its float scratch, act and xp. */
+void edp_model_wipe_s8(const edp_model_t *m);
 
 /* exp(x) in float32 for x <= 0 (0 below -87 and for NaN): 2^n p(r) with r = x - n ln 2,
  * p the degree-7 Taylor polynomial by Horner; within 4 ulps of exp (tested). */

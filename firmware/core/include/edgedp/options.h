@@ -50,6 +50,16 @@
 #define EDP_RESEED_BLOCKS 65536u
 #endif
 
+/* Answers one flash-log record covers (edgedp/flog.h, the reservation): a
+ * charge the flash mark does not cover raises it to the spend plus
+ * (EDP_FLOG_RESERVE - 1) answers' epsilon, clamped to the caps, so the log is
+ * written once per EDP_FLOG_RESERVE answers. After a store loss the device
+ * comes back with at most that many answers more spent than it sent
+ * (over-count, never under-count). 1: a record per answer. */
+#ifndef EDP_FLOG_RESERVE
+#define EDP_FLOG_RESERVE 16u
+#endif
+
 #define EDP_FIRMWARE_VERSION "0.1.0"
 
 #endif
