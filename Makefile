@@ -69,13 +69,19 @@ build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/gen/model.txt f
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
-# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs $(MODEL_DIR)/NAME.c
-# (MODEL_DIR=firmware/model unless given: `make build/qemu-model-mine/edgedp.elf MODEL_DIR=out` for out/mine.c)
+# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c,
+# or build/gen/models/NAME.c (models the tests generate with `edgedp deploy`)
 # (tests and `edgedp bench` compare models this way).
-MODEL_DIR ?= firmware/model
-build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) $(MODEL_DIR)/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+QEMU_NOMODEL_SRCS := $(filter-out $(MODEL),$(QEMU_SRCS))
+build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
-	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(filter-out $(MODEL),$(QEMU_SRCS)) $(MODEL_DIR)/$*.c \
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) firmware/model/$*.c \
+	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
+build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) build/gen/models/$*.c \
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 

@@ -79,12 +79,12 @@ def test_deploy_int8_build_and_query_infer_end_to_end(tmp_path: Path, test_key: 
     m = LogisticRegression(C=10.0, max_iter=2000).fit(SPLIT.X_pool, SPLIT.y_pool)
     joblib.dump(m, tmp_path / "lr8cli.joblib")
     np.save(tmp_path / "calib.npy", SPLIT.X_pool)
-    models = tmp_path / "models"
+    models = ROOT / "build/gen/models"  # where the Makefile's qemu-model-NAME rule finds deployed models
     r = edgedp("deploy", str(tmp_path / "lr8cli.joblib"), "--int8", "--calibration", str(tmp_path / "calib.npy"),
                "--input-range", "0", "1", "--out", str(models / "lr8cli.c"))
     assert r.returncode == 0, r.stderr
     assert "int8 parameters" in r.stdout
-    make("build/qemu-model-lr8cli/edgedp.elf", f"MODEL_DIR={models}")
+    make("build/qemu-model-lr8cli/edgedp.elf")
     model = cgen.read(models / "lr8cli.c")
     X = SPLIT.X_test[:12].astype(np.float32)
     np.save(tmp_path / "x.npy", X)
