@@ -12,28 +12,44 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test test-fast provision clean FORCE
+.PHONY: help setup firmware host demo test test-fast test-renode provision clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
 	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
 	@echo "make test-fast - the tests that need no emulator and no training (about a minute)"
 	@echo "make setup | firmware | host | clean"
+	@echo "make test-renode - only the Renode suite (renode/edgedp.robot; needs renode-test on PATH)"
 	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
 # ---- setup: Debian packages and the Python environment -----------------------
-setup: $(STAMP)
-
-$(STAMP): pyproject.toml
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# `make setup` (and `make test`) install the package with every extra ([test]); `make demo` only
+# what the demo needs ([demo]: scikit-learn for the on-device digits model), unless the full
+# install is already there.
+DEMO_STAMP := $(VENV)/.edgedp-demo-installed
+DEMO_APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv python3-pip
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 	test -x $(PY) || python3 -m venv $(VENV)
+endef
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(call apt_install,$(APT_PACKAGES))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+$(DEMO_STAMP): pyproject.toml
+	$(call apt_install,$(DEMO_APT_PACKAGES))
+	if [ ! $(STAMP) -nt pyproject.toml ]; then \
+	  $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e '.[demo]'; fi
 	touch $@
 
 # ---- firmware -----------------------------------------------------------------
@@ -43,30 +59,36 @@ build/gen/test_keys.c: $(KEY)
 	f=lambda n,b: "const uint8_t %s[32] = {%s};\n" % (n, ",".join(str(x) for x in b)); \
 	sys.stdout.write("#include \"test_keys.h\"\n" + f("edp_test_device_key", k) + f("edp_test_seed", range(32)))' > $@
 
-# The images depend on which MODEL they were built with (firmware/sources.mk), not only on its file.
-build/gen/model.txt: FORCE
+# Each image depends on which MODEL it was built with (firmware/sources.mk), not only on its file:
+# build/<image>/model.txt records it (the host tool rebuilds a stale image with that MODEL, never
+# with the default behind the user's back), and build/<image>/model.c is a copy of the model data
+# the image holds (`edgedp info` and the host reference read it).
+build/%/model.txt: FORCE
 	@mkdir -p $(@D)
 	@echo '$(MODEL)' | cmp -s - $@ || echo '$(MODEL)' > $@
+KEEP_MODEL = cp $(MODEL) $(@D)/model.c
 
 QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
 FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
 
-firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf
+firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf build/stm32f4-test/edgedp.elf
 
-build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
 # The production configuration on the QEMU port (no test commands, ticks hidden, answers released at
 # their deadline), with the public test seed: only for measuring the release timing under -icount.
 TIMING_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
-build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/qemu-timing/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(TIMING_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
 # The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c,
@@ -83,6 +105,7 @@ build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HE
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) build/gen/models/$*.c \
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	cp firmware/model/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,
@@ -91,12 +114,24 @@ build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firm
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(filter-out $(MODEL),$(TIMING_SRCS)) \
 	  firmware/model/$*.c $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	cp firmware/model/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
-build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/gen/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
+build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/stm32f4/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@
+	$(KEEP_MODEL)
+	arm-none-eabi-size $@
+
+# The stm32f4 test image (public test seed and key, test commands; INFO says build=test): what
+# `--target renode` runs by default. The production image above stays the one to flash.
+STM32F4_TEST_SRCS := $(EDP_STM32F4_IMAGE_SRCS) $(EDP_TEST_APP_SRCS) build/gen/test_keys.c
+build/stm32f4-test/edgedp.elf: $(STM32F4_TEST_SRCS) $(FW_HEADERS) build/stm32f4-test/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_TEST_DEFS) $(INC) $(STM32F4_TEST_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T $(EDP_STM32F4_LDSCRIPT) -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
 # make provision KEY=path/to/device.key  (64 hex digits: the key file the host tool reads)
@@ -132,9 +167,10 @@ build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
 
-build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
+build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/host/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+	$(KEEP_MODEL)
 
 # The host port with another model: build/host-model-NAME/edgedp runs firmware/model/NAME.c, or
 # build/gen/models/NAME.c (models the tests generate with `edgedp deploy`).
@@ -147,12 +183,13 @@ build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADER
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
 
-build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/gen/model.txt firmware/sources.mk
+build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/host-san/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
 	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+	$(KEEP_MODEL)
 
 # ---- the two README commands ----------------------------------------------------
-demo: setup firmware
+demo: $(DEMO_STAMP) firmware
 	$(VENV)/bin/edgedp demo
 
 # pytest runs on every core (pytest-xdist, whole files per worker: the QEMU and native
@@ -162,6 +199,24 @@ PYTEST_WORKERS ?= $(shell nproc)
 test: setup firmware host
 	$(VENV)/bin/python -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
+	@if command -v $(RENODE_TEST) >/dev/null; then $(MAKE) --no-print-directory test-renode; \
+	else echo "SKIPPED: the Renode suite (renode/edgedp.robot): no $(RENODE_TEST) on PATH (renode/README.md)"; fi
+
+# ---- the Renode suite: renode/edgedp.robot under Renode's renode-test ------------------
+# renode-test runs the python3 on PATH and wants its own Robot Framework version (its
+# tests/requirements.txt): a separate venv holds that and this package's dependencies.
+RENODE_TEST ?= renode-test
+RENODE_VENV := build/venv-renode
+$(RENODE_VENV)/.installed: pyproject.toml
+	@command -v $(RENODE_TEST) >/dev/null || { echo "no $(RENODE_TEST) on PATH: install Renode (renode/README.md)" >&2; exit 2; }
+	test -x $(RENODE_VENV)/bin/python || python3 -m venv $(RENODE_VENV)
+	$(RENODE_VENV)/bin/pip install -q -r "$$(dirname "$$(readlink -f "$$(command -v $(RENODE_TEST))")")/tests/requirements.txt"
+	$(RENODE_VENV)/bin/pip install -q -e .
+	touch $@
+
+test-renode: firmware $(RENODE_VENV)/.installed
+	PATH="$(CURDIR)/$(RENODE_VENV)/bin:$$PATH" PYTHONPATH="$(CURDIR)/host:$(CURDIR)/tests/robot" \
+	  $(RENODE_TEST) renode/edgedp.robot
 
 # Folders python, docs, native and firmware (CONTRIBUTING.md), without the slow marker.
 test-fast: setup firmware host

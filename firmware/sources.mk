@@ -63,4 +63,7 @@ EDP_ARM_LDFLAGS := -nostartfiles -Wl,--gc-sections --specs=nano.specs --specs=no
 # Production stm32f4 image: console on USART2 (PA2/PA3; Renode stm32f4_discovery usart2; on a real
 # STM32F4DISCOVERY wire a USB-serial adapter, see docs/hardware.md).
 EDP_STM32F4_DEFS := -DEDP_TEST_BUILD=0 -DEDP_CONSOLE_USART=2
+# The stm32f4 test image (build/stm32f4-test, INFO build=test): the same port and console with the
+# public test seed and key and the test commands, for the host harness on Renode. Not for PlatformIO.
+EDP_STM32F4_TEST_DEFS := -DEDP_TEST_BUILD=1 -DEDP_CONSOLE_USART=2
 EDP_STM32F4_LDSCRIPT := firmware/boards/stm32f4/stm32f4.ld

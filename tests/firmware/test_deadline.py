@@ -131,17 +131,34 @@ def test_qemu_fixed_part_covers_a_window_with_a_reseed(probe, c):
     assert fixed >= FIXED_MARGIN * measured, (fixed, measured)
 
 
+def test_per_value_constants_cover_the_longest_values(probe, c):
+    """All-zero inputs are the request's longest decoding (every float four COBS code bytes) and
+    near-zero answers the response's longest encoding: the part outside the noise per value,
+    between k = 10 and k = 1000, within the per-input and per-class constants."""
+    probe.configure(MechConfig(1_000_000, 0.0, 1.0, 1.0, None))
+    rest = {}
+    for k in (10, 1000):
+        probe.dev.query(np.zeros(k, dtype=np.float32))  # the plan
+        w = Window()
+        probe.run(lambda d: d.query(np.zeros(k, dtype=np.float32)), w)
+        rest[k] = w.rest
+    per_value = (rest[1000] - rest[10]) / 990
+    assert per_value > 100                                  # the values' own work really ran
+    assert c["DL_PER_INPUT"] + c["DL_PER_CLASS"] >= MARGIN * per_value, per_value
+
+
 @pytest.mark.slow
 def test_whole_windows_stay_within_their_deadline(probe):
     rng = np.random.default_rng(3)
     for eps_micro in (100_000, 1_000_000, 10_000_000):
         probe.configure(MechConfig(eps_micro, 0.0, 1.0, 1.0, None))
         for k in (10, 1000) if eps_micro == 1_000_000 else (10,):
-            for i, mode in enumerate(("full", "topk:32", "label", "bucket", "round:3", "simplex")):
+            for i, mode in enumerate(("full", "topk:32", "label", "bucket", "round:3", "simplex", "full")):
                 w = Window()
                 if i == 1:
                     probe.force_reseed()
-                probe.run(lambda d: d.query(rng.random(k, dtype=np.float32), mode), w)
+                x = rng.random(k, dtype=np.float32) if i < 6 else np.zeros(k, dtype=np.float32)
+                probe.run(lambda d: d.query(x, mode), w)
                 # i == 0 is the first query after the CONFIG: it prepared the plan
                 assert MARGIN * w.work <= w.deadline, (eps_micro, k, mode, w.as_dict())
     for i, x in enumerate(digits_split(0).X_test[:3].astype(np.float32)):

@@ -98,3 +98,32 @@ def test_budget_and_verify_on_qemu() -> None:
     assert {"day", "daily_cap", "daily_spent", "daily_remaining", "lifetime_spent", "lifetime_cap", "store"} <= d.keys()
     v = json.loads(cli("verify", "--queries", "200", "--samples", "100000", "--json", target="qemu").stdout)
     assert v["mismatches"] == 0 and v["chi2_pvalue"] > 1e-3
+
+
+def test_timeout_option_and_env_on_device_commands(tmp_path) -> None:
+    """--timeout and EDGEDP_TIMEOUT bound the wait for a device that never answers (issue 17.9)."""
+    import os
+    import socket
+    import time
+
+    with socket.socket() as srv:  # accepts the connection, never answers
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        url = f"socket://127.0.0.1:{srv.getsockname()[1]}"
+        for args, env in ((["budget", "--timeout", "1"], {}), (["info"], {"EDGEDP_TIMEOUT": "1"})):
+            t0 = time.monotonic()
+            r = subprocess.run([EDGEDP, *args, "--target", url], capture_output=True, text=True, timeout=60,
+                               env={**os.environ, **env})
+            assert r.returncode != 0 and "does not answer PING" in r.stderr, r.stderr
+            assert time.monotonic() - t0 < 8  # not the default 10 s
+    r = subprocess.run([EDGEDP, "budget", "--timeout", "0"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--timeout" in r.stderr
+
+
+def test_edgedp_root_that_is_no_checkout_is_one_line(tmp_path) -> None:
+    import os
+
+    r = subprocess.run([EDGEDP, "info", "--target", "qemu"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "EDGEDP_ROOT": str(tmp_path)})
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert f"EDGEDP_ROOT={tmp_path} is not an edgedp checkout" in r.stderr

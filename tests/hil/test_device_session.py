@@ -59,6 +59,16 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
         c("device", "stop")
 
 
+def test_admin_on_a_fresh_emulator_says_the_change_ends_with_it(cli: Cli) -> None:
+    """admin config / set-time / reset-budget on a device started for the one command (issue 20.7)."""
+    for target, args in (("qemu", ["config", "--epsilon", "0.5"]), ("host", ["set-time", "--unix", str(NOON)]),
+                         ("host", ["reset-budget"])):
+        r = cli("admin", *args, "--key-file", KEY, "--target", target)
+        assert r.returncode == 0, r.stderr
+        assert "gone when it exits" in r.stderr and "`edgedp device start`" in r.stderr, (target, args, r.stderr)
+    assert cli.json("admin", "reset-budget", "--key-file", KEY, "--target", "host")["lost_at_exit"] is True
+
+
 def test_restored_memory_is_outside_what_the_startup_code_writes() -> None:
     """start loads the saved bytes before reset; the startup code then copies .data and
     zeroes .bss (firmware/boards/cortexm/startup.c): .noinit must overlap neither."""
@@ -81,7 +91,8 @@ def test_config_clock_and_spend_survive_stop_and_start(cli: Cli, tmp_path: Path)
     started = cli.json("device", "start")
     assert started["target"] == "qemu" and not started["restored"]
     assert [r["name"] for r in started["regions"]] == [".noinit"]
-    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    r = cli("admin", "config", "--key-file", KEY, "--epsilon", "1.0", "--daily-cap", "10")
+    assert r.returncode == 0 and "gone when it exits" not in r.stderr  # the session keeps it
     cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
     cli.ok("query", str(rows))
     before = cli.json("budget")
@@ -187,3 +198,17 @@ def test_a_killed_session_never_rolls_the_budget_back_silently(cli: Cli, tmp_pat
     assert cli.json("budget")["lifetime_spent"] == pytest.approx(2.0)  # what was stated and accepted
     cli.ok("device", "stop")
     cli.ok("device", "start")                      # a clean stop needs no acceptance
+
+
+def test_readme_session_example_runs_as_written(cli: Cli) -> None:
+    """Every command of the README's session block succeeds in order (issue 20.10: the query of its
+    20 sample rows fits the daily cap it configures), and the block ends with no session running."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("K=tests/keys/test-device.key"):]
+    block = block[:block.index("```")]
+    lines = [ln.split("#", 1)[0].strip() for ln in block.splitlines()[1:]]
+    for line in filter(None, lines):
+        args = [a.replace("$K", KEY) for a in line.split()[1:]]
+        r = subprocess.run([EDGEDP, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=cli.env)
+        assert r.returncode == 0, f"{line}: rc {r.returncode}\n{r.stdout}{r.stderr}"
+    assert not (cli.state / "session.json").exists()

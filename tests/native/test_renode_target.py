@@ -168,3 +168,92 @@ def test_provision_elf_writes_the_key_into_edp_key(tmp_path):
     assert dump.returncode == 0
     key = load_key()
     assert (tmp_path / "key.bin").read_bytes() == key
+
+
+def test_renode_runs_the_test_image_by_default(fake_renode, monkeypatch):
+    built = []
+
+    def fake_ensure_image(board):
+        built.append(board)
+        return ROOT / "build" / board / "edgedp.elf"
+
+    monkeypatch.setattr(renode_target, "ensure_image", fake_ensure_image)
+    if not (ROOT / "build" / "stm32f4-test" / "edgedp.elf").exists():
+        pytest.skip("build/stm32f4-test/edgedp.elf not built (make firmware)")
+    t = start_target("renode")
+    t.close()
+    assert built == ["stm32f4-test"]
+    assert t.name == "renode"
+    assert t.elf == ROOT / "build" / "stm32f4-test" / "edgedp.elf"
+
+
+def test_renode_path_runs_the_named_image(fake_renode, tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setattr(renode_target, "ensure_image", lambda board: pytest.fail("built the default image"))
+    elf = tmp_path / "provisioned.elf"
+    elf.write_bytes(b"")
+    t = start_target(f"renode:{elf}")
+    t.close()
+    assert t.name == f"renode:{elf}"
+    argv = json.loads(fake_renode.read_text())["argv"]
+    assert f"$elf=@{elf.resolve()}" in argv
+
+
+def test_renode_path_must_name_an_image(tmp_path):
+    from edgedp.device.targets import check_spec
+
+    with pytest.raises(TransportError, match="no such image"):
+        check_spec(f"renode:{tmp_path / 'missing.elf'}")
+    with pytest.raises(TransportError, match="renode:PATH"):
+        check_spec("renode-ish")
+
+
+def test_renode_ticks_are_virtual_cycles_at_the_platform_mips():
+    import re
+
+    from edgedp.bench import icount
+    from edgedp.device.protocol import Info
+
+    repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
+    assert re.findall(r"PerformanceInMips:\s*(\d+)", repl) == [str(renode_target.PERFORMANCE_IN_MIPS)]
+    info = Info("test", "ok", "loaded", True, 1024, "dwt", True, 168_000_000, "0.1.0", "stm32f4")
+    unit = icount.tick_unit(info, "renode")
+    assert unit.ticks_per_instruction == pytest.approx(4.0)
+    assert unit.instructions(5640) == pytest.approx(1410)
+    assert unit.cycles(5640) == 5640
+    assert unit.seconds(5640) * 1e6 == pytest.approx(5640 / 168)
+    assert "virtual" in unit.describe() and "not silicon cycles" in unit.describe()
+    assert icount.tick_unit(info, "renode:/some/image.elf").instructions(4) == pytest.approx(1)
+
+
+def _make_n_test(tmp_path, with_renode_test: bool) -> str:
+    """`make -n test` (commands printed, only the recursive $(MAKE) lines run) on a PATH with
+    or without a renode-test."""
+    import shutil
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("make", "bash", "sh", "dirname", "readlink"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    if with_renode_test:
+        fake = bin_dir / "renode-test"
+        fake.write_text("#!/bin/sh\necho fake renode-test ran >&2\nexit 1\n")
+        fake.chmod(0o755)
+    r = subprocess.run(["make", "-n", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True,
+                       env={"PATH": str(bin_dir), "HOME": str(tmp_path)}, timeout=120)
+    assert "fake renode-test ran" not in r.stderr
+    return r.stdout + r.stderr
+
+
+def test_make_test_reports_the_renode_suite_skipped_without_renode_test(tmp_path):
+    lines = _make_n_test(tmp_path, with_renode_test=False).splitlines()
+    assert "SKIPPED: the Renode suite (renode/edgedp.robot): no renode-test on PATH (renode/README.md)" in lines
+    assert not any("renode-test renode/edgedp.robot" in line for line in lines)
+
+
+def test_make_test_runs_the_renode_suite_with_renode_test(tmp_path):
+    lines = _make_n_test(tmp_path, with_renode_test=True).splitlines()
+    assert not any(line.startswith("SKIPPED") for line in lines)
+    assert any(line.strip().endswith("renode-test renode/edgedp.robot") for line in lines)

@@ -193,8 +193,9 @@ static void test_clock(void)
     r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
     CHECK(r == EDP_OK && c.pll && c.sysclk_hz == 168000000u && c.pclk1_hz == 42000000u && c.pclk2_hz == 84000000u,
           "clock: HSE + PLL -> 168 MHz, APB1 42 MHz, APB2 84 MHz");
-    CHECK(rcc.PLLCFGR == (8u | 336u << 6 | 0u << 16 | 1u << 22 | 7u << 24),
-          "clock: PLLCFGR M=8 N=336 P=2 Q=7 src=HSE (%#x)", (unsigned)rcc.PLLCFGR);
+    CHECK(rcc.PLLCFGR == (1u << 29 | 8u | 336u << 6 | 0u << 16 | 1u << 22 | 7u << 24),
+          "clock: PLLCFGR M=8 N=336 P=2 Q=7 src=HSE, reserved bit 29 at its reset value 1 (%#x)",
+          (unsigned)rcc.PLLCFGR);
     CHECK(flash.ACR == (5u | FLASH_ACR_PRFTEN | FLASH_ACR_ICEN | FLASH_ACR_DCEN),
           "clock: flash 5 wait states, prefetch and caches on (%#x)", (unsigned)flash.ACR);
     CHECK(rcc.CFGR == (RCC_CFGR_PPRE1_DIV4 | RCC_CFGR_PPRE2_DIV2 | RCC_CFGR_SW_PLL),
@@ -232,7 +233,7 @@ static void test_clock(void)
     rcc.CFGR = RCC_CFGR_SW_PLL;
     rcc.PLLCFGR = 0x24003010u;
     r = edp_stm32_clock_init(&rcc, &flash, &pwr, 0, 1000, &c);
-    CHECK(r == EDP_OK && rcc.PLLCFGR == 0x07405408u && c.sysclk_hz == 168000000u,
+    CHECK(r == EDP_OK && rcc.PLLCFGR == 0x27405408u && c.sysclk_hz == 168000000u,
           "clock: PLL left on by a bootloader is stopped, reconfigured and restarted");
 }
 

@@ -79,9 +79,12 @@ def test_signed_zero_and_extremes_survive_c_literals(tmp_path: Path) -> None:
 
 
 def test_train_npz_and_joblib_files_load(tmp_path: Path) -> None:
+    from edgedp import models_io
+
     rng = np.random.default_rng(0)
-    np.savez(tmp_path / "dp.npz", kind="mlp", n_features=64, n_classes=10, W0=rng.normal(size=(64, 5)),
-             b0=np.zeros(5), W1=rng.normal(size=(5, 10)), b1=np.zeros(10), classes=np.arange(10))
+    layers = [(rng.normal(size=(64, 5)), np.zeros(5)), (rng.normal(size=(5, 10)), np.zeros(10))]
+    models_io.save(tmp_path / "dp.npz", models_io.Model("mlp", layers, np.arange(10)),
+                   dict.fromkeys(models_io.TRAINING_KEYS, 0), {"name": "x", "n_features": 64, "n_classes": 10})
     dm = convert.load(tmp_path / "dp.npz")
     assert (dm.head, dm.n_features, dm.n_classes, len(dm.nets[0].layers)) == ("softmax", 64, 10, 2)
     teachers = [LogisticRegression(max_iter=300).fit(X[i::2], Y[i::2]) for i in range(2)]
@@ -121,3 +124,76 @@ def test_deploy_command_writes_c_that_reads_back(tmp_path: Path) -> None:
     assert np.array_equal(reference.run(back, wild), reference.run(back, np.clip(wild, 0.0, 1.0)))
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "missing.joblib"), "--out", str(out)])
     assert r.exit_code != 0 and "error" in r.output
+
+
+def test_deploy_refuses_bad_models_and_outputs_with_one_line(tmp_path: Path) -> None:
+    """Issue 20.5: not a model, an unfitted MLP, an .npz without manifest, an unknown built-in name,
+    a non-.c --out and an unwritable --out (checked before the model is built) each give one clear line."""
+    from click.testing import CliRunner
+    from sklearn.neural_network import MLPClassifier
+
+    from edgedp.cli import main
+
+    (tmp_path / "text.joblib").write_text("not a model\n")
+    joblib.dump(MLPClassifier(), tmp_path / "unfit.joblib")
+    np.savez(tmp_path / "data.npz", X=S.X_test, y=S.y_test)
+    lr = tmp_path / "lr.joblib"
+    joblib.dump(LogisticRegression(max_iter=300).fit(X, Y), lr)
+    out = str(tmp_path / "m.c")
+    cases = [
+        ([str(tmp_path / "text.joblib"), "--out", out], "not a model file"),
+        ([str(tmp_path / "unfit.joblib"), "--out", out], "not fitted"),
+        ([str(tmp_path / "data.npz"), "--out", out], "no privacy manifest"),
+        (["digits-cnn", "--out", out], "digits-ensemble, digits-logreg, digits-mlp"),
+        ([str(lr), "--out", str(tmp_path / "x.txt")], "name it FILE.c"),
+        (["digits-ensemble", "--out", "/proc/edgedp-nope/m.c"], "cannot write there"),  # before 30 teachers train
+        ([str(lr), "--out", out, "--data", str(tmp_path / "lr.joblib")], "give an .npz"),
+    ]
+    for args, want in cases:
+        r = CliRunner().invoke(main, ["deploy", *args])
+        assert r.exit_code != 0 and want in r.output, (args, r.output)
+        assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit), args
+    assert not (tmp_path / "m.c").exists() and not (tmp_path / "x.txt").exists()
+
+
+def test_deploy_data_scores_device_kernels_on_the_users_data(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from edgedp.cli import main
+
+    m = LogisticRegression(max_iter=300).fit(X, Y + 5)  # label values 5..14: the device's class c is classes_[c]
+    joblib.dump(m, tmp_path / "lr.joblib")
+    np.savez(tmp_path / "mine.npz", X=S.X_test, y=S.y_test + 5)
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(tmp_path / "lr.c"),
+                                  "--data", str(tmp_path / "mine.npz"), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    want = float((m.predict(S.X_test) == S.y_test + 5).mean())
+    assert d["scored_on"] == str(tmp_path / "mine.npz") and d["scored_records"] == len(S.y_test)
+    assert d["float_accuracy"] == pytest.approx(want) and d["device_accuracy"] > 0.9 and d["agreement"] > 0.99
+    np.savez(tmp_path / "wide.npz", X=np.zeros((3, 65)), y=np.zeros(3))
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(tmp_path / "lr.c"),
+                                  "--data", str(tmp_path / "wide.npz")])
+    assert r.exit_code != 0 and "(n, 64)" in r.output and "65" in r.output
+
+
+def test_target_model_reads_the_images_copy_and_knows_a_session_image_is_stale(tmp_path: Path) -> None:
+    import os
+    from types import SimpleNamespace
+
+    from edgedp.model.image import UnknownModel, target_model
+
+    image = tmp_path / "qemu" / "edgedp.elf"
+    image.parent.mkdir()
+    dm = DeviceModel("mine", "softmax", 3, (Net((Dense(np.ones((5, 3)), np.zeros(3)),), np.arange(3)),), 0.0, 1.0)
+    (image.parent / "model.c").write_text(cgen.generate(dm))
+    assert target_model(SimpleNamespace(image=image)).n_features == 5
+    with pytest.raises(UnknownModel, match="serial link"):
+        target_model(SimpleNamespace(image=None, name="socket://x"))
+    mtime = (image.parent / "model.c").stat().st_mtime
+    assert target_model(SimpleNamespace(image=image, image_started=mtime + 1)).name == "mine"
+    os.utime(image.parent / "model.c", (mtime + 10, mtime + 10))  # rebuilt after the session started
+    with pytest.raises(UnknownModel, match="device stop"):
+        target_model(SimpleNamespace(image=image, image_started=mtime + 1))
+    (image.parent / "model.c").write_text('#include "edgedp/model.h"\nconst edp_model_t *const edp_app_model = 0;\n')
+    assert target_model(SimpleNamespace(image=image)) is None

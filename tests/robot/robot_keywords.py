@@ -28,6 +28,7 @@ from edgedp.device.errors import DeviceError, ErrorCode, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets import Target, UrlTarget, start_target
 from edgedp.device.targets.renode import PrefixLink, read_banner
+from edgedp.device.verify import replay
 from edgedp.mech.lattice import to_micro
 
 def _key(key_file: str | None) -> bytes:
@@ -192,6 +193,14 @@ class EdgedpKeywords:
                     raise AssertionError(f"query {answered + 1} refused with {exc.error.name}") from None
                 return answered
         raise AssertionError(f"budget not exhausted after {max_queries} queries")
+
+    def replay_against_reference(self, queries: int = 100, seed: int = 0, key_file: str | None = None) -> dict:
+        """Re-key a test image's DRBG (TEST_SEED) and compare ``queries`` varied queries bit for
+        bit with the NumPy reference (edgedp.device.verify.replay, what ``edgedp verify`` runs).
+
+        Returns queries, mismatches and first_mismatch (None when every answer matched)."""
+        res = replay(self._dev(), _key(key_file), int(queries), int(seed), progress=False)
+        return {"queries": res.queries, "mismatches": res.mismatches, "first_mismatch": res.first_mismatch}
 
     # ---- untrusted input ----------------------------------------------------
     def send_garbage(self, length: int = 200, seed: int = 1) -> int:

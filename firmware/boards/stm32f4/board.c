@@ -1,4 +1,4 @@
-/* STM32F405/407 board port (production builds).
+/* STM32F405/407 board port: the production image, and its test image.
  *
  *  - clock: 168 MHz PLL from the 8 MHz HSE, or HSI 16 MHz if that fails
  *    (the tick rate and the UART baud divisor follow what the RCC reports);
@@ -21,14 +21,23 @@
  *
  * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
  * SRAM) this boots in bounded time and reports entropy, clock and store as
- * failed: every external query is refused. */
+ * failed: every external query is refused.
+ *
+ * The test image (EDP_TEST_BUILD=1, build/stm32f4-test: INFO and the banner say
+ * build=test) is the same port with the test builds' public secrets, for the
+ * host harness (edgedp verify/bench --target renode): the DRBG seed is the
+ * documented test seed (test_keys.h), the device key the public test key
+ * (.edp_key is ignored), the admin nonce key comes from the hardware RNG, and
+ * the core adds the test commands, reports ticks and answers at once (no
+ * release deadline, options.h). Anyone can sign its admin frames: it is for
+ * emulators and bench boards, never for a device whose budget matters. */
 #include "board.h"
 #include "edgedp/error.h"
 #include "stm32f4.h"
 #include "../cortexm/systick.h"
 
 #if EDP_TEST_BUILD
-#error "the stm32f4 port is the production port: build it with EDP_TEST_BUILD=0"
+#include "test_keys.h"
 #endif
 
 #if EDP_CONSOLE_USART == 2
@@ -49,10 +58,24 @@ static int tick_kind;  /* EDP_TICK_DWT, or EDP_TICK_SYSTICK where there is no wo
 static edp_stm32_flash_t flog_driver;
 static edp_flash_t flog_flash;
 
-static int entropy(void *ctx, uint8_t key[32])
+static int rng_entropy(void *ctx, uint8_t key[32])
 {
     (void)ctx;
     return edp_stm32_rng_fill(EDP_STM32_RNG, key, 32, EDP_STM32_SPIN_RNG);
+}
+
+/* Production: the hardware RNG. Test image: the documented test seed, so that
+ * its noise is the reference's. */
+static int entropy(void *ctx, uint8_t key[32])
+{
+#if EDP_TEST_BUILD
+    uint32_t i;
+    (void)ctx;
+    for (i = 0; i < 32; i++) key[i] = edp_test_seed[i];
+    return EDP_OK;
+#else
+    return rng_entropy(ctx, key);
+#endif
 }
 
 static uint32_t ticks(void *ctx)
@@ -94,6 +117,11 @@ static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
 
 static int device_key(void *ctx, const uint8_t **key)
 {
+#if EDP_TEST_BUILD
+    (void)ctx;
+    *key = edp_test_device_key;
+    return EDP_OK;
+#else
     const volatile uint8_t *k = edp_stm32_device_key;
     uint32_t i, all = 0xFFu, any = 0;
     (void)ctx;
@@ -104,6 +132,7 @@ static int device_key(void *ctx, const uint8_t **key)
     if (all == 0xFFu || any == 0) return EDP_ERR_AUTH;
     *key = edp_stm32_device_key;
     return EDP_OK;
+#endif
 }
 
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
@@ -205,7 +234,7 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "stm32f4",
-    .auth_entropy = 0,  /* the hardware RNG, through entropy() */
+    .auth_entropy = EDP_TEST_BUILD ? rng_entropy : 0,  /* production: the RNG, through entropy() */
     .flash = &flog_flash,
     .window_open = window_open,
     .window_close = window_close,

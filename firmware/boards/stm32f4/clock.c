@@ -66,7 +66,9 @@ static int pll_from_hse(edp_rcc_regs_t *rcc, edp_flash_regs_t *flash, edp_pwr_re
     rcc->CR |= RCC_CR_HSEON;
     if (!wait_set(&rcc->CR, RCC_CR_HSERDY, RCC_CR_HSERDY, spin)) return 0;
 
-    rcc->PLLCFGR = PLL_M | (PLL_N << 6) | (((PLL_P >> 1) - 1u) << 16) | RCC_PLLCFGR_SRC_HSE | (PLL_Q << 24);
+    /* Every field is written; reserved bit 29 keeps its reset value 1 (the other reserved bits reset to 0). */
+    rcc->PLLCFGR = RCC_PLLCFGR_RSVD_RESET | PLL_M | (PLL_N << 6) | (((PLL_P >> 1) - 1u) << 16) |
+                   RCC_PLLCFGR_SRC_HSE | (PLL_Q << 24);
     rcc->CR |= RCC_CR_PLLON;
     if (!wait_set(&rcc->CR, RCC_CR_PLLRDY, RCC_CR_PLLRDY, spin)) return 0;
 

@@ -59,6 +59,9 @@ typedef struct {
 #define RCC_CR_PLLON         (1u << 24)
 #define RCC_CR_PLLRDY        (1u << 25)
 #define RCC_PLLCFGR_SRC_HSE  (1u << 22)
+/* Reserved bit 29 of PLLCFGR resets to 1 (reset value 0x24003010); RM0090
+ * §7.3.2: keep reserved bits at their reset value. */
+#define RCC_PLLCFGR_RSVD_RESET (1u << 29)
 #define RCC_CFGR_SW_MASK     (3u << 0)
 #define RCC_CFGR_SW_HSI      (0u << 0)
 #define RCC_CFGR_SW_HSE      (1u << 0)

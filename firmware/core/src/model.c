@@ -32,14 +32,32 @@ float edp_model_exp(float x)
 
 /* y[0..out) = b + x W, accumulated in input order (see model.h); wt is W
  * transposed (row j holds column j of W), so each sum runs over contiguous
- * weights with its accumulator in a register. */
+ * weights with its accumulator in a register. Four outputs per pass over x
+ * (each x[i] loaded once for four multiply-adds); each output keeps its own
+ * accumulator and order, so the sums are the same as one output at a time. */
 static void dense(const edp_dense_t *l, const float *x, float *y)
 {
     const uint32_t in = l->in, out = l->out;
-    const float *wt = l->wt;
-    uint32_t i, j;
-    for (j = 0; j < out; j++, wt += in) {
-        float acc = l->b[j];
+    const float *wt = l->wt, *b = l->b;
+    uint32_t i, j = 0;
+    for (; j + 4 <= out; j += 4, wt += 4 * in) {
+        const float *w0 = wt, *w1 = wt + in, *w2 = wt + 2 * in, *w3 = wt + 3 * in, *xp = x;
+        const float *const end = x + in;
+        float a0 = b[j], a1 = b[j + 1], a2 = b[j + 2], a3 = b[j + 3];
+        while (xp != end) {
+            const float xi = *xp++;
+            a0 += xi * *w0++;
+            a1 += xi * *w1++;
+            a2 += xi * *w2++;
+            a3 += xi * *w3++;
+        }
+        y[j] = a0;
+        y[j + 1] = a1;
+        y[j + 2] = a2;
+        y[j + 3] = a3;
+    }
+    for (; j < out; j++, wt += in) {
+        float acc = b[j];
 #pragma GCC unroll 4
         for (i = 0; i < in; i++) acc += x[i] * wt[i];
         y[j] = acc;

@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -136,6 +136,14 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def split_sentence(td: dict) -> str:
+    """How the report's models use the data: the held-out third, and the random half of the rest
+    each model trains on (the other half are the non-members the membership attack needs)."""
+    total = td["pool"] + td["test"]
+    return (f"of its {total} records, {td['test']} are held out for testing and each model trains on a random "
+            f"half of the other {td['pool']}: the rest are the non-members the membership attack needs")
+
+
 def trained_model(path: str | Path, split: data.Split, allow_non_private: bool = False) -> dict:
     """A model written by ``edgedp train``: its manifest, checked against the file's hash (raises
     ``ModelFileError`` on a mismatch, and for a model that is not private unless allowed), and its
@@ -187,13 +195,15 @@ class _Stopwatch:
 
 def build(cfg: AuditConfig, settings: Settings, out: Path, jobs: int = 1, progress: bool = True,
           command: str = "", data_spec: str = "digits", dpsgd: bool = True,
-          model_path: str | Path | None = None, allow_non_private: bool = False) -> dict:
+          model_path: str | Path | None = None, allow_non_private: bool = False,
+          describe_model: Callable[[np.ndarray, np.ndarray], dict] | None = None) -> dict:
     """Run the whole pipeline (digits or an X, y .npz) and write the report; returns the JSON document."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = _settings_for(cfg, settings)
     clock = _Stopwatch()
-    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path, allow_non_private)
+    res = _compute(cfg, settings, clock, jobs, progress, data_spec, dpsgd, model_path, allow_non_private,
+                   describe_model)
     with clock.phase("plots"):
         figs = _plots(res, cfg.mode, out)
     doc = _document(cfg, settings, res, figs, command, clock)
@@ -212,14 +222,16 @@ def _settings_for(cfg: AuditConfig, settings: Settings) -> Settings:
 
 def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int, progress: bool,
              data_spec: str = "digits", dpsgd: bool = True, model_path: str | Path | None = None,
-             allow_non_private: bool = False) -> _Results:
+             allow_non_private: bool = False,
+             describe_model: Callable[[np.ndarray, np.ndarray], dict] | None = None) -> _Results:
     """Train the models, then measure the trade-off, the attacks and the accounting."""
     modes = parse_modes(list(settings.modes))
     eps_list = list(settings.epsilons)
     seed = settings.seed
     with clock.phase("train"):
         split = data.load_split(data_spec, seed)
-        model_doc = trained_model(model_path, split, allow_non_private) if model_path else None
+        model_doc = (describe_model(split.X_test, split.y_test) if describe_model else
+                     trained_model(model_path, split, allow_non_private) if model_path else None)
         pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
                                       jobs=jobs, progress=progress)
         dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
@@ -346,7 +358,7 @@ def _checklist(doc: dict) -> list[str]:
     dup = td["duplicates"]
     return ["## Privacy audit checklist\n", _table(["item", "answer"], [
         ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
-         f"({td['dataset']}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
+         f"({td['dataset']}: {split_sentence(td)}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
         ["Output granularity", f"**{doc['output_granularity']['class']}**: {doc['output_granularity']['releases']}"],
         ["Per-query ε", f"{cfg['epsilon']:g} (implementation: (ε + k·2^-36, k·2^-66)-DP per answer, docs/privacy.md §2)"],
         ["Daily cap", f"{cfg['daily_cap']:g} = {day['queries']} answers → basic {day['basic']:.4g}, advanced "
@@ -371,7 +383,8 @@ def _tradeoff(doc: dict) -> list[str]:
     for r in sorted(_pick(doc["tradeoff"], mode=cmode), key=lambda r: (r["mechanism"] != "softmax", _epskey(r))):
         trows.append([r["mechanism"], _fmt_eps(r["epsilon"]), _pct(r["accuracy"]), _pct(r["agreement"])])
     return ["## Cost: accuracy against ε\n",
-            f"Target: {td['model']} trained on {td['records']} digits records; non-private test accuracy "
+            f"Target: {td['model']} trained on {td['records']} records of {td['dataset']} ({split_sentence(td)}); "
+            f"non-private test accuracy "
             f"{_pct(td['test_accuracy'])} (train {_pct(td['train_accuracy'])}); teacher ensemble of {td['teachers']} "
             f"logistic regressions on disjoint parts of the same records: {_pct(td['ensemble_test_accuracy'])}. "
             f"Chance (majority class) {_pct(td['chance'])}. Mode {cmode}: the label a client reads from it "
@@ -477,7 +490,15 @@ def _deployments(doc: dict) -> list[str]:
         L.append(_table(["E", "answers N", "ε per answer", "single model", "ensemble", "DP-SGD", "winner"], crows)
                  + "\n")
     tm = doc.get("trained_model")
-    if tm:
+    if tm and "manifest" not in tm:
+        L.append("## Your model\n")
+        L.append(f"`{tm['path']}` ({tm['name']}, {tm['kind']}, weights sha256 {tm['sha256'][:16]}…): no privacy "
+                 "manifest (not trained with DP here), so its answers are private only through the output noise. "
+                 + (f"Its device outputs on this report's test set: accuracy {_pct(tm['test_accuracy_here'])}. "
+                    if "test_accuracy_here" in tm else f"Not scored here: {tm['not_scored']}. ")
+                 + "The attack figures above are measured on models trained here on the same data, since a "
+                   "membership attack needs to know which records were members.\n")
+    elif tm:
         mt = tm["manifest"]["training"]
         L.append("## Trained model and its privacy manifest\n")
         if tm.get("non_private"):

@@ -32,6 +32,7 @@ from ..device.client import connect, load_key
 from ..device.errors import TransportError
 from ..device.protocol import Caps, MechConfig
 from ..mech.modes import Mode
+from ..paths import test_key_path
 
 BAUD = 115_200
 BITS_PER_BYTE = 10
@@ -82,6 +83,8 @@ def _cli_rate(X: np.ndarray) -> float:
         np.save(rows, X)
         _edgedp(["device", "start", "--fresh"], env)
         try:
+            _edgedp(["admin", "config", "--key-file", str(test_key_path()), "--epsilon", "1",
+                     "--daily-cap", "100000", "--lifetime-cap", "0"], env)
             _edgedp(["query", str(rows), "--json"], env)  # warm-up: the plan, the page cache
             best = 0.0
             for _ in range(REPEATS):

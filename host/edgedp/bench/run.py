@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..device.client import Device, connect, load_key
+from ..device.client import Device, connect, load_key, timeout_or
 from ..device.errors import EdgeDPError
 from ..device.protocol import Caps, MechConfig, SampleRequest
 from ..device.targets import start_target
@@ -131,13 +131,13 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
     say = progress or (lambda msg: None)
     t_handle = start_target(target)
     try:
-        dev = connect(t_handle, timeout=60.0, sync_timeout=20.0)
-        info = dev.info()
+        dev = connect(t_handle, timeout=timeout_or(60.0), sync_timeout=timeout_or(20.0))
+        info = dev.require_test_build("bench")
         unit = icount.tick_unit(info, t_handle.name)
         key = load_key(cfg.key_file)
+        dev.set_time_if_unset(key)
         tracer = _Tracer() if cfg.trace else None
         lockstep = tracer is not None and t_handle.name == "qemu"
-        has_naive = info.build == "test"
         rows = []
         for eps in cfg.epsilons:
             say(f"epsilon {eps:g}: configure")
@@ -147,7 +147,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
                 tracer.run(lambda d, mech=mech: d.configure(key, mech, BENCH_CAPS))
             for k in cfg.ks:
                 say(f"epsilon {eps:g}, k {k}")
-                rows.append(_measure(dev, tracer, unit, lockstep, has_naive, k, eps,
+                rows.append(_measure(dev, tracer, unit, lockstep, k, eps,
                                      cfg.queries.get(k, 3), cfg.seed))
         if cfg.deadline:
             say("release deadlines (production timing image, Unicorn)")
@@ -161,8 +161,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
             "firmware": info.firmware_version,
             "build": info.build,
             "tick": {"kind": unit.kind, "hz": unit.hz, "emulated": unit.emulated,
-                     "ticks_per_instruction": icount.ticks_per_instruction(unit.hz) if unit.counts_instructions
-                     else None, "meaning": unit.describe()},
+                     "ticks_per_instruction": unit.ticks_per_instruction, "meaning": unit.describe()},
             "trace": {"elf": str(tracer.elf.relative_to(project_root())) if tracer else None,
                       "lockstep": lockstep, "timing": "ARM DDI 0439B Table 3-1 (Cortex-M4 TRM r0p1)",
                       "pipeline_refill": timing.P_NOMINAL,
@@ -247,7 +246,8 @@ def _measured(unit: icount.TickUnit, dp: _Runs, naive: _Runs) -> dict:
         "dp_ticks": _mean(dp.ticks),
         "dp_instructions": _mean([unit.instructions(t) for t in dp.ticks]),
         "dp_cycles_measured": _mean([unit.cycles(t) for t in dp.ticks]),
-        "dp_us_measured": _mean([unit.seconds(t) * 1e6 for t in dp.ticks]) if not unit.emulated else None,
+        "dp_us_measured": _mean([unit.seconds(t) * 1e6 for t in dp.ticks])
+        if not unit.emulated or unit.emulator == "renode" else None,
         "naive_ticks": _mean(naive.ticks),
         "naive_instructions": _mean([unit.instructions(t) for t in naive.ticks]),
         "naive_cycles_measured": _mean([unit.cycles(t) for t in naive.ticks]),
@@ -295,12 +295,12 @@ def _per_class(row: dict, k: int) -> dict:
             "dp_over_naive": dp / naive if dp and naive else None}
 
 
-def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool, has_naive: bool,
+def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool,
              k: int, eps: float, n: int, seed: int) -> dict:
     """One benchmark row: n DP queries and n NAIVE runs at (eps, k), measured and traced."""
     x = bench_input(k, seed)
     dp, setup_frame = _dp_queries(dev, tracer, unit, lockstep, x, n)
-    naive = _naive_runs(dev, tracer, unit, lockstep, x, SENSITIVITY / eps, n) if has_naive else _Runs()
+    naive = _naive_runs(dev, tracer, unit, lockstep, x, SENSITIVITY / eps, n)
     row: dict = {"k": k, "epsilon": eps, "queries": n, **_measured(unit, dp, naive)}
     if tracer:
         row.update(_traced(dp, naive, setup_frame, k, lockstep))

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import click
+import numpy as np
 
 from ..analysis import accounting, data, extraction, mia, models, tradeoff
 from ..analysis.jsonable import finite_json
@@ -223,6 +224,9 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
               callback=_check_data,
               help="digits, an .npz of features X and labels y (models trained here, DP-SGD included), "
                    "or an .npz with probs|logits, labels [, votes] (your model's outputs).")
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Your deployed model (.joblib or `edgedp train` .npz): its device outputs on --data (all rows of "
+                   "an X, y .npz, or the digits test set) instead of models trained here.")
 @with_grid
 @click.option("--repeats", type=click.IntRange(1), default=None, help="Noise draws over the test set (default 5).")
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
@@ -233,7 +237,7 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
                    "fast sampler at the device's configuration.")
 @common_options
 @handle_errors
-def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None,
+def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, modes: str | None, teachers: int | None,
                  repeats: int | None, dpsgd: bool, target: str | None, target_queries: int, seed: int, quick: bool,
                  jobs: int, as_json: bool, no_progress: bool) -> None:
     """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode:
@@ -245,7 +249,12 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
     t0 = time.perf_counter()
     md = parse_modes(list(s.modes))
     dp = split = None
-    if data_spec == "digits" or data.has_features(data_spec):
+    if model_path is not None:
+        out = _model_outputs(model_path, data_spec, seed)
+        probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
+        info = {"data": out.source, "model": model_path, "test": int(len(labels)),
+                "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
+    elif data_spec == "digits" or data.has_features(data_spec):
         split = data.load_split(data_spec, seed)
         pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
         probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.test_votes[0], pop.teachers
@@ -277,6 +286,8 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
     if as_json:
         emit_json(finite_json(doc))
     else:
+        if model_path:
+            click.echo(f"model {model_path}: its device outputs (bit-exact kernels)")
         click.echo(f"data {info['data']}: {info['test']} test inputs, non-private accuracy "
                    f"{info['test_accuracy']:.3f}, chance {doc['chance']:.3f}")
         click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'accuracy':>9s} {'agreement':>10s}")
@@ -298,6 +309,18 @@ def tradeoff_cmd(data_spec: str, epsilons: str | None, modes: str | None, teache
         sys.exit(1)
 
 
+def _model_outputs(model_path: str, data_spec: str, seed: int) -> data.Outputs:
+    """The deployed model's outputs on the digits test set or on every row of an X, y .npz."""
+    from ..model.convert import load_file
+    from ..model.deploy import device_outputs, labelled_data
+
+    if data_spec == "digits":
+        s = data.digits_split(seed)
+        return device_outputs(model_path, s.X_test, s.y_test, f"the digits test set ({len(s.y_test)} records)")
+    X, y = labelled_data(data_spec, load_file(model_path).model.n_features)
+    return device_outputs(model_path, X, y, data_spec)
+
+
 # ---- attack -----------------------------------------------------------------------------
 
 @click.group()
@@ -307,7 +330,13 @@ def attack() -> None:
 
 @attack.command("mia")
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
-              help="digits or an .npz of features X and labels y (all models trained here).")
+              help="digits or an .npz of features X and labels y (all models trained here); with --model: the "
+                   "records your model was trained on.")
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Attack your deployed model (.joblib or `edgedp train` .npz) instead of models trained here: "
+                   "the threshold attack on its device outputs, members from --data, non-members from --holdout.")
+@click.option("--holdout", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE.npz",
+              help="With --model: records (X, y) your model never saw.")
 @with_grid
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
               help="Also attack DP-SGD models trained at each finite ε.")
@@ -318,7 +347,7 @@ def attack() -> None:
               help="Write ROC (log-log) and AUC plots here.")
 @common_options
 @handle_errors
-def attack_mia(data_spec: str, epsilons: str | None, modes: str | None, teachers: int | None, dpsgd: bool,
+def attack_mia(data_spec: str, model_path: str | None, holdout: str | None, epsilons: str | None, modes: str | None, teachers: int | None, dpsgd: bool,
                shadows: int | None, daily_cap: float, plot_dir: str | None, seed: int, quick: bool, jobs: int,
                as_json: bool, no_progress: bool) -> None:
     """Confidence-threshold and LiRA (online, offline) membership inference for each mode and ε:
@@ -327,6 +356,9 @@ def attack_mia(data_spec: str, epsilons: str | None, modes: str | None, teachers
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
     progress = not no_progress
     t0 = time.perf_counter()
+    if model_path is not None or holdout is not None:
+        _mia_on_model(model_path, data_spec, holdout, s, seed, as_json, t0)
+        return
     split = data.load_split(data_spec, seed)
     pop = models.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
     md = parse_modes(list(s.modes))
@@ -358,15 +390,48 @@ def attack_mia(data_spec: str, epsilons: str | None, modes: str | None, teachers
         return
     click.echo(f"target: train accuracy {pop.train_accuracy:.3f}, test accuracy {pop.test_accuracy:.3f}; "
                f"{s.shadows} shadows, leave-one-out over {pop.size} models")
-    click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'attack':13s} {'AUC':>6s} {'TPR@1%':>7s} "
-               f"{'TPR@0.1%':>8s} {'AUC bound':>9s}")
-    for r in res.rows:
-        click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['attack']:13s} {r['auc']:6.3f} "
-                   f"{r['tpr_at_1pct_fpr']:7.4f} {r['tpr_at_0_1pct_fpr']:8.4f} {r['auc_bound']:9.3f}")
+    _mia_table(res.rows)
     click.echo(f"averaging within a daily cap of {daily_cap:g}:")
     for r in avg:
         click.echo(f"  {r['mechanism']:9s} eps {_eps(r['epsilon']):>5s}: {r['queries']:6d} answers, error "
                    f"{r['mae_debiased']:.3f} of the range, argmax agreement {r['agreement_debiased']:.3f}")
+
+
+def _mia_table(rows: list[dict]) -> None:
+    click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'attack':13s} {'AUC':>6s} {'TPR@1%':>7s} "
+               f"{'TPR@0.1%':>8s} {'AUC bound':>9s}")
+    for r in rows:
+        click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['attack']:13s} {r['auc']:6.3f} "
+                   f"{r['tpr_at_1pct_fpr']:7.4f} {r['tpr_at_0_1pct_fpr']:8.4f} {r['auc_bound']:9.3f}")
+
+
+def _mia_on_model(model_path: str | None, data_spec: str, holdout: str | None, s: Settings, seed: int,
+                  as_json: bool, t0: float) -> None:
+    """attack mia --model: the threshold attack on the user's model, members --data, non-members --holdout."""
+    if model_path is None or holdout is None or data_spec == "digits":
+        raise ValueError("attack mia --model FILE needs --data MEMBERS.npz (the records it was trained on) and "
+                         "--holdout OTHERS.npz (records it never saw), both with arrays X and y")
+    from ..model.convert import load_file
+    from ..model.deploy import device_outputs, labelled_data
+
+    n_features = load_file(model_path).model.n_features
+    outs = [device_outputs(model_path, *labelled_data(p, n_features), p) for p in (data_spec, holdout)]
+    members = np.r_[np.ones(len(outs[0].labels), bool), np.zeros(len(outs[1].labels), bool)]
+    y = np.r_[outs[0].labels, outs[1].labels]
+    T = outs[0].teachers
+    x = np.r_[outs[0].votes, outs[1].votes] if T else np.r_[outs[0].probs, outs[1].probs]
+    rows = mia.threshold_on(x, y, members, ensemble(T) if T else SOFTMAX, parse_modes(list(s.modes)),
+                            list(s.epsilons), seed)
+    acc = [float((o.probs.argmax(1) == o.labels).mean()) for o in outs]
+    doc = {"model": model_path, "members": data_spec, "holdout": holdout, "rows": rows,
+           "train_accuracy": acc[0], "test_accuracy": acc[1], "settings": s.as_dict(),
+           "seconds": time.perf_counter() - t0}
+    if as_json:
+        emit_json(finite_json(doc))
+        return
+    click.echo(f"target: {model_path} (device outputs): accuracy {acc[0]:.3f} on its {int(members.sum())} training "
+               f"records ({data_spec}), {acc[1]:.3f} on {int((~members).sum())} it never saw ({holdout})")
+    _mia_table(rows)
 
 
 @attack.command("extract")
@@ -420,7 +485,8 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
               help="digits or an .npz of features X and labels y (all models trained here).")
 @click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A model from `edgedp train`: its privacy manifest is checked (hash) and reported.")
+              help="Your model: an `edgedp train` .npz (its privacy manifest is checked and reported) or a "
+                   ".joblib (scored on the test set with the device kernels).")
 @click.option("--allow-non-private", is_flag=True,
               help="Report a --model whose manifest says it is not private (a --seed run); the report says so.")
 @click.option("--dpsgd/--no-dpsgd", default=True, show_default=True,
@@ -461,9 +527,17 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
         cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
                               delta=delta, data_sensitivity=data_sensitivity)
         s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
+        describe = None
+        if model_path and not model_path.endswith(".npz"):
+            from ..model.convert import load_file
+            from ..model.deploy import deployed_model_doc
+            load_file(model_path)  # a file that is no model fails now, not after the pipeline
+
+            def describe(X: np.ndarray, y: np.ndarray) -> dict:
+                return deployed_model_doc(model_path, X, y)
         doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
-                        data_spec=data_spec, dpsgd=dpsgd, model_path=model_path,
-                        allow_non_private=allow_non_private)
+                        data_spec=data_spec, dpsgd=dpsgd, model_path=None if describe else model_path,
+                        allow_non_private=allow_non_private, describe_model=describe)
         out = {"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"), "meaning": doc["meaning"],
                "seconds": doc["timing_seconds"]["total"], "plots": doc["plots"]}
         if not as_json:

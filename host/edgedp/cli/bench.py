@@ -44,7 +44,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
     query per (epsilon, k) builds the sampler table before the measured queries. Instructions come
-    from the QUERY/NAIVE ticks (QEMU -icount: ticks / 1.344); cycles and microseconds at 168 MHz
+    from the QUERY/NAIVE ticks (QEMU -icount: ticks / 1.344; Renode's DWT, virtual time at 42 MIPS:
+    ticks / 4); test images only, a production image is refused at once. Cycles and microseconds at 168 MHz
     from the same frames replayed instruction by instruction in Unicorn with the Cortex-M4 timing
     table. See docs/benchmarks.md."""
     from ..bench import run as bench_run

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ..device.client import DEFAULT_TIMEOUT, TIMEOUT_ENV
 from ..device.errors import EdgeDPError, TransportError
 from ..device.targets import check_spec
 
@@ -21,10 +23,29 @@ def _check_target(ctx: click.Context, param: click.Parameter, value: str | None)
         raise click.BadParameter(str(exc), ctx, param) from None
 
 
-target_option = click.option(
+def _set_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> None:
+    """--timeout reaches the device API as EDGEDP_TIMEOUT (edgedp.device.client.default_timeout)."""
+    if value is not None:
+        os.environ[TIMEOUT_ENV] = repr(value)
+
+
+timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=0.1, max=3600), default=None, envvar=TIMEOUT_ENV, expose_value=False,
+    callback=_set_timeout, metavar="SECONDS",
+    help=f"Seconds to wait for each device answer and for the device to boot (default {DEFAULT_TIMEOUT:g}; "
+         f"env {TIMEOUT_ENV}). Raise it under heavy load or on Renode.")
+
+_target_option = click.option(
     "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET", callback=_check_target,
     help="qemu, qemu:stm32f4, host, host:san, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
          "Default: the running `edgedp device` session, else a fresh qemu.")
+
+
+def target_option(fn: Callable) -> Callable:
+    """--target and --timeout: every command that talks to a device takes both."""
+    return _target_option(timeout_option(fn))
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 progress_option = click.option("--no-progress", is_flag=True,
                                help="No progress bars (they go to stderr, also under --json).")

@@ -83,12 +83,20 @@ def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
     try:
         from ..bench.icount import tick_unit
         from ..model.digits import split
-        from ..model.image import image_model
+        from ..model.image import UnknownModel, target_model
     except ImportError as exc:
         click.echo(f"\n(on-device model part skipped: it needs scikit-learn, pip install edgedp[analysis]: {exc})")
         return
 
-    model = image_model()
+    try:
+        model = target_model(dev.target)
+    except UnknownModel as exc:
+        model, why = None, str(exc)
+    else:
+        why = "the image was built without a model"
+    if model is None:
+        click.echo(f"\n(on-device model part skipped: {why})")
+        return
     s = split()
     X, y = s.X_test[:images].astype(np.float32), s.y_test[:images]
     dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(epsilon * len(X))))

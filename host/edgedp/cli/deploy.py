@@ -5,6 +5,7 @@ import click
 
 from ..model import digits
 from ..model.deploy import deploy as run_deploy
+from ..paths import checkout_root
 from .common import emit_json, handle_errors, json_option
 
 
@@ -18,6 +19,9 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--input-range", nargs=2, type=float, default=None, metavar="LO HI",
               help="Range the device clamps every input to before the model runs "
                    "[default: the training data's range; required for .joblib files].")
+@click.option("--data", type=click.Path(dir_okay=False), default=None, metavar="FILE.npz",
+              help="Your labelled data (arrays X, y): score the device kernels against the float model on it "
+                   "(accuracy of both, agreement).")
 @click.option("--allow-non-private", is_flag=True,
               help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
                    "the C file and the manifest then say so.")
@@ -30,20 +34,22 @@ from .common import emit_json, handle_errors, json_option
 @json_option
 @handle_errors
 def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[float, float] | None,
-           allow_non_private: bool, int8: bool, calibration: str | None, as_json: bool) -> None:
+           data: str | None, allow_non_private: bool, int8: bool, calibration: str | None,
+           as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
     a teacher ensemble, output = vote histogram, range [0, T], sensitivity 2), the `edgedp train`
     model file (.npz with its manifest), or a built-in trained here on the digits:
-    digits-ensemble, digits-logreg, digits-mlp.
+    digits-ensemble, digits-logreg, digits-mlp. Then `edgedp build --model OUT` builds the images the
+    device commands run.
 
     The image clamps every input to the model's declared input range before the model runs
     (docs/privacy.md section 5): the training data's range by default, --input-range to set it.
     With --int8 that range is also the int8 input's scale."""
     if calibration and not int8:
         raise click.UsageError("--calibration only applies with --int8")
-    d = run_deploy(model, out, seed, teachers, allow_non_private, input_range, int8, calibration)
+    d = run_deploy(model, out, seed, teachers, data, allow_non_private, input_range, int8, calibration)
     if as_json:
         emit_json(d.as_dict())
         return
@@ -56,6 +62,9 @@ def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[fl
     click.echo(f"  {d.weights} {'int8' if d.int8 else 'float32'} parameters = {d.flash_weight_bytes} bytes of flash, "
                f"{d.scratch_ram_bytes} bytes of scratch RAM, {d.macs} multiply-adds per inference")
     if d.device_accuracy is not None:
-        click.echo(f"  digits test accuracy: float model {d.float_accuracy:.4f}, device kernels "
-                   f"{d.device_accuracy:.4f} (same label on {d.agreement:.2%})")
-    click.echo(f"  build with: make firmware MODEL={d.out}")
+        click.echo(f"  accuracy on {d.scored_on} ({d.scored_records} records): float model {d.float_accuracy:.4f}, "
+                   f"device kernels {d.device_accuracy:.4f} (same label on {d.agreement:.2%})")
+    else:
+        click.echo("  (pass --data FILE.npz with your labelled X, y to check the device kernels on your data)")
+    click.echo(f"  build the images with it: edgedp build --model {d.out}"
+               + (f"   (in this checkout also: make firmware MODEL={d.out})" if checkout_root() else ""))

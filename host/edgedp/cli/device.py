@@ -17,6 +17,7 @@ from ..device.protocol import (CONFIG, RESET_BUDGET, SET_TIME, Budget, Caps, Mec
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_BUCKET, MODE_TOPK, Mode
+from ..model.image import check_target_inputs, describe_target_model
 from .common import dumps, emit_json, handle_errors, json_option, progress_option, target_option
 from .inputs import read_rows
 from .params import (CLASSES, DAILY_CAP, EPSILON, LIFETIME_CAP, SAMPLES, SENSITIVITY, UNIX_TIME, check_range,
@@ -111,14 +112,18 @@ def info(target: str | None, as_json: bool) -> None:
     """Board, build, entropy and firmware facts of a device."""
     with open_device(target) as dev:
         i = dev.info()
+        model = describe_target_model(dev.target)
     d = {"board": i.board, "build": i.build, "entropy": i.entropy, "firmware_version": i.firmware_version,
          "max_classes": i.max_classes, "tick": i.tick_kind, "tick_hz": i.tick_hz,
-         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok}
+         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model}
     if as_json:
         emit_json(d)
     else:
         for k, v in d.items():
-            click.echo(f"{k:17s} {v}")
+            if k == "model" and isinstance(v, dict):
+                v = (f"{v['name']} ({v['head']} head, {v['n_features']} inputs -> {v['n_classes']} classes, "
+                     f"sha256 {v['sha256'][:16]}…)")
+            click.echo(f"{k:17s} {'none' if v is None else v}")
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
@@ -194,6 +199,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     records: list[dict] = []
     answers: list[tuple[int, QueryResult]] = []
     with open_device(target) as dev:
+        if infer:
+            check_target_inputs(dev.target, rows.shape[1])
         cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
             warn_clamped(rows, cfg)
@@ -318,6 +325,21 @@ def admin() -> None:
     """Authenticated administration (HMAC-SHA256 with the device key)."""
 
 
+LOST_AT_EXIT = ("note: this device is an emulator started for this command only: the change is gone when it "
+                "exits. `edgedp device start` runs one that keeps its configuration, clock and budget between "
+                "commands (they then talk to it)")
+
+
+def lost_at_exit(dev: Device) -> bool:
+    """True when the device's state ends with this command (a fresh emulator, not a session)."""
+    return not getattr(dev.target, "keeps_state", True)
+
+
+def note_lost_at_exit(d: dict) -> None:
+    if d["lost_at_exit"]:
+        click.echo(LOST_AT_EXIT, err=True)
+
+
 @admin.command("config")
 @target_option
 @admin_key_option
@@ -341,7 +363,8 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
     with open_device(target) as dev:
         out = configure_from_state(dev, key, epsilon, sensitivity, value_range, lattice_exponent, daily_cap,
                                    lifetime_cap)
-    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True}
+    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True,
+         "lost_at_exit": lost_at_exit(dev)}
     if as_json:
         emit_json(d)
     else:
@@ -350,6 +373,7 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
                    f"{to_epsilon(a.epsilon_micro):g} per query, range [{a.lo:g}, {a.hi:g}], sensitivity "
                    f"{a.sensitivity:g}, daily cap {to_epsilon(a.daily_cap):g}, lifetime cap "
                    f"{to_epsilon(a.lifetime_cap) if a.lifetime_cap else 'none'}")
+    note_lost_at_exit(d)
 
 
 @admin.command("set-time")
@@ -373,8 +397,10 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
         return None if after.day == day else f"day {after.day} instead of {day}"
     with open_device(target) as dev:
         out = authadmin.run(dev, key, SET_TIME, lambda b: SET_TIME_PAYLOAD_FMT.pack(unix_seconds), check)
-    d = {"accepted_counter": out.counter, "unix": unix_seconds, **budget_dict(out.after), "authenticated": True}
+    d = {"accepted_counter": out.counter, "unix": unix_seconds, **budget_dict(out.after), "authenticated": True,
+         "lost_at_exit": lost_at_exit(dev)}
     emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} (day {day}, counter {out.counter})")
+    note_lost_at_exit(d)
 
 
 @admin.command("reset-budget")
@@ -391,8 +417,10 @@ def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None
         return None if after.daily_spent <= since else f"{to_epsilon(after.daily_spent):g} spent today"
     with open_device(target) as dev:
         out = authadmin.run(dev, key, RESET_BUDGET, lambda b: b"", check)
-    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True}
+    d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True,
+         "lost_at_exit": lost_at_exit(dev)}
     emit_json(d) if as_json else click.echo(f"daily budget reset (counter {out.counter})")
+    note_lost_at_exit(d)
 
 
 COMMANDS = [info, query, sample, budget, admin]

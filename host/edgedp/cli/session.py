@@ -7,6 +7,7 @@ import time
 import click
 
 from ..device import session
+from ..device.client import TIMEOUT_ENV
 from .common import emit_json, handle_errors, json_option
 
 
@@ -40,9 +41,11 @@ def _memory_line(target: str) -> str:
 @click.option("--accept-rollback", is_flag=True,
               help="After a session ended without `device stop` (QEMU killed or crashed): start from the "
                    "memory saved by the last stop anyway, giving back what was spent since.")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
+              envvar=TIMEOUT_ENV, metavar="SECONDS", help=f"Seconds to wait for the firmware to boot (env {TIMEOUT_ENV}).")
 @json_option
 @handle_errors
-def start(target: str, fresh: bool, accept_rollback: bool, as_json: bool) -> None:
+def start(target: str, fresh: bool, accept_rollback: bool, timeout: float, as_json: bool) -> None:
     """Start QEMU in the background, restoring the memory saved by the last stop.
 
     The spend lives in the emulated board's memory, saved only by `device stop`: after a session
@@ -54,7 +57,7 @@ def start(target: str, fresh: bool, accept_rollback: bool, as_json: bool) -> Non
                    "its memory since the last stop is lost", err=True)
     if accept_rollback and not fresh and session.unclean_end(target) is not None:
         click.echo(f"edgedp: accepting the rollback: {session.rollback_risk(target)}", err=True)
-    s = session.start(target, fresh, accept_rollback=accept_rollback)
+    s = session.start(target, fresh, timeout, accept_rollback=accept_rollback)
     if as_json:
         emit_json(s.as_dict())
         return

@@ -24,9 +24,11 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds).
 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
-    mechanism configuration afterwards."""
+    mechanism configuration afterwards. A production image is refused at once."""
     with open_device(target) as dev:
+        dev.require_test_build("verify")
         key = resolve_key(dev, key_file)
+        dev.set_time_if_unset(key)
         before = dev.state(key).budget  # restored afterwards: only from the authenticated state
         try:
             res = replay(dev, key, queries, seed, progress=not no_progress)

@@ -19,9 +19,32 @@ from .. import schema as S
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
-from .errors import DeviceError, ErrorCode, NotAuthentic, StateUnknown, TransportError
+from .errors import DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
 from .transport import Link
+
+
+DEFAULT_TIMEOUT = 10.0
+TIMEOUT_ENV = "EDGEDP_TIMEOUT"
+
+
+def default_timeout() -> float:
+    """Seconds to wait for an answer: EDGEDP_TIMEOUT (what `--timeout` sets), else 10."""
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.1 <= value <= 3600:
+        raise ValueError(f"{TIMEOUT_ENV}={text!r}: give seconds between 0.1 and 3600")
+    return value
+
+
+def timeout_or(default: float) -> float:
+    """EDGEDP_TIMEOUT when it is set (`--timeout`), else ``default`` (a command's own wait)."""
+    return default_timeout() if os.environ.get(TIMEOUT_ENV) else default
 
 
 def load_key(path: str | Path | None = None) -> bytes:
@@ -58,11 +81,13 @@ class Device:
 
     def receive(self, timeout: float | None = None) -> frames.Frame:
         """Next frame from the device (skipping undecodable chunks)."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while not self._pending:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TransportError(f"no response from the device within {self.timeout:.0f} s")
+                raise TransportError(f"no response from the device within {wait:g} s "
+                                     f"(a slow machine or emulator: raise --timeout / {TIMEOUT_ENV})")
             self._pending += self._reader.feed(self.link.read(min(left, 0.5)))
         return self._pending.pop(0)
 
@@ -274,6 +299,26 @@ class Device:
     def reset_budget(self, key: bytes) -> int:
         return self.admin(P.RESET_BUDGET, b"", key)
 
+    def require_test_build(self, command: str) -> P.Info:
+        """INFO, or EdgeDPError (ERR_BUILD) at once when the image is not a test build, whose
+        test commands (TEST_SEED, SAMPLE, NAIVE) and reported ticks ``command`` needs."""
+        info = self.info()
+        if info.build != "test":
+            where = self.target.name if self.target else "the device"
+            raise EdgeDPError(
+                f"{command} needs a test image: {where} runs a {info.build} image (board {info.board}), which "
+                "refuses the test commands and reports no ticks by design; run a test image "
+                "(--target qemu, host or renode)", "ERR_BUILD")
+        return info
+
+    def set_time_if_unset(self, key: bytes) -> bool:
+        """SET_TIME to the host's clock when the device's authenticated STATE shows no trusted
+        clock (no day: a fresh board's RTC, an emulator's reset calendar); True if it was sent."""
+        if self.state(key).budget.day is not None:
+            return False
+        self.set_time(key, int(time.time()))
+        return True
+
     def test_seed(self, key: bytes, seed: bytes) -> int:
         if len(seed) != P.SEED_BYTES:
             raise ValueError(f"a test seed is {P.SEED_BYTES} bytes")
@@ -292,8 +337,11 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
 
 
 @contextlib.contextmanager
-def open_device(target: str | None = None, timeout: float = 10.0) -> Iterator[Device]:
-    """Start or connect to a target and yield a synchronised Device; stops it afterwards."""
+def open_device(target: str | None = None, timeout: float | None = None) -> Iterator[Device]:
+    """Start or connect to a target and yield a synchronised Device; stops it afterwards.
+
+    ``timeout``: seconds to wait for each answer and for the boot (default: ``default_timeout()``)."""
+    timeout = default_timeout() if timeout is None else timeout
     t = start_target(target)
     try:
         yield connect(t, timeout)

@@ -422,6 +422,9 @@ class SessionTarget:
     def __init__(self, session: Session):
         self.session = session
         self.name = f"session:{session.target}"
+        self.image = Path(session.elf)
+        self.image_started = session.started  # an image rebuilt after this is not the one running
+        self.keeps_state = True
         self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0, in_flight=QEMU_IN_FLIGHT))
 
     def link(self) -> Link:

@@ -2,8 +2,8 @@
 teacher ensemble (list of them), and the `edgedp train` model file (NAME.npz + manifest)."""
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import joblib
@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
+from .. import models_io
 from ..analysis.models import Constant
 from .spec import Dense, DeviceModel, Net
 
@@ -72,45 +73,79 @@ def from_teachers(teachers: Sequence[object], n_classes: int, n_features: int, n
     return DeviceModel(name, "votes", n_classes, nets, 0.0, float(len(nets)))
 
 
-def from_npz(path: Path) -> DeviceModel:
-    """The `edgedp train` model file: kind, n_features, n_classes, W0, b0, W1, b1, ... (float32,
-    W_i of shape (in, out), ReLU between layers, logits last) and classes; NAME.manifest.json
-    beside it (its model_sha256 must match; its data.input_range, the training data's range,
-    becomes the model's input range)."""
-    import hashlib
+@dataclass(frozen=True)
+class Loaded:
+    """A model file as deployed (``model``) and as trained: ``predict`` gives the float host
+    model's label values, ``labels[c]`` the label value of the device's class index c."""
 
-    manifest = path.with_name(path.name[: -len(".npz")] + ".manifest.json")
-    input_range = None
-    if manifest.exists():
-        doc = json.loads(manifest.read_text())
-        want = doc.get("model_sha256")
-        if want and want != hashlib.sha256(path.read_bytes()).hexdigest():
-            raise ValueError(f"{path}: sha256 differs from {manifest.name} (model_sha256)")
-        rng = doc.get("data", {}).get("input_range")
+    model: DeviceModel
+    labels: np.ndarray
+    predict: Callable[[np.ndarray], np.ndarray]
+
+
+def _fitted(m: object, path: Path) -> None:
+    if isinstance(m, (LogisticRegression, MLPClassifier)) and not hasattr(m, "classes_"):
+        raise ValueError(f"{path}: the {type(m).__name__} is not fitted: call fit(X, y) before saving it")
+
+
+def _votes_predict(teachers: Sequence[object], k: int) -> Callable[[np.ndarray], np.ndarray]:
+    def predict(X: np.ndarray) -> np.ndarray:
+        votes = np.zeros((len(X), k))
+        for t in teachers:
+            pred = np.full(len(X), t.c) if isinstance(t, Constant) else t.predict(X)  # type: ignore[attr-defined]
+            votes[np.arange(len(X)), np.asarray(pred).astype(int)] += 1
+        return votes.argmax(1)
+    return predict
+
+
+def load_file(path: str | Path) -> Loaded:
+    """A model file: .npz (`edgedp train`, with its manifest), or .joblib holding a fitted
+    LogisticRegression / MLPClassifier or a list of them (a teacher ensemble). ValueError with
+    the reason for anything else."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        try:
+            m, man = models_io.load_checked(path)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        except models_io.ModelFileError as exc:
+            raise models_io.ModelFileError(f"{exc} (deploy takes the model file `edgedp train` writes: NAME.npz "
+                                           "with NAME.manifest.json)") from None
+        except Exception as exc:  # not a zip of arrays: np.load fails in several ways
+            raise ValueError(f"{path}: not an `edgedp train` model file ({type(exc).__name__}: {exc})") from None
+        net = Net(tuple(Dense(w, b) for w, b in m.layers), np.arange(m.n_classes))
+        rng = man.data.get("input_range")  # the training data's range: the device clamps inputs to it
         input_range = (float(rng[0]), float(rng[1])) if rng else None
-    with np.load(path, allow_pickle=False) as z:
-        kind = str(z["kind"])
-        if kind not in ("logreg", "mlp"):
-            raise ValueError(f"{path}: kind must be 'logreg' or 'mlp', got {kind!r}")
-        n_layers = sum(1 for key in z.files if key.startswith("W"))
-        layers = tuple(Dense(z[f"W{i}"], z[f"b{i}"]) for i in range(n_layers))
-        k, n = int(z["n_classes"]), int(z["n_features"])
-    if not layers or layers[0].w.shape[0] != n or layers[-1].w.shape[1] != k:
-        raise ValueError(f"{path}: layers do not map {n} features to {k} classes")
-    return DeviceModel(path.stem, "softmax", k, (Net(layers, np.arange(k)),), *SOFTMAX_RANGE,
-                       input_range=input_range)
+        return Loaded(DeviceModel(path.stem, "softmax", m.n_classes, (net,), *SOFTMAX_RANGE, input_range=input_range),
+                      m.classes, m.predict)
+    try:
+        obj = joblib.load(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except Exception as exc:  # a file that is not a joblib/pickle dump fails in many ways (KeyError, EOF, ...)
+        raise ValueError(f"{path}: not a model file that joblib can read ({type(exc).__name__}: {exc}); "
+                         "save a fitted scikit-learn classifier with joblib.dump(model, FILE)") from None
+    name = path.stem
+    if isinstance(obj, (list, tuple)):
+        if not obj:
+            raise ValueError(f"{path}: an empty list of teachers")
+        for t in obj:
+            _fitted(t, path)
+            if not isinstance(t, (LogisticRegression, MLPClassifier, Constant)):
+                raise ValueError(f"{path}: cannot deploy a {type(t).__name__} teacher (LogisticRegression or "
+                                 "MLPClassifier)")
+        n_features = next((int(t.n_features_in_) for t in obj if hasattr(t, "n_features_in_")), None)
+        if n_features is None:
+            raise ValueError(f"{path}: no teacher says how many inputs it takes")
+        k = 1 + max(int(np.max(t.classes_)) if hasattr(t, "classes_") else t.c for t in obj)
+        return Loaded(from_teachers(obj, k, n_features, name), np.arange(k), _votes_predict(obj, k))
+    _fitted(obj, path)
+    if not isinstance(obj, (LogisticRegression, MLPClassifier)):
+        raise ValueError(f"{path}: cannot deploy a {type(obj).__name__} (a fitted LogisticRegression or "
+                         "MLPClassifier, a list of them, or an `edgedp train` .npz)")
+    return Loaded(from_sklearn(obj, name), np.asarray(obj.classes_), obj.predict)
 
 
 def load(path: str | Path) -> DeviceModel:
-    """A model file: .npz (`edgedp train`), or .joblib holding a classifier or a list of them
-    (a teacher ensemble)."""
-    path = Path(path)
-    if path.suffix == ".npz":
-        return from_npz(path)
-    obj = joblib.load(path)
-    name = path.stem
-    if isinstance(obj, (list, tuple)):
-        n_features = next(int(t.n_features_in_) for t in obj if hasattr(t, "n_features_in_"))
-        k = 1 + max(int(np.max(t.classes_)) if hasattr(t, "classes_") else t.c for t in obj)
-        return from_teachers(obj, k, n_features, name)
-    return from_sklearn(obj, name)
+    """The device model of a model file (see ``load_file``)."""
+    return load_file(path).model

@@ -1,7 +1,8 @@
 """Targets: where a device runs and how to reach it.
 
 ``qemu`` (test image in QEMU), ``qemu:stm32f4`` (production image in QEMU),
-``host`` (native build on this machine), ``renode`` (when installed), ``session``
+``host`` (native build on this machine), ``renode`` (the stm32f4 test image in Renode, when
+installed), ``renode:PATH`` (any stm32f4 image in Renode, a provisioned production one included), ``session``
 (the running ``edgedp device`` session), or any pyserial URL (``/dev/ttyACM0``,
 ``socket://host:port``, ``rfc2217://…``)."""
 from __future__ import annotations
@@ -19,6 +20,8 @@ class Target(Protocol):
     """A started device: a byte link plus lifecycle control."""
 
     name: str
+    image: Path | None  # the image it runs (build/<image>/model.c beside it: its model), None if not known
+    keeps_state: bool   # False: an emulator started for one command; its budget, clock and config end with it
 
     def link(self) -> Link: ...
     def reset(self) -> None: ...
@@ -30,6 +33,8 @@ class UrlTarget:
 
     def __init__(self, url: str, baudrate: int = 115200):
         self.name = url
+        self.image = None
+        self.keeps_state = True
         self._link = SerialLink(url, baudrate)
 
     def link(self) -> Link:
@@ -43,12 +48,16 @@ class UrlTarget:
 
 
 DEFAULT_TARGET = "qemu"
-NAMES = ("qemu", "qemu:stm32f4", "host", "host:san", "renode", "session")
+NAMES = ("qemu", "qemu:stm32f4", "host", "host:san", "renode", "renode:PATH", "session")
 SERIAL_HELP = "a pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT) or a serial device (/dev/ttyACM0, COM3)"
 
 
 def check_spec(spec: str) -> str:
     """spec if it names a target or a serial link; TransportError at once (listing the valid ones) if not."""
+    if spec.startswith("renode:"):
+        if Path(spec[len("renode:"):]).is_file():
+            return spec
+        raise TransportError(f"target {spec}: no such image {spec[len('renode:'):]!r} (renode:PATH names an ELF)")
     if spec in NAMES or "://" in spec or re.fullmatch(r"COM\d+", spec, re.I):
         return spec
     if spec.startswith("/"):
@@ -78,7 +87,7 @@ def start_target(spec: str | None = None) -> Target:
     if spec == "host" or spec.startswith("host:"):
         from .host import HostTarget
         return HostTarget.from_spec(spec)
-    if spec == "renode":
+    if spec == "renode" or spec.startswith("renode:"):
         from .renode import RenodeTarget
-        return RenodeTarget()
+        return RenodeTarget.from_spec(spec)
     return UrlTarget(spec)

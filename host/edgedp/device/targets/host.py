@@ -1,10 +1,10 @@
 """The native build of the firmware (host port) as a child process: fast, sanitizable."""
 from __future__ import annotations
 
-import subprocess
+import os
 
-from ..errors import TransportError
-from ...paths import build_dir, project_root
+from ...paths import build_dir
+from .images import HOST_CC, make
 from ..transport import Link, ProcessLink
 
 
@@ -14,12 +14,12 @@ class HostTarget:
     ``env`` passes the host port's variables (EDP_STORE_FILE, EDP_HOST_TIME, …)."""
 
     def __init__(self, sanitized: bool = False, env: dict[str, str] | None = None):
-        exe = build_dir() / ("host-san" if sanitized else "host") / "edgedp"
+        image = "host-san" if sanitized else "host"
+        exe = build_dir() / image / "edgedp"
         if not exe.exists():
-            target = "build/host-san/edgedp" if sanitized else "build/host/edgedp"
-            r = subprocess.run(["make", "-C", str(project_root()), target], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise TransportError(f"building {target} failed:\n{r.stderr[-2000:]}")
+            make([f"build/{image}/edgedp"], tools=(HOST_CC,))
+        self.image = exe
+        self.keeps_state = bool({**os.environ, **(env or {})}.get("EDP_STORE_FILE"))  # else RAM only
         self.name = "host:san" if sanitized else "host"
         self._argv = [str(exe)]
         self._env = env or {}

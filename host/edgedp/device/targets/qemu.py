@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TransportError
-from ...paths import build_dir, project_root
 from ..transport import Link, SerialLink
+from .images import ensure_built
 
 IMAGES = {"qemu": ("qemu", 1), "qemu:stm32f4": ("stm32f4", 2)}
 QEMU = "qemu-system-arm"
@@ -33,17 +33,9 @@ def free_port() -> int:
 
 
 def ensure_image(board: str) -> Path:
-    """Path of build/<board>/edgedp.elf, building it with make if it is missing or stale."""
-    elf = build_dir() / board / "edgedp.elf"
-    r = subprocess.run(["make", "-C", str(project_root()), "-q", f"build/{board}/edgedp.elf"],
-                       capture_output=True)
-    if r.returncode != 0 or not elf.exists():
-        r = subprocess.run(["make", "-C", str(project_root()), f"build/{board}/edgedp.elf"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise TransportError(f"building {elf} failed (is gcc-arm-none-eabi installed? run `make setup`):\n"
-                                 f"{r.stderr[-2000:]}")
-    return elf
+    """Path of build/<board>/edgedp.elf, built with make if it is missing or stale (with the MODEL
+    it was built with: targets/images.py)."""
+    return ensure_built(board)
 
 
 def qemu_argv(elf: Path, usart: int, port: int, qmp_path: str, icount: bool = True,
@@ -110,6 +102,8 @@ class QemuTarget:
                  extra_args: Sequence[str] = ()):
         """extra_args: appended to the qemu-system-arm command line (e.g. more -device loader)."""
         self.name = name
+        self.image = elf
+        self.keeps_state = False
         self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-qemu-")
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         self.port = free_port()

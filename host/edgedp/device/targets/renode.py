@@ -1,7 +1,9 @@
-"""The stm32f4 production image in Renode, console on a loopback TCP socket.
+"""An stm32f4 image in Renode, console on a loopback TCP socket.
 
-``renode`` starts Renode headless with renode/edgedp.resc, which loads
-build/stm32f4/edgedp.elf on the STM32F4 Discovery platform of
+``renode`` runs the stm32f4 test image (build/stm32f4-test/edgedp.elf: test seed, test key,
+test commands, INFO build=test), ``renode:PATH`` any image, e.g. the production image
+build/stm32f4/edgedp.elf or a provisioned one. Renode runs headless with renode/edgedp.resc,
+which loads the image on the STM32F4 Discovery platform of
 renode/edgedp-stm32f4.repl and exposes the console (USART2) on a server
 socket; the target connects to it, then starts the emulation and waits for the
 boot banner, so the firmware is in its frame loop when the first request goes
@@ -10,7 +12,7 @@ out.
 Renode is started as
 
     renode --disable-xwt --plain -P MONITOR_PORT \\
-        -e '$elf=@build/stm32f4/edgedp.elf' -e '$port=PORT' -e 'include @renode/edgedp.resc'
+        -e '$elf=@build/stm32f4-test/edgedp.elf' -e '$port=PORT' -e 'include @renode/edgedp.resc'
 
 (options from Renode's README, its "Running Renode in different modes" page
 and src/Renode/Options.cs: --disable-xwt (alias --disable-gui) opens no
@@ -43,6 +45,10 @@ from .qemu import ensure_image, free_port
 
 RENODE = "renode"
 RENODE_ENV = "EDGEDP_RENODE"
+TEST_IMAGE = "stm32f4-test"
+"""What ``renode`` runs: build/stm32f4-test/edgedp.elf."""
+PERFORMANCE_IN_MIPS = 42
+"""The cpu's PerformanceInMips in renode/edgedp-stm32f4.repl: virtual time per executed instruction."""
 INSTALL_HINT = (
     "Renode is not installed (no `renode` on PATH and EDGEDP_RENODE is not set). Install it from "
     "https://github.com/renode/renode/releases/latest -- on Linux the portable package: "
@@ -113,16 +119,20 @@ class PrefixLink:
 class RenodeTarget:
     """Renode running renode/edgedp.resc; ``url`` is the console socket.
 
-    ``elf`` defaults to build/stm32f4/edgedp.elf (built with make when missing or
-    stale), ``resc`` to renode/edgedp.resc, ``port`` to a free loopback port.
+    ``elf`` defaults to the test image build/stm32f4-test/edgedp.elf (built with make when
+    missing or stale), ``resc`` to renode/edgedp.resc, ``port`` to a free loopback port.
     ``banner`` holds the boot banner read at start."""
 
     def __init__(self, elf: Path | None = None, resc: Path | None = None, port: int | None = None,
-                 start_timeout: float = 120.0, boot_timeout: float = 30.0):
+                 start_timeout: float = 120.0, boot_timeout: float = 30.0, name: str = "renode"):
         exe = find_renode()  # fail at once, before building anything
         root = project_root()
-        self.name = "renode"
-        self.elf = Path(elf) if elf else ensure_image("stm32f4")
+        self.name = name
+        self.elf = Path(elf) if elf else ensure_image(TEST_IMAGE)
+        if not self.elf.is_file():
+            raise TransportError(f"Renode image {self.elf} not found")
+        self.image = self.elf
+        self.keeps_state = False
         self.resc = Path(resc) if resc else root / "renode" / "edgedp.resc"
         if not self.resc.exists():
             raise TransportError(f"Renode script {self.resc} not found")
@@ -161,6 +171,15 @@ class RenodeTarget:
                 self._link.close()
             log = self._stop()
             raise TransportError(f"Renode: {exc}; last output:\n{log[-1500:]}") from None
+
+    @classmethod
+    def from_spec(cls, spec: str) -> "RenodeTarget":
+        """``renode`` (the test image) or ``renode:PATH`` (the image at PATH)."""
+        if spec == "renode":
+            return cls()
+        if not spec.startswith("renode:") or not spec[len("renode:"):]:
+            raise TransportError(f"unknown target {spec!r}: use renode or renode:PATH")
+        return cls(elf=Path(spec[len("renode:"):]), name=spec)
 
     def _retry(self, deadline: float, what: str, connect: Callable[[], T]) -> T:
         """connect() until it succeeds; TransportError when Renode exits or the deadline passes."""
