@@ -84,11 +84,15 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool =
     return quantize.quantize(model, np_inputs(calibration, model.n_features)), {}
 
 
-def labelled_data(data: str | Path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """(X, y) from the user's .npz (arrays X, y), checked against a model of ``n_features`` inputs."""
+def check_data_path(data: str | Path) -> None:
     if Path(data).suffix != ".npz":
         raise ValueError(f"--data {data}: give an .npz with arrays X (features) and y (labels), e.g. "
                          "np.savez('data.npz', X=X, y=y)")
+
+
+def labelled_data(data: str | Path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) from the user's .npz (arrays X, y), checked against a model of ``n_features`` inputs."""
+    check_data_path(data)
     try:
         with np.load(data, allow_pickle=False) as f:
             if "X" not in f.files or "y" not in f.files:
@@ -182,6 +186,8 @@ def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int 
     probe_writable(out)
     if data is not None and source in digits.BUILTIN:
         raise ValueError("--data checks a model file on your data; the built-in models are scored on digits")
+    if data is not None:
+        check_data_path(data)  # before the model is built (and its input range checked)
     reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
     model, score = build(source, seed, teachers, int8, calibration, input_range)
     origin = "training data" if input_range is None else "given"
