@@ -147,7 +147,7 @@ def test_deploy_refuses_bad_models_and_outputs_with_one_line(tmp_path: Path) -> 
         (["digits-cnn", "--out", out], "digits-ensemble, digits-logreg, digits-mlp"),
         ([str(lr), "--out", str(tmp_path / "x.txt")], "name it FILE.c"),
         (["digits-ensemble", "--out", "/proc/edgedp-nope/m.c"], "cannot write there"),  # before 30 teachers train
-        ([str(lr), "--out", out, "--data", str(tmp_path / "lr.joblib")], "give an .npz"),
+        ([str(lr), "--input-range", "0", "16", "--out", out, "--data", str(tmp_path / "lr.joblib")], "give an .npz"),
     ]
     for args, want in cases:
         r = CliRunner().invoke(main, ["deploy", *args])
@@ -165,7 +165,7 @@ def test_deploy_data_scores_device_kernels_on_the_users_data(tmp_path: Path) -> 
     joblib.dump(m, tmp_path / "lr.joblib")
     np.savez(tmp_path / "mine.npz", X=S.X_test, y=S.y_test + 5)
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(tmp_path / "lr.c"),
-                                  "--data", str(tmp_path / "mine.npz"), "--json"])
+                                  "--input-range", "0", "16", "--data", str(tmp_path / "mine.npz"), "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     want = float((m.predict(S.X_test) == S.y_test + 5).mean())
@@ -173,7 +173,7 @@ def test_deploy_data_scores_device_kernels_on_the_users_data(tmp_path: Path) -> 
     assert d["float_accuracy"] == pytest.approx(want) and d["device_accuracy"] > 0.9 and d["agreement"] > 0.99
     np.savez(tmp_path / "wide.npz", X=np.zeros((3, 65)), y=np.zeros(3))
     r = CliRunner().invoke(main, ["deploy", str(tmp_path / "lr.joblib"), "--out", str(tmp_path / "lr.c"),
-                                  "--data", str(tmp_path / "wide.npz")])
+                                  "--input-range", "0", "16", "--data", str(tmp_path / "wide.npz")])
     assert r.exit_code != 0 and "(n, 64)" in r.output and "65" in r.output
 
 
@@ -185,7 +185,8 @@ def test_target_model_reads_the_images_copy_and_knows_a_session_image_is_stale(t
 
     image = tmp_path / "qemu" / "edgedp.elf"
     image.parent.mkdir()
-    dm = DeviceModel("mine", "softmax", 3, (Net((Dense(np.ones((5, 3)), np.zeros(3)),), np.arange(3)),), 0.0, 1.0)
+    dm = DeviceModel("mine", "softmax", 3, (Net((Dense(np.ones((5, 3)), np.zeros(3)),), np.arange(3)),), 0.0, 1.0,
+                     input_range=(0.0, 1.0))
     (image.parent / "model.c").write_text(cgen.generate(dm))
     assert target_model(SimpleNamespace(image=image)).n_features == 5
     with pytest.raises(UnknownModel, match="serial link"):

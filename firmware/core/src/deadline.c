@@ -19,7 +19,7 @@
 #define DL_PREP_BASE 450000u    /* edp_mech_prepare with L = 0 (this file's set-up included) */
 #define DL_PREP_PER_L 80000u    /* per uniform low bit L: products, chunk tables */
 #define DL_PER_INPUT 100u       /* COBS decoding, CRC and checks of 4 request bytes (zeros: the longest) */
-#define DL_PER_CLASS 125u       /* quantize, clamp, CRC and encoding of 4 response bytes */
+#define DL_PER_CLASS 135u       /* quantize, clamp, CRC, encoding of 4 response bytes, the wipe */
 #define DL_TOPK_PER_K 16u       /* TOPK insertion: per class and per K */
 #define DL_SIMPLEX 500u         /* SIMPLEX: 33 bisection passes, per class */
 #define DL_MODEL_NET 150u       /* per net of the model */
