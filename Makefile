@@ -99,13 +99,14 @@ build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEAD
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) firmware/model/$*.c \
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	cp firmware/model/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) build/gen/models/$*.c \
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
-	cp firmware/model/$*.c $(@D)/model.c
+	cp build/gen/models/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,
