@@ -32,6 +32,9 @@ WIRE_MAX = 4138
 # code u8 | type u8
 ERROR_BODY = 2
 ERROR_BODY_FMT = struct.Struct('<BB')
+# code u8 | type u8 | wait_s u32
+RATE_ERROR_BODY = 6
+RATE_ERROR_BODY_FMT = struct.Struct('<BBI')
 # PING echoes up to this many bytes
 PING_MAX = 64
 # mode u8 | arg u8 | k u16
@@ -54,9 +57,9 @@ INFER_TICKS_FMT = struct.Struct('<I')
 # BUDGET's today without a trusted clock
 NO_DAY = 0xFFFFFFFF
 # build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 |
-#   tick_hz u32
-INFO_HEAD = 12
-INFO_HEAD_FMT = struct.Struct('<BBBBHBBI')
+#   tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32
+INFO_HEAD = 24
+INFO_HEAD_FMT = struct.Struct('<BBBBHBBIIII')
 # each INFO text (version, board): len u8 + at most this many ASCII bytes
 INFO_TEXT_MAX = 32
 # recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 |
@@ -106,9 +109,10 @@ STATE_REQUEST = 16
 STATE_REQUEST_FMT = struct.Struct('<16s')
 # nonce u8[16] | recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap
 #   u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 |
-#   eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32
-STATE_BODY = 94
-STATE_BODY_FMT = struct.Struct('<16sIIQQQQQQBBIfffi')
+#   eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 | rate_burst u32 | rate_per_minute
+#   u32 | rate_tarpit_ms u32
+STATE_BODY = 106
+STATE_BODY_FMT = struct.Struct('<16sIIQQQQQQBBIfffiIII')
 # result u8 | counter u64 | tag u8[32]
 ADMIN_ANSWER = 41
 ADMIN_ANSWER_FMT = struct.Struct('<BQ32s')
@@ -120,10 +124,17 @@ SET_TIME_PAYLOAD = 8
 SET_TIME_PAYLOAD_FMT = struct.Struct('<Q')
 # TEST_SEED payload: a ChaCha20 key
 SEED_BYTES = 32
+# burst u32 | per_minute u32 | tarpit_ms u32
+RATE_PAYLOAD = 12
+RATE_PAYLOAD_FMT = struct.Struct('<III')
 
 # ---- budget.h
 # micro-epsilon per epsilon: every amount of epsilon is an integer of these
 MICRO = 1000000
+# ms
+RATE_TARPIT_MAX = 2000
+# the wait when nothing refills the bucket
+RATE_NEVER = 0xFFFFFFFF
 
 # ---- mech.h
 # choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK
@@ -161,9 +172,12 @@ DLAP_Z_LIMIT = 2130706431.0
 # ---- store.h
 # "EDDP"
 STORE_MAGIC = 0x50444445
-STORE_VERSION = 1
+# 2 adds the rate limit
+STORE_VERSION = 2
 # serialized bytes including CRC
-STORE_RECORD = 84
+STORE_RECORD = 112
+# version 1 (no rate limit): still loaded, as "no limit"
+STORE_RECORD_V1 = 84
 STORE_SLOT_SIZE = 128
 
 
@@ -186,6 +200,7 @@ class FrameType(IntEnum):
     # a fresh nonce (the previous one dies) and the counter the next admin command must sign
     CHALLENGE = 0x24
     STATE = 0x25  # authenticated read of the device state, with a fresh nonce
+    RATE = 0x26  # authenticated: the rate limit of external answers
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
 
@@ -206,6 +221,7 @@ class ErrorCode(IntEnum):
     ERR_STORE = 11  # persistent store unreadable or write failed
     ERR_NO_MODEL = 12  # INFER on an image built without a model
     ERR_TIMING = 13  # the board cannot release answers at a deadline
+    ERR_RATE = 14  # rate limit: no token for an external answer yet (the error carries the wait)
 
 
 class OutputMode(IntEnum):

@@ -40,15 +40,15 @@ def c():
 
 
 def test_sampler_constants_cover_the_longest_paths(worst, c):
-    assert c["DL_CALL"] >= MARGIN * worst.call()
-    assert c["DL_DRAW"] >= MARGIN * worst.draw()
-    assert c["DL_ACCEPT"] >= MARGIN * worst.accept()
+    assert c["EDP_DL_CALL"] >= MARGIN * worst.call()
+    assert c["EDP_DL_DRAW"] >= MARGIN * worst.draw()
+    assert c["EDP_DL_ACCEPT"] >= MARGIN * worst.accept()
     for nc in range(1, 7):
-        fw = c["DL_EXACT_PER_CHUNK"] * nc + c["DL_EXACT_PER_CHUNK2"] * nc * nc
+        fw = c["EDP_DL_EXACT_PER_CHUNK"] * nc + c["EDP_DL_EXACT_PER_CHUNK2"] * nc * nc
         assert fw >= MARGIN * worst.exact(nc), (nc, fw, worst.exact(nc))
-    assert c["DL_HIGH"] >= MARGIN * worst.high()
-    assert c["DL_ROUND"] >= MARGIN * worst.round()
-    assert c["DL_REFILL"] >= MARGIN * worst.refill_path()
+    assert c["EDP_DL_HIGH"] >= MARGIN * worst.high()
+    assert c["EDP_DL_ROUND"] >= MARGIN * worst.round()
+    assert c["EDP_DL_REFILL"] >= MARGIN * worst.refill_path()
     # the measured paths are real: the product grows with the chunks, every limb costs, the
     # fast path is the loop's body (a few dozen instructions)
     assert worst.product[6] > worst.product[1] and worst.less_than[12] > worst.less_than[1] + 11 * 30
@@ -58,7 +58,7 @@ def test_sampler_constants_cover_the_longest_paths(worst, c):
 def test_setup_bound_covers_every_table_size(worst, c):
     assert len(worst.prepare) == 22                    # L = 0 .. 21
     for L, (_, insns) in worst.prepare.items():
-        bound = c["DL_PREP_BASE"] + c["DL_PREP_PER_L"] * L
+        bound = c["EDP_DL_PREP_BASE"] + c["EDP_DL_PREP_PER_L"] * L
         assert bound >= MARGIN * insns, (L, bound, insns)
 
 
@@ -97,8 +97,8 @@ def test_model_constants_cover_every_bundled_model(model, c):
     from edgedp.bench.infer import model_image
     emu = Emulator(model_image(model))
     n_nets, n_classes, macs, units = _model_shape(emu)
-    bound = n_nets * (c["DL_MODEL_NET"] + c["DL_MODEL_CLASS"] * n_classes) + \
-        units * c["DL_MODEL_UNIT"] + macs * c["DL_MODEL_MAC"]
+    bound = n_nets * (c["EDP_DL_MODEL_NET"] + c["EDP_DL_MODEL_CLASS"] * n_classes) + \
+        units * c["EDP_DL_MODEL_UNIT"] + macs * c["EDP_DL_MODEL_MAC"]
     m = struct.unpack("<I", emu.uc.mem_read(emu.image.symbol("edp_app_model"), 4))[0]
     longest = 0
     for x in digits_split(0).X_test[:8].astype(np.float32):
@@ -126,7 +126,7 @@ def test_qemu_fixed_part_covers_a_window_with_a_reseed(probe, c):
         if i == 0:
             probe.force_reseed()
         probe.run(lambda d: d.query(np.array([0.5], dtype=np.float32)), w)
-    measured = w.rest - c["DL_PER_INPUT"] - c["DL_PER_CLASS"]
+    measured = w.rest - c["EDP_DL_PER_INPUT"] - c["EDP_DL_PER_CLASS"]
     assert measured > 1000                            # the charge and header really ran
     assert fixed >= FIXED_MARGIN * measured, (fixed, measured)
 
@@ -144,7 +144,7 @@ def test_per_value_constants_cover_the_longest_values(probe, c):
         rest[k] = w.rest
     per_value = (rest[1000] - rest[10]) / 990
     assert per_value > 100                                  # the values' own work really ran
-    assert c["DL_PER_INPUT"] + c["DL_PER_CLASS"] >= MARGIN * per_value, per_value
+    assert c["EDP_DL_PER_INPUT"] + c["EDP_DL_PER_CLASS"] >= MARGIN * per_value, per_value
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@
  *      the nonce nor the record;
  *   7. every admin answer carries the device's tag over (type, the nonce the
  *      frame was checked against, the frame's tag, result, counter), and every
- *      STATE answer its tag over the request's challenge and its body.
+ *      STATE answer its tag over the request's challenge and its body;
+ *   7. an ERR_RATE refusal (signed RATE frames set small buckets) carries its wait.
  * Prints a summary line; exits non-zero on the first violated invariant. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,8 @@ static uint32_t rnd(void)
 static int p_entropy(void *c, uint8_t k[32]) { (void)c; memset(k, 7, 32); return entropy_fails ? EDP_ERR_ENTROPY : EDP_OK; }
 static uint32_t p_ticks(void *c) { (void)c; return 0; }
 static int p_day(void *c, uint32_t *d) { (void)c; *d = 20000; return EDP_OK; }
+static uint64_t fuzz_seconds;
+static int p_seconds(void *c, uint64_t *s) { (void)c; *s = 20000u * 86400u + fuzz_seconds; return EDP_OK; }
 static int p_set_time(void *c, uint64_t s) { (void)c; (void)s; return EDP_OK; }
 static int p_read(void *c, uint32_t off, void *b, uint32_t n) { (void)c; if (off + n > sizeof store) return EDP_ERR_STORE; memcpy(b, store + off, n); return EDP_OK; }
 static int p_write(void *c, uint32_t off, const void *b, uint32_t n) { (void)c; if (off + n > sizeof store) return EDP_ERR_STORE; memcpy(store + off, b, n); return EDP_OK; }
@@ -75,6 +78,7 @@ static const edp_port_t port = {
     .ticks = p_ticks,
     .tick_unit = p_tick_unit,
     .day = p_day,
+    .seconds = p_seconds,
     .set_time = p_set_time,
     .store_read = p_read,
     .store_write = p_write,
@@ -108,7 +112,8 @@ static void mac(uint8_t tag[EDP_AUTH_TAG], const uint8_t domain[EDP_AUTH_DOMAIN_
 
 static int is_admin(uint32_t type)
 {
-    return type == EDP_T_CONFIG || type == EDP_T_SET_TIME || type == EDP_T_RESET_BUDGET || type == EDP_T_TEST_SEED;
+    return type == EDP_T_CONFIG || type == EDP_T_SET_TIME || type == EDP_T_RESET_BUDGET || type == EDP_T_TEST_SEED ||
+           type == EDP_T_RATE;
 }
 
 /* An admin frame signed with the device's key for its current nonce: counter
@@ -116,11 +121,11 @@ static int is_admin(uint32_t type)
 static void signed_frame(uint8_t *raw, size_t *n)
 {
     static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
-    static const uint8_t types[4] = {EDP_T_CONFIG, EDP_T_SET_TIME, EDP_T_RESET_BUDGET, EDP_T_TEST_SEED};
-    static const uint8_t plen[4] = {EDP_CONFIG_PAYLOAD, EDP_SET_TIME_PAYLOAD, 0, EDP_SEED_BYTES};
+    static const uint8_t types[5] = {EDP_T_CONFIG, EDP_T_SET_TIME, EDP_T_RESET_BUDGET, EDP_T_TEST_SEED, EDP_T_RATE};
+    static const uint8_t plen[5] = {EDP_CONFIG_PAYLOAD, EDP_SET_TIME_PAYLOAD, 0, EDP_SEED_BYTES, EDP_RATE_PAYLOAD};
     uint8_t body[EDP_AUTH_COUNTER + EDP_CONFIG_PAYLOAD + EDP_AUTH_TAG] = {0}, t;
     uint64_t counter = dev.rec.auth_counter + (rnd() % 4 ? 1 : 0);
-    uint32_t i = rnd() % 4, len = EDP_AUTH_COUNTER + plen[i];
+    uint32_t i = rnd() % 5, len = EDP_AUTH_COUNTER + plen[i];
     float f[3] = {0.0f, 1.0f, 2.0f};
     t = types[i];
     memcpy(body, &counter, 8);
@@ -133,6 +138,9 @@ static void signed_frame(uint8_t *raw, size_t *n)
         memset(body + 20, 0, 8);
         memcpy(body + 28, f, 12);
         memcpy(body + 40, &m, 4);
+    } else if (t == EDP_T_RATE) {  /* a small bucket, no tarpit (the fuzz port's ticks stand still) */
+        uint32_t rate[3] = {rnd() % 3 ? 0 : 1 + rnd() % 8, rnd() % 600, 0};
+        memcpy(body + 8, rate, sizeof rate);
     } else {
         for (uint32_t j = 8; j < len; j++) body[j] = (uint8_t)rnd();
     }
@@ -240,6 +248,8 @@ static int check_output(int *answered_query)
             memcpy(&crc, buf + n - 4, 4);
             if (crc != edp_crc32(0, buf, (size_t)n - 4) || buf[0] != 1) { printf("FAIL bad response frame\n"); exit(1); }
             if (buf[1] == (EDP_T_QUERY | EDP_T_RESPONSE)) *answered_query = 1;
+            if (buf[1] == EDP_T_ERROR && n >= (int)EDP_FRAME_OVERHEAD + 1 && buf[4] == (uint8_t)-EDP_ERR_RATE &&
+                n != (int)(EDP_FRAME_OVERHEAD + EDP_RATE_ERROR_BODY)) { printf("FAIL ERR_RATE without its wait\n"); exit(1); }
             check_tags(buf, n);
             frames++;
         }
@@ -290,6 +300,7 @@ int main(int argc, char **argv)
         memcpy(nonce_before, dev.nonce, EDP_AUTH_NONCE);
         memcpy(&rec_before, &dev.rec, sizeof rec_before);
         out_len = 0;
+        fuzz_seconds += rnd() % 3;  /* the clock moves on a little between frames */
         edp_device_rx(&dev, wire, w);
         /* chunks actually delimited in what we sent */
         {

@@ -2,6 +2,10 @@
 host does when an answer never comes (issue 17 items 1 and 2)."""
 from __future__ import annotations
 
+import struct
+import time
+
+import numpy as np
 import pytest
 
 from edgedp import schema as S
@@ -9,6 +13,8 @@ from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, NotAuthentic, StateMismatch, StateUnknown
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
+
+from ..conftest import TEST_EPOCH
 
 pytestmark = pytest.mark.native
 
@@ -76,3 +82,64 @@ def test_accepted_command_is_checked_against_the_state_after(host_device, test_k
         admin.run(dev, test_key, P.CONFIG, lambda b: P.config_payload(MechConfig(sensitivity=-1.0), Caps(MICRO)),
                   lambda before, after: None)
     assert r.value.authenticated
+
+
+def _v1_record(seq: int, lifetime: int, counter: int) -> bytes:
+    """A store record as firmware before the rate limit wrote it (version 1, 84 bytes)."""
+    import zlib
+    body = struct.pack("<IBBBBIIQQQQQIfffiI", 0x50444445, 1, 0, 84, 0, seq, 20454, 1000 * MICRO, 0, lifetime, lifetime,
+                       counter, MICRO, 0.0, 1.0, 2.0, -128, 0)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def test_a_store_of_the_old_layout_loads_with_no_rate_limit(host_device, test_key: bytes) -> None:
+    """Version 1 records (no rate limit) load as they ran: spend, counter and caps kept, no limit;
+    the next commit writes version 2."""
+    rec = _v1_record(5, 7 * MICRO, 3)
+    host_device.store.write_bytes(rec + bytes(128 - len(rec)) + bytes(128))
+    dev = host_device.start()
+    st = dev.state(test_key)
+    assert dev.info().store == "loaded"
+    assert (st.budget.lifetime_spent, st.budget.auth_counter, st.rate) == (7 * MICRO, 3, P.Rate())
+    dev.query(np.array([0.2, 0.8], dtype=np.float32), "label")
+    host_device.stop()
+    raw = host_device.store.read_bytes()
+    assert raw[128 + 4] == 2 and raw[128 + 6] == 112  # the commit went to the other slot, version 2
+    assert host_device.start().budget().lifetime_spent == 8 * MICRO
+
+
+def test_rate_limit_refuses_with_the_wait_and_persists(host_device, test_key: bytes) -> None:
+    """A bucket of 2 answers refilled at 30 a minute, on the host port's frozen clock: the third
+    answer is refused with ERR_RATE and a 2 s wait, before any charge; a restart refills nothing
+    (the bucket is committed with the spend); 2 s later (SET_TIME) one more answer passes."""
+    x = np.array([0.2, 0.8], dtype=np.float32)
+    dev = host_device.start()
+    admin.run(dev, test_key, P.RATE, lambda b: P.Rate(2, 30, 0).pack(), lambda b, a: None)
+    dev.query(x, "label")
+    dev.query(x, "label")
+    spent = dev.budget().lifetime_spent
+    with pytest.raises(DeviceError, match="ERR_RATE.*retry in 2 s") as e:
+        dev.query(x, "label")
+    assert e.value.wait == 2 and dev.budget().lifetime_spent == spent
+    with pytest.raises(DeviceError, match="ERR_RATE"):
+        dev.infer(np.zeros(64, dtype=np.float32), "label")  # refused before the model runs
+    assert dev.info().rate == P.Rate(2, 30, 0) and dev.state(test_key).rate == P.Rate(2, 30, 0)
+    dev = host_device.start()
+    with pytest.raises(DeviceError, match="ERR_RATE"):
+        dev.query(x, "label")
+    dev.set_time(test_key, TEST_EPOCH + 2)
+    dev.query(x, "label")
+    with pytest.raises(DeviceError, match="ERR_RATE"):
+        dev.query(x, "label")
+    # a tarpit delays the refusal; burst 0 lifts the limit
+    admin.run(dev, test_key, P.RATE, lambda b: P.Rate(1, 0, 400).pack(), lambda b, a: None)
+    dev.query(x, "label")
+    t0 = time.monotonic()
+    with pytest.raises(DeviceError, match="does not refill"):
+        dev.query(x, "label")
+    assert time.monotonic() - t0 >= 0.4
+    with pytest.raises(DeviceError, match="ERR_BAD_VALUE"):
+        dev.admin(P.RATE, struct.pack("<III", 1, 1, 2001), test_key)
+    admin.run(dev, test_key, P.RATE, lambda b: P.Rate().pack(), lambda b, a: None)
+    for _ in range(3):
+        dev.query(x, "label")

@@ -187,3 +187,22 @@ def test_query_many_streams_a_generator_until_the_budget_ends(native_builds: Non
         assert dev.budget().daily_spent == to_micro(3)
         bad = list(dev.query_many([np.array([np.nan, 0.5])], "label"))
         assert isinstance(bad[0], DeviceError) and bad[0].code == "ERR_BAD_VALUE"
+
+
+@pytest.mark.native
+def test_admin_rate_through_the_cli(native_builds: None, monkeypatch, tmp_path) -> None:
+    """`admin rate` sets the limit (checked in the authenticated state), `info` shows it, and a query
+    over it is refused with ERR_RATE and its wait, also after the device restarts."""
+    monkeypatch.setenv("EDP_STORE_FILE", str(tmp_path / "store.bin"))
+    monkeypatch.setenv("EDP_HOST_TIME", "1767225600")
+    r = run("admin", "rate", "--target", "host", "--key-file", KEY, "--burst", "1", "--per-minute", "2", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["rate_burst"] == 1 and json.loads(r.output)["authenticated"] is True
+    assert json.loads(run("info", "--target", "host", "--json").output)["rate_per_minute"] == 2
+    out = run("query", "--target", "host", "--json", "-", stdin="0.2,0.8\n0.3,0.7\n").stdout.splitlines()
+    recs = [json.loads(x) for x in out]
+    assert [x["status"] for x in recs] == ["ok", "ERR_RATE"] and recs[1]["retry_after_s"] == 30
+    out = run("query", "--target", "host", "--json", "-", stdin="0.2,0.8\n").stdout.splitlines()
+    assert json.loads(out[0])["status"] == "ERR_RATE"  # a new device process: the bucket was committed
+    r = run("admin", "rate", "--target", "host", "--key-file", KEY, "--burst", "1", "--tarpit-ms", "2001")
+    assert r.exit_code != 0 and "2001" in r.output

@@ -23,7 +23,7 @@ from ..conftest import ROOT, HostDevice
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query
 X = np.array([0.1, 0.6, 0.3])
-WORDS_PER_COMMIT = 21  # 84-byte record = 20 body words + 1 CRC word
+WORDS_PER_COMMIT = 28  # 112-byte record (store version 2) = 27 body words + 1 CRC word
 RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
                         (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
 FLASH_WORDS = 9         # one 36-byte flash log record
@@ -114,7 +114,7 @@ def test_bit_flips_in_either_slot(host_device, slot: int) -> None:
     rng = np.random.default_rng(slot)
     raw = bytearray(host_device.store.read_bytes())
     for _ in range(3):
-        pos = slot * 128 + int(rng.integers(0, 84))
+        pos = slot * 128 + int(rng.integers(0, 112))
         raw[pos] ^= 1 << int(rng.integers(0, 8))
     host_device.store.write_bytes(bytes(raw))
     dev = host_device.start()

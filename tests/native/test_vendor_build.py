@@ -126,3 +126,16 @@ def test_gnu_c_would_fuse_without_the_pin(tmp_path: Path) -> None:
     pinned = tmp_path / "dot_pinned.c"
     pinned.write_text('#include "fp_contract.h"\n' + src.read_text())
     assert fused_ops(pinned, tmp_path) == 0
+
+
+def test_deadline_constants_can_be_overridden(tmp_path: Path) -> None:
+    """The release-deadline constants are measured for gcc 12 -O2; another build overrides them
+    (-DEDP_DL_...), and the override reaches the compiled bound."""
+    def disassembly(*defines: str) -> str:
+        obj = tmp_path / f"deadline{len(defines)}.o"
+        run(["arm-none-eabi-gcc", *ARM_FLAGS, "-std=c99", "-O2", *defines, f"-I{CORE / 'include'}",
+             f"-I{CORE / 'src'}", "-c", str(CORE / "src" / "deadline.c"), "-o", str(obj)], tmp_path)
+        return run(["arm-none-eabi-objdump", "-d", str(obj)], tmp_path)
+
+    assert "#4242\t" not in disassembly()
+    assert "#4242\t" in disassembly("-DEDP_DL_PER_CLASS=4242u")

@@ -86,10 +86,12 @@ def test_state_and_admin_answers_are_checked_against_the_key() -> None:
     """A STATE answer counts only with its tag over the host's challenge; an admin answer only
     with its tag over the nonce and the tag of the frame it answers."""
     key, challenge = bytes(range(32)), b"c" * 16
-    body = b"n" * 16 + P.Budget.FMT.pack(1, 2, 3, 4, 5, 6, 7, 8, 0, 1, MICRO, 0.0, 1.0, 2.0, P.M_AUTO)
+    body = b"n" * 16 + P.Budget.FMT.pack(1, 2, 3, 4, 5, 6, 7, 8, 0, 1, MICRO, 0.0, 1.0, 2.0, P.M_AUTO) + \
+        struct.pack("<III", 5, 60, 100)
     tag = hmac.new(key, b"EDPS" + challenge + body, hashlib.sha256).digest()
     st = P.State.parse(body + tag, key, challenge)
     assert st is not None and st.nonce == b"n" * 16 and st.budget.caps == P.Caps(3, 5)
+    assert st.rate == P.Rate(5, 60, 100)
     assert P.State.parse(body + tag, key, b"d" * 16) is None  # an answer to another challenge (replay)
     assert P.State.parse(body[:-1] + b"\x01" + tag, key, challenge) is None  # rewritten
     assert P.State.parse(body + tag, bytes(32), challenge) is None
@@ -110,10 +112,11 @@ def test_state_and_admin_answers_are_checked_against_the_key() -> None:
 
 
 def test_info_parses_and_rejects_cut_text() -> None:
-    body = P.Info.FMT.pack(1, 0, 1, 1, 1024, 0, 1, 168_000_000) + b"\x050.1.0" + b"\x04qemu"
+    body = P.Info.FMT.pack(1, 0, 1, 1, 1024, 0, 1, 168_000_000, 3, 60, 0) + b"\x050.1.0" + b"\x04qemu"
     i = P.Info.parse(body)
     assert (i.build, i.store, i.firmware_version, i.board, i.max_classes) == ("test", "fresh", "0.1.0", "qemu", 1024)
-    for bad in (body[:-1], body + b"x", body[:13]):
+    assert i.rate == P.Rate(3, 60, 0)
+    for bad in (body[:-1], body + b"x", body[:P.Info.FMT.size + 1]):
         with pytest.raises(TransportError, match="INFO"):
             P.Info.parse(bad)
 

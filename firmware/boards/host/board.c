@@ -132,6 +132,17 @@ static int day(void *ctx, uint32_t *d)
     return EDP_OK;
 }
 
+static int seconds(void *ctx, uint64_t *s)
+{
+    int64_t now;
+    (void)ctx;
+    if (clock_state == 2) return EDP_ERR_TIME;
+    now = clock_state == 1 ? clock_base : (int64_t)time(NULL) + clock_base;
+    if (now < 0) return EDP_ERR_TIME;
+    *s = (uint64_t)now;
+    return EDP_OK;
+}
+
 static int set_time(void *ctx, uint64_t secs)
 {
     (void)ctx;
@@ -206,6 +217,7 @@ static const edp_port_t port = {
     .ticks = ticks,
     .tick_unit = tick_unit,
     .day = day,
+    .seconds = seconds,
     .set_time = set_time,
     .store_read = store_read,
     .store_write = store_write,

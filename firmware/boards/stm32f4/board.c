@@ -97,6 +97,12 @@ static int day(void *ctx, uint32_t *d)
     return edp_stm32_rtc_day(&bkd, d, EDP_STM32_SPIN_RTC);
 }
 
+static int seconds(void *ctx, uint64_t *s)
+{
+    (void)ctx;
+    return edp_stm32_rtc_seconds(&bkd, s, EDP_STM32_SPIN_RTC);
+}
+
 static int set_time(void *ctx, uint64_t secs)
 {
     (void)ctx;
@@ -228,6 +234,7 @@ static const edp_port_t port = {
     .ticks = ticks,
     .tick_unit = tick_unit,
     .day = day,
+    .seconds = seconds,
     .set_time = set_time,
     .store_read = store_read,
     .store_write = store_write,

@@ -79,7 +79,7 @@ void edp_stm32_rtc_init(edp_stm32_bkd_t *b)
         b->rcc->BDCR = bdcr | RCC_BDCR_LSEON | RCC_BDCR_RTCEN;
 }
 
-int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin)
+int edp_stm32_rtc_seconds(edp_stm32_bkd_t *b, uint64_t *secs, uint32_t spin)
 {
     edp_rtc_regs_t *rtc = b->rtc;
     uint32_t isr, tr, dr, wdu;
@@ -97,7 +97,8 @@ int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin)
     hour = bcd(tr, 16, 2);
     min = bcd(tr, 8, 5);
     sec = bcd(tr, 0, 5);
-    if ((tr & ~0x003F7F7Fu) || hour < 0 || hour > 23 || min < 0 || sec < 0) return EDP_ERR_TIME;
+    if ((tr & ~0x003F7F7Fu) || hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 59)
+        return EDP_ERR_TIME;
     year = bcd(dr, 16, 9);
     month = ((dr >> 8) & 0xFu) > 9 ? -1 : (int32_t)(((dr >> 12) & 1u) * 10u + ((dr >> 8) & 0xFu));
     mday = bcd(dr, 0, 3);
@@ -107,8 +108,16 @@ int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin)
         return EDP_ERR_TIME;
     days = edp_stm32_days_from_civil(2000 + year, (uint32_t)month, (uint32_t)mday);
     if (wdu != weekday(days)) return EDP_ERR_TIME;
-    *day = (uint32_t)days;
+    *secs = (uint64_t)days * 86400u + (uint64_t)(hour * 3600 + min * 60 + sec);
     return EDP_OK;
+}
+
+int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin)
+{
+    uint64_t s = 0;
+    int err = edp_stm32_rtc_seconds(b, &s, spin);
+    *day = (uint32_t)(s / 86400u);  /* 0 on error */
+    return err;
 }
 
 static uint32_t bcd2(uint32_t v)

@@ -153,6 +153,8 @@ void edp_stm32_rtc_init(edp_stm32_bkd_t *b);
  * mode), the calendar was initialised (INITS), the shadow registers
  * synchronised (RSF within spin polls) and TR/DR hold a valid BCD time/date. */
 int edp_stm32_rtc_day(edp_stm32_bkd_t *b, uint32_t *day, uint32_t spin);
+/* The same clock in seconds since 1970 (UTC); the same checks and errors. */
+int edp_stm32_rtc_seconds(edp_stm32_bkd_t *b, uint64_t *secs, uint32_t spin);
 
 /* Set the calendar (UTC, 24 h) to unix_seconds, which must lie in
  * [2001-01-01, 2100-01-01) (the RTC has a two-digit year; year 00 reads as

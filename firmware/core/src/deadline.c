@@ -1,3 +1,4 @@
+#include "edgedp/options.h"  /* first: EDP_CONFIG may override the constants below */
 #include "edgedp/deadline.h"
 #include "edgedp/mech.h"
 #include "util.h"
@@ -6,26 +7,67 @@
  * against host/edgedp/bench/deadline.py's figures for the compiled image:
  * static sizes of code regions (each instruction runs at most once per pass)
  * and worst paths with trip counts fixed by the tables, with a margin of at
- * least 1.25; whole-window parts measured from executions with at least 1.5. */
-#define DL_CALL 36u             /* edp_dlap_add's entry and exit, once per noise */
-#define DL_DRAW 57u             /* one fixed draw's fast path (region edp_dlap_add_draw) */
-#define DL_ACCEPT 205u          /* acceptance past the K fixed bits: region _accept, accept_rest, band */
-#define DL_EXACT_PER_CHUNK 240u /* exact product: accept_exact, less_than over 2 limbs per chunk */
-#define DL_EXACT_PER_CHUNK2 25u /* the product, quadratic in the chunks */
-#define DL_HIGH 290u            /* a tie or tail outcome: region _high, one pass of high_part */
-#define DL_ROUND 265u           /* one more tail round: one pass of high_part */
-#define DL_REFILL 4000u         /* region _refill and edp_drbg_next_block */
-#define DL_REFILL_WORDS 56u     /* keystream words a refill makes available */
-#define DL_PREP_BASE 450000u    /* edp_mech_prepare with L = 0 (this file's set-up included) */
-#define DL_PREP_PER_L 80000u    /* per uniform low bit L: products, chunk tables */
-#define DL_PER_INPUT 100u       /* COBS decoding, CRC and checks of 4 request bytes (zeros: the longest) */
-#define DL_PER_CLASS 135u       /* quantize, clamp, CRC, encoding of 4 response bytes, the wipe */
-#define DL_TOPK_PER_K 16u       /* TOPK insertion: per class and per K */
-#define DL_SIMPLEX 500u         /* SIMPLEX: 33 bisection passes, per class */
-#define DL_MODEL_NET 150u       /* per net of the model */
-#define DL_MODEL_MAC 5u         /* per multiply-add of a dense layer */
-#define DL_MODEL_UNIT 30u       /* per output of a dense layer (bias, ReLU, store) */
-#define DL_MODEL_CLASS 80u      /* per class and net: softmax exp and division, or the vote */
+ * least 1.25; whole-window parts measured from executions with at least 1.5.
+ * They hold for the code gcc 12 -O2 makes of this core (Debian's 12.2.1): a
+ * firmware built otherwise overrides them (-DEDP_DL_DRAW=..., or the EDP_CONFIG
+ * header) with figures measured on its own image, see docs/vendoring.md. */
+#ifndef EDP_DL_CALL
+#define EDP_DL_CALL 36u             /* edp_dlap_add's entry and exit, once per noise */
+#endif
+#ifndef EDP_DL_DRAW
+#define EDP_DL_DRAW 57u             /* one fixed draw's fast path (region edp_dlap_add_draw) */
+#endif
+#ifndef EDP_DL_ACCEPT
+#define EDP_DL_ACCEPT 205u          /* acceptance past the K fixed bits: region _accept, accept_rest, band */
+#endif
+#ifndef EDP_DL_EXACT_PER_CHUNK
+#define EDP_DL_EXACT_PER_CHUNK 240u /* exact product: accept_exact, less_than over 2 limbs per chunk */
+#endif
+#ifndef EDP_DL_EXACT_PER_CHUNK2
+#define EDP_DL_EXACT_PER_CHUNK2 25u /* the product, quadratic in the chunks */
+#endif
+#ifndef EDP_DL_HIGH
+#define EDP_DL_HIGH 290u            /* a tie or tail outcome: region _high, one pass of high_part */
+#endif
+#ifndef EDP_DL_ROUND
+#define EDP_DL_ROUND 265u           /* one more tail round: one pass of high_part */
+#endif
+#ifndef EDP_DL_REFILL
+#define EDP_DL_REFILL 4000u         /* region _refill and edp_drbg_next_block */
+#endif
+#ifndef EDP_DL_REFILL_WORDS
+#define EDP_DL_REFILL_WORDS 56u     /* keystream words a refill makes available */
+#endif
+#ifndef EDP_DL_PREP_BASE
+#define EDP_DL_PREP_BASE 450000u    /* edp_mech_prepare with L = 0 (this file's set-up included) */
+#endif
+#ifndef EDP_DL_PREP_PER_L
+#define EDP_DL_PREP_PER_L 80000u    /* per uniform low bit L: products, chunk tables */
+#endif
+#ifndef EDP_DL_PER_INPUT
+#define EDP_DL_PER_INPUT 100u       /* COBS decoding, CRC and checks of 4 request bytes (zeros: the longest) */
+#endif
+#ifndef EDP_DL_PER_CLASS
+#define EDP_DL_PER_CLASS 135u       /* quantize, clamp, CRC, encoding of 4 response bytes, the wipe */
+#endif
+#ifndef EDP_DL_TOPK_PER_K
+#define EDP_DL_TOPK_PER_K 16u       /* TOPK insertion: per class and per K */
+#endif
+#ifndef EDP_DL_SIMPLEX
+#define EDP_DL_SIMPLEX 500u         /* SIMPLEX: 33 bisection passes, per class */
+#endif
+#ifndef EDP_DL_MODEL_NET
+#define EDP_DL_MODEL_NET 150u       /* per net of the model */
+#endif
+#ifndef EDP_DL_MODEL_MAC
+#define EDP_DL_MODEL_MAC 5u         /* per multiply-add of a dense layer */
+#endif
+#ifndef EDP_DL_MODEL_UNIT
+#define EDP_DL_MODEL_UNIT 30u       /* per output of a dense layer (bias, ReLU, store) */
+#endif
+#ifndef EDP_DL_MODEL_CLASS
+#define EDP_DL_MODEL_CLASS 80u      /* per class and net: softmax exp and division, or the vote */
+#endif
 
 #define DL_LN2 0.69314718055994531
 /* Each of the six tails (draws, acceptance, exact product, ties and tail
@@ -239,18 +281,18 @@ uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k)
     bits = (uint64_t)n * d->n1 + (uint64_t)rounds * (EDP_DLAP_ALIAS_BITS + d->KP) +
            (compares ? draws_needed(compares, 0.5) : 0u);
     /* Keystream words fetched: the bits', and up to two ahead (the loop's
-     * 64-bit buffer, peek32); every DL_REFILL_WORDS of them one refill. */
+     * 64-bit buffer, peek32); every EDP_DL_REFILL_WORDS of them one refill. */
     words = (bits + 31u) / 32u + 2u;
-    refills = (words + DL_REFILL_WORDS - 1u) / DL_REFILL_WORDS;
-    insns = DL_CALL + (uint64_t)n * DL_DRAW + (uint64_t)n_acc * DL_ACCEPT +
-            (uint64_t)n_exact * (DL_EXACT_PER_CHUNK * nc + DL_EXACT_PER_CHUNK2 * nc * nc) +
-            (uint64_t)n_high * DL_HIGH + (uint64_t)rounds * DL_ROUND + refills * DL_REFILL;
+    refills = (words + EDP_DL_REFILL_WORDS - 1u) / EDP_DL_REFILL_WORDS;
+    insns = EDP_DL_CALL + (uint64_t)n * EDP_DL_DRAW + (uint64_t)n_acc * EDP_DL_ACCEPT +
+            (uint64_t)n_exact * (EDP_DL_EXACT_PER_CHUNK * nc + EDP_DL_EXACT_PER_CHUNK2 * nc * nc) +
+            (uint64_t)n_high * EDP_DL_HIGH + (uint64_t)rounds * EDP_DL_ROUND + refills * EDP_DL_REFILL;
     return sat32(insns);
 }
 
 uint32_t edp_deadline_prepare(const edp_dlap_t *d)
 {
-    return sat32(DL_PREP_BASE + (uint64_t)DL_PREP_PER_L * d->L);
+    return sat32(EDP_DL_PREP_BASE + (uint64_t)EDP_DL_PREP_PER_L * d->L);
 }
 
 static uint64_t model_insns(const edp_model_t *m)
@@ -259,14 +301,14 @@ static uint64_t model_insns(const edp_model_t *m)
     uint32_t i, l;
     /* int8 models: the float32 kernels' per-MAC and per-output costs bound the
      * int8 ones too (two MACs per SMLAD), plus the input quantisation. */
-    if (m->s8) n += (uint64_t)DL_MODEL_UNIT * m->n_features;
+    if (m->s8) n += (uint64_t)EDP_DL_MODEL_UNIT * m->n_features;
     for (i = 0; i < m->n_nets; i++) {
         const uint32_t n_layers = m->s8 ? m->s8->nets[i].n_layers : m->nets[i].n_layers;
-        n += DL_MODEL_NET + (uint64_t)DL_MODEL_CLASS * m->n_classes;
+        n += EDP_DL_MODEL_NET + (uint64_t)EDP_DL_MODEL_CLASS * m->n_classes;
         for (l = 0; l < n_layers; l++) {
             const uint32_t in = m->s8 ? m->s8->nets[i].layers[l].in : m->nets[i].layers[l].in;
             const uint32_t out = m->s8 ? m->s8->nets[i].layers[l].out : m->nets[i].layers[l].out;
-            n += (uint64_t)out * (DL_MODEL_UNIT + (uint64_t)DL_MODEL_MAC * in);
+            n += (uint64_t)out * (EDP_DL_MODEL_UNIT + (uint64_t)EDP_DL_MODEL_MAC * in);
         }
     }
     return n;
@@ -275,9 +317,9 @@ static uint64_t model_insns(const edp_model_t *m)
 uint32_t edp_deadline_answer(uint32_t noise, uint32_t n_in, uint32_t k, uint32_t mode, uint32_t arg,
                              const edp_model_t *model, uint32_t prepare, uint32_t fixed)
 {
-    uint64_t per_class = DL_PER_CLASS;
-    if (mode == EDP_MODE_TOPK) per_class += (uint64_t)DL_TOPK_PER_K * arg;
-    if (mode == EDP_MODE_SIMPLEX) per_class += DL_SIMPLEX;
-    return sat32((uint64_t)noise + fixed + (uint64_t)DL_PER_INPUT * n_in + per_class * k +
+    uint64_t per_class = EDP_DL_PER_CLASS;
+    if (mode == EDP_MODE_TOPK) per_class += (uint64_t)EDP_DL_TOPK_PER_K * arg;
+    if (mode == EDP_MODE_SIMPLEX) per_class += EDP_DL_SIMPLEX;
+    return sat32((uint64_t)noise + fixed + (uint64_t)EDP_DL_PER_INPUT * n_in + per_class * k +
                  (model ? model_insns(model) : 0u) + prepare);
 }

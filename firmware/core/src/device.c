@@ -180,6 +180,16 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
     return nonfinite >> 31 ? EDP_ERR_BAD_VALUE : EDP_OK;
 }
 
+/* EDP_ERR_RATE (and d->rate_wait) if the rate limit holds no token for one more
+ * external answer; decided from the configuration and the clock only. */
+static int rate_check(edp_device_t *d)
+{
+    edp_rate_t b = d->rec.bucket;
+    if (!d->rec.rate.burst) return EDP_OK;
+    if (!d->port->seconds || d->port->seconds(d->port->ctx, &d->rate_now) < 0) return EDP_ERR_TIME;
+    return edp_rate_check(&b, &d->rec.rate, d->rate_now, &d->rate_wait);
+}
+
 /* Everything that can refuse an external answer, then the committed charge:
  * after EDP_OK the spend is durable and the answer must be sent. The budget
  * refusal is decided first, before the reseed, whose turn depends on how much
@@ -191,6 +201,7 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
     edp_record_t next;
     int err;
     if ((err = edp_mech_mode_fits(plan, mode, arg))) return err;
+    if ((err = rate_check(d))) return err;
     if ((err = today(d, &day))) return err;
     if (!d->store_ok) return EDP_ERR_STORE;
     next = d->rec;
@@ -203,6 +214,8 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
     }
     /* Charge before release: commit the spend, then compute and send. */
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
+    if (next.rate.burst && edp_rate_check(&next.bucket, &next.rate, d->rate_now, &d->rate_wait) == EDP_OK)
+        edp_rate_take(&next.bucket);  /* checked by rate_check above: the token is there */
     if ((err = mark_raise(d, &next, (uint64_t)(EDP_FLOG_RESERVE - 1u) * d->rec.mech.eps_micro)) ||
         (err = edp_store_commit(d->port, &next, &d->slot))) {
         d->store_ok = 0;
@@ -446,6 +459,13 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 }
 #endif
 
+static uint8_t *write_rate(const edp_device_t *d, uint8_t *o)
+{
+    o = edp_wr32(o, d->rec.rate.burst);
+    o = edp_wr32(o, d->rec.rate.per_minute);
+    return edp_wr32(o, d->rec.rate.tarpit_ms);
+}
+
 static int cmd_info(edp_device_t *d, uint8_t **o)
 {
     uint32_t day, tick_hz;
@@ -459,6 +479,7 @@ static int cmd_info(edp_device_t *d, uint8_t **o)
     *o = edp_wr8(*o, tick_kind);
     *o = edp_wr8(*o, d->store_ok);
     *o = edp_wr32(*o, tick_hz);
+    *o = write_rate(d, *o);
     *o = wrs(*o, EDP_FIRMWARE_VERSION);
     *o = wrs(*o, d->port->board);
     return EDP_OK;
@@ -559,6 +580,18 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
         if (plen != 0) return EDP_ERR_LEN;
         next.budget.daily_spent = 0;
         break;
+    case EDP_T_RATE:
+        if (plen != EDP_RATE_PAYLOAD) return EDP_ERR_LEN;
+        next.rate.burst = edp_rd32(p);
+        next.rate.per_minute = edp_rd32(p + 4);
+        next.rate.tarpit_ms = edp_rd32(p + 8);
+        if (next.rate.tarpit_ms > EDP_RATE_TARPIT_MAX || (next.rate.burst && !d->port->seconds))
+            return EDP_ERR_BAD_VALUE;
+        if (next.rate.burst) {  /* a new limit starts with a full bucket */
+            if ((err = d->port->seconds(d->port->ctx, &secs)) < 0) return err;
+            edp_rate_fill(&next.bucket, &next.rate, secs);
+        }
+        break;
     default:  /* EDP_T_TEST_SEED */
         if (!EDP_TEST_BUILD) return EDP_ERR_UNKNOWN;
         if (plen != EDP_SEED_BYTES) return EDP_ERR_LEN;
@@ -648,7 +681,7 @@ static int cmd_state(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     if ((err = auth_ready(d, &key))) return err;
     new_nonce(d);
     memcpy(*o, d->nonce, EDP_AUTH_NONCE);
-    *o = write_budget(d, *o + EDP_AUTH_NONCE);
+    *o = write_rate(d, write_budget(d, *o + EDP_AUTH_NONCE));
     hmac_begin(&h, key, domain);
     edp_hmac_update(&h, b, EDP_STATE_REQUEST);
     edp_hmac_update(&h, start, (size_t)(*o - start));
@@ -658,6 +691,23 @@ static int cmd_state(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 }
 
 /* ---- dispatcher ---- */
+
+/* The ERR_RATE error with the wait in seconds, after the tarpit delay (a fixed
+ * configuration value: it tells nothing about the noise or the model). */
+static size_t rate_refusal(edp_device_t *d, uint32_t type, uint32_t seq)
+{
+    size_t len = edp_frame_error(d->tx, type, seq, EDP_ERR_RATE);
+    uint32_t hz, t0;
+    uint8_t kind;
+    if (d->rec.rate.tarpit_ms) {
+        d->port->tick_unit(d->port->ctx, &hz, &kind);
+        t0 = d->port->ticks(d->port->ctx);
+        while ((uint64_t)(uint32_t)(d->port->ticks(d->port->ctx) - t0) * 1000u < (uint64_t)d->rec.rate.tarpit_ms * hz) {
+        }
+    }
+    (void)edp_wr32(d->tx + len, d->rate_wait);
+    return len + 4;
+}
 
 size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
 {
@@ -688,11 +738,12 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
 #endif
     case EDP_T_CHALLENGE: err = cmd_challenge(d, n, &o); break;
     case EDP_T_STATE: err = cmd_state(d, f, n, &o); break;
-    case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED:
+    case EDP_T_CONFIG: case EDP_T_SET_TIME: case EDP_T_RESET_BUDGET: case EDP_T_TEST_SEED: case EDP_T_RATE:
         err = cmd_admin(d, fr.type, f, n, &o);
         break;
     default: err = EDP_ERR_UNKNOWN; break;
     }
+    if (err == EDP_ERR_RATE) return rate_refusal(d, fr.type, fr.seq);
     if (err) return edp_frame_error(d->tx, fr.type, fr.seq, err);
     return (size_t)(o - d->tx);
 }

@@ -22,15 +22,22 @@ void edp_store_pack(const edp_record_t *r, uint8_t out[EDP_STORE_RECORD])
     (void)edp_wrf(out + 64, r->mech.hi);
     (void)edp_wrf(out + 68, r->mech.sensitivity);
     (void)edp_wr32(out + 72, (uint32_t)r->mech.m);
-    (void)edp_wr32(out + 76, 0);
-    (void)edp_wr32(out + 80, edp_crc32(0, out, 80));
+    (void)edp_wr32(out + 76, r->rate.burst);
+    (void)edp_wr32(out + 80, r->rate.per_minute);
+    (void)edp_wr32(out + 84, r->rate.tarpit_ms);
+    (void)edp_wr64(out + 88, r->bucket.tokens);
+    (void)edp_wr64(out + 96, r->bucket.last);
+    (void)edp_wr32(out + 104, 0);
+    (void)edp_wr32(out + 108, edp_crc32(0, out, EDP_STORE_RECORD - 4));
 }
 
 int edp_store_parse(edp_record_t *r, const uint8_t in[EDP_STORE_RECORD])
 {
-    if (edp_rd32(in) != EDP_STORE_MAGIC || in[4] != EDP_STORE_VERSION || in[6] != EDP_STORE_RECORD)
+    /* Version 1 (84 bytes, no rate limit) loads as "no limit", as it ran. */
+    const uint32_t len = in[4] == 1u ? EDP_STORE_RECORD_V1 : EDP_STORE_RECORD;
+    if (edp_rd32(in) != EDP_STORE_MAGIC || (in[4] != 1u && in[4] != EDP_STORE_VERSION) || in[6] != len)
         return EDP_ERR_STORE;
-    if (edp_rd32(in + 80) != edp_crc32(0, in, 80)) return EDP_ERR_STORE;
+    if (edp_rd32(in + len - 4) != edp_crc32(0, in, len - 4)) return EDP_ERR_STORE;
     r->sequence = edp_rd32(in + 8);
     r->budget.day = edp_rd32(in + 12);
     r->budget.daily_cap = edp_rd64(in + 16);
@@ -43,6 +50,11 @@ int edp_store_parse(edp_record_t *r, const uint8_t in[EDP_STORE_RECORD])
     r->mech.hi = edp_rdf(in + 64);
     r->mech.sensitivity = edp_rdf(in + 68);
     r->mech.m = (int32_t)edp_rd32(in + 72);
+    r->rate.burst = len == EDP_STORE_RECORD ? edp_rd32(in + 76) : 0;
+    r->rate.per_minute = len == EDP_STORE_RECORD ? edp_rd32(in + 80) : 0;
+    r->rate.tarpit_ms = len == EDP_STORE_RECORD ? edp_rd32(in + 84) : 0;
+    r->bucket.tokens = len == EDP_STORE_RECORD ? edp_rd64(in + 88) : 0;
+    r->bucket.last = len == EDP_STORE_RECORD ? edp_rd64(in + 96) : 0;
     return EDP_OK;
 }
 

@@ -10,10 +10,10 @@ import numpy as np
 
 from ..device import admin as authadmin
 from ..device.client import Device, load_key, open_device
-from ..device.errors import DeviceError, EdgeDPError, ErrorCode
+from ..device.errors import DeviceError, EdgeDPError, ErrorCode, StateMismatch
 from ..device.noise import draw_samples
-from ..device.protocol import (CONFIG, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, SampleRequest,
-                               config_payload)
+from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
+                               SampleRequest, config_payload)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_BUCKET, MODE_TOPK, Mode
@@ -93,6 +93,10 @@ def budget_dict(b: Budget) -> dict:
     }
 
 
+def rate_dict(r: Rate) -> dict:
+    return {"rate_burst": r.burst or None, "rate_per_minute": r.per_minute, "rate_tarpit_ms": r.tarpit_ms}
+
+
 def result_dict(r: QueryResult) -> dict:
     out: dict = {"label": int(r.label)}
     if r.values is not None:
@@ -115,7 +119,7 @@ def info(target: str | None, as_json: bool) -> None:
         model = describe_target_model(dev.target)
     d = {"board": i.board, "build": i.build, "entropy": i.entropy, "firmware_version": i.firmware_version,
          "max_classes": i.max_classes, "tick": i.tick_kind, "tick_hz": i.tick_hz,
-         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model}
+         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model, **rate_dict(i.rate)}
     if as_json:
         emit_json(d)
     else:
@@ -209,6 +213,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         for i, (x, r) in enumerate(zip(rows, (dev.infer_many(rows, m) if infer else dev.query_many(rows, m)))):
             if isinstance(r, DeviceError):
                 rec = {"row": i, "status": r.code, "output": None, "remaining": None}
+                if r.wait is not None:
+                    rec["retry_after_s"] = None if r.wait == 0xFFFFFFFF else r.wait
             else:
                 answers.append((i, r))
                 rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining, "ticks": r.ticks}
@@ -222,6 +228,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                 click.echo(f"{i:>4} {raw:>10} {priv:>28} {rem:>14}")
             if rec["status"] == "ERR_BUDGET":
                 click.echo("budget exhausted: the device refuses further external answers today", err=True)
+            elif rec["status"] == "ERR_RATE":
+                click.echo(f"rate limit: {r}", err=True)
         test_image = dev.info().build == "test"
     if test_image:
         click.echo(TEST_IMAGE_NOTE, err=True)
@@ -309,8 +317,9 @@ def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
     device key over a fresh challenge); without, they are unauthenticated and say so."""
     key = load_key(key_file) if key_file else None
     with open_device(target) as dev:
-        b = dev.state(key).budget if key else dev.budget()
-    d = {**budget_dict(b), "authenticated": key is not None}
+        st = dev.state(key) if key else None
+        d = {**budget_dict(st.budget), **rate_dict(st.rate)} if st else budget_dict(dev.budget())
+    d["authenticated"] = key is not None
     if as_json:
         emit_json(d)
     else:
@@ -421,6 +430,32 @@ def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None
          "lost_at_exit": lost_at_exit(dev)}
     emit_json(d) if as_json else click.echo(f"daily budget reset (counter {out.counter})")
     note_lost_at_exit(d)
+
+
+@admin.command("rate")
+@target_option
+@admin_key_option
+@click.option("--burst", type=click.IntRange(0, 2**32 - 1), required=True,
+              help="External answers the bucket holds (0: no rate limit).")
+@click.option("--per-minute", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+              help="Answers added to the bucket per minute.")
+@click.option("--tarpit-ms", type=click.IntRange(0, 2000), default=0, show_default=True,
+              help="Delay before a refusal over the limit (ERR_RATE) leaves the device.")
+@json_option
+@handle_errors
+def admin_rate(target: str | None, key_file: str, burst: int, per_minute: int, tarpit_ms: int, as_json: bool) -> None:
+    """Limit the rate of external answers (QUERY, INFER): a token bucket; over it, ERR_RATE with the wait."""
+    key = load_key(key_file)
+    want = Rate(burst, per_minute, tarpit_ms)
+    payload = want.pack()
+    with open_device(target) as dev:
+        out = authadmin.run(dev, key, RATE, lambda b: payload, lambda before, after: None)
+    if out.rate != want:
+        raise StateMismatch(f"after RATE the authenticated state is not what was signed: {out.rate}, not {want}")
+    d = {"accepted_counter": out.counter, **rate_dict(out.rate), "authenticated": True}
+    emit_json(d) if as_json else click.echo(
+        f"rate limit: {'none' if not burst else f'{burst} answers, {per_minute} more per minute, tarpit {tarpit_ms} ms'}"
+        f" (counter {out.counter}), checked in the authenticated state")
 
 
 COMMANDS = [info, query, sample, budget, admin]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .client import Device
 from .errors import DeviceError, EdgeDPError, StateMismatch, StateUnknown
-from .protocol import Budget, T
+from .protocol import Budget, Rate, T
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Outcome:
     counter: int
     before: Budget
     after: Budget
+    rate: Rate  # the rate limit after
 
 
 Build = Callable[[Budget], bytes]
@@ -63,7 +64,8 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check) -> Outc
         _reread(dev, key)  # a forged refusal may hide a withheld frame: draw a new nonce
         raise
     try:
-        after = dev.state(key).budget
+        st_after = dev.state(key)
+        after = st_after.budget
     except EdgeDPError as exc:
         raise StateUnknown(f"{name} was accepted (counter {accepted}, authentic answer) but the state after "
                            f"could not be re-read to check it: {exc}") from None
@@ -73,4 +75,4 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check) -> Outc
     why = check(before, after)
     if why:
         raise StateMismatch(f"after {name} the authenticated state is not what was signed: {why}")
-    return Outcome(counter, before, after)
+    return Outcome(counter, before, after, st_after.rate)

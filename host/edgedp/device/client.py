@@ -109,7 +109,7 @@ class Device:
                     raise TransportError(f"the answer to request {seq} was lost (the answer to {f.seq} came first)")
                 continue
             if f.type == P.ERROR:
-                raise DeviceError(ErrorCode(f.body[0]), f.body[1])
+                raise P.parse_error(f.body)
             if f.type != type_ | P.RESPONSE:
                 raise TransportError(f"unexpected response type 0x{f.type:02x} to 0x{type_:02x}")
             return f.body

@@ -20,6 +20,7 @@ MEANING: dict[ErrorCode, str] = {
     ErrorCode.ERR_STORE: "persistent budget store unavailable: external output refused",
     ErrorCode.ERR_NO_MODEL: "INFER: this image was built without a model (make firmware MODEL=...)",
     ErrorCode.ERR_TIMING: "the board cannot release answers at a fixed deadline (its port lacks the window timer)",
+    ErrorCode.ERR_RATE: "rate limit: no external answer allowed yet",
 }
 
 
@@ -42,11 +43,13 @@ class DeviceError(EdgeDPError):
 
     exit_code = 2
 
-    def __init__(self, error: ErrorCode, request_type: int, authenticated: bool = False):
+    def __init__(self, error: ErrorCode, request_type: int, authenticated: bool = False, wait: int | None = None):
         self.error = error
         self.request_type = request_type
         self.authenticated = authenticated
-        super().__init__(f"{error.name}: {MEANING[error]}", error.name)
+        self.wait = wait  # ERR_RATE: seconds until the next answer is allowed (0xFFFFFFFF: never)
+        more = "" if wait is None else (" (the limit does not refill)" if wait == 0xFFFFFFFF else f" (retry in {wait} s)")
+        super().__init__(f"{error.name}: {MEANING[error]}{more}", error.name)
 
 
 class StateMismatch(EdgeDPError):

@@ -20,14 +20,14 @@ from .. import schema as S
 from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice, to_epsilon
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_TOPK, Mode, Released
 from ..schema import FrameType, StoreState, TickKind
-from .errors import TransportError
+from .errors import DeviceError, ErrorCode, TransportError
 
 T = FrameType
 PING, INFO, BUDGET, QUERY, LOCAL, SAMPLE, NAIVE = T.PING, T.INFO, T.BUDGET, T.QUERY, T.LOCAL, T.SAMPLE, T.NAIVE
 INFER, INFER_LOCAL, CHALLENGE, STATE, ERROR, RESPONSE = T.INFER, T.INFER_LOCAL, T.CHALLENGE, T.STATE, T.ERROR, \
     T.RESPONSE
-CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED = T.CONFIG, T.SET_TIME, T.RESET_BUDGET, T.TEST_SEED
-ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED)
+CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, RATE = T.CONFIG, T.SET_TIME, T.RESET_BUDGET, T.TEST_SEED, T.RATE
+ADMIN_TYPES = (CONFIG, SET_TIME, RESET_BUDGET, TEST_SEED, RATE)
 M_AUTO = S.M_AUTO
 MAX_SAMPLES = S.SAMPLE_MAX
 """Most raw noise samples one SAMPLE request may ask for."""
@@ -40,6 +40,18 @@ def _state_name(state: type[StoreState] | type[TickKind], v: int, what: str) -> 
         return state(v).name.lower().replace("_", "-")
     except ValueError:
         raise TransportError(f"malformed {what} answer: unknown {state.__name__} {v}") from None
+
+
+def parse_error(b: bytes) -> DeviceError:
+    """An ERROR frame's body: code u8 | request type u8, and for ERR_RATE the wait u32."""
+    if len(b) == S.RATE_ERROR_BODY and b[0] == ErrorCode.ERR_RATE:
+        code, type_, wait = S.RATE_ERROR_BODY_FMT.unpack(b)
+        return DeviceError(ErrorCode(code), type_, wait=wait)
+    try:
+        code, type_ = S.ERROR_BODY_FMT.unpack(_sized(b, S.ERROR_BODY, "ERROR"))
+        return DeviceError(ErrorCode(code), type_)
+    except ValueError:
+        raise TransportError(f"malformed ERROR answer: {b.hex()}") from None
 
 
 def _sized(body: bytes, size: int, what: str, exact: bool = True) -> bytes:
@@ -82,6 +94,21 @@ class MechConfig:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """The rate limit of external answers: a bucket of ``burst`` answers refilled at ``per_minute``
+    a minute; an answer over the limit is refused with ERR_RATE after ``tarpit_ms``. burst 0: none."""
+
+    burst: int = 0
+    per_minute: int = 0
+    tarpit_ms: int = 0
+
+    def pack(self) -> bytes:
+        if not 0 <= self.tarpit_ms <= S.RATE_TARPIT_MAX:
+            raise ValueError(f"the tarpit is 0..{S.RATE_TARPIT_MAX} ms, not {self.tarpit_ms}")
+        return S.RATE_PAYLOAD_FMT.pack(self.burst, self.per_minute, self.tarpit_ms)
+
+
+@dataclass(frozen=True)
 class Caps:
     """Budget caps in micro-epsilon: per UTC day, and in total (0: no lifetime cap)."""
 
@@ -111,13 +138,14 @@ class Info:
     tick_hz: int
     firmware_version: str
     board: str
+    rate: Rate
 
     FMT = S.INFO_HEAD_FMT
 
     @classmethod
     def parse(cls, b: bytes) -> "Info":
         _sized(b, cls.FMT.size + 2, "INFO", exact=False)
-        build, ent, store, time_ok, maxk, tick_kind, store_ok, hz = cls.FMT.unpack_from(b)
+        build, ent, store, time_ok, maxk, tick_kind, store_ok, hz, *rate = cls.FMT.unpack_from(b)
         off = cls.FMT.size
         texts = []
         for _ in range(2):
@@ -129,7 +157,7 @@ class Info:
         _sized(b, off, "INFO")
         return cls("test" if build else "production", "failed" if ent else "ok", _state_name(StoreState, store, "INFO"),
                    bool(time_ok), maxk, _state_name(TickKind, tick_kind, "INFO"), bool(store_ok), hz, texts[0],
-                   texts[1])
+                   texts[1], Rate(*rate))
 
 
 @dataclass(frozen=True)
@@ -376,6 +404,7 @@ class State:
 
     nonce: bytes
     budget: Budget
+    rate: Rate
 
     @classmethod
     def parse(cls, b: bytes, key: bytes, challenge: bytes) -> "State | None":
@@ -385,7 +414,7 @@ class State:
         if not hmac.compare_digest(_hmac(key, S.AUTH_DOMAIN_STATE, challenge, body), tag):
             return None
         v = S.STATE_BODY_FMT.unpack(body)
-        return cls(v[0], Budget.from_fields(v[1:], "STATE"))
+        return cls(v[0], Budget.from_fields(v[1:16], "STATE"), Rate(*v[16:]))
 
 
 @dataclass(frozen=True)

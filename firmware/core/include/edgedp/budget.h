@@ -31,4 +31,31 @@ void edp_budget_charge(edp_budget_t *b, uint64_t cost);
 /* Micro-epsilon that one more query may still use today (min of both caps). */
 uint64_t edp_budget_remaining(const edp_budget_t *b);
 
+/* Rate limit on external answers: a token bucket of `burst` answers refilled at
+ * `per_minute` answers a minute (the clock's seconds; a clock set back adds
+ * nothing). burst = 0: no limit. */
+typedef struct {
+    uint32_t burst;       /* answers the bucket holds, 0 = no rate limit */
+    uint32_t per_minute;  /* answers added per minute (0: the burst is all there is) */
+    uint32_t tarpit_ms;   /* delay before an EDP_ERR_RATE refusal leaves, 0..EDP_RATE_TARPIT_MAX */
+} edp_rate_config_t;
+
+#define EDP_RATE_TARPIT_MAX 2000u  /* ms */
+#define EDP_RATE_NEVER 0xFFFFFFFFu /* the wait when nothing refills the bucket */
+
+typedef struct {
+    uint64_t tokens;  /* in 1/60 answer, at most burst * 60 */
+    uint64_t last;    /* clock seconds of the last refill */
+} edp_rate_t;
+
+/* The full bucket of a new limit at clock seconds now. */
+void edp_rate_fill(edp_rate_t *r, const edp_rate_config_t *c, uint64_t now);
+
+/* Refill to `now` and return EDP_OK if one answer's token is there, else
+ * EDP_ERR_RATE with *wait = seconds until it is (EDP_RATE_NEVER if never). */
+int edp_rate_check(edp_rate_t *r, const edp_rate_config_t *c, uint64_t now, uint32_t *wait);
+
+/* Take one answer's token (after edp_rate_check returned EDP_OK). */
+void edp_rate_take(edp_rate_t *r);
+
 #endif

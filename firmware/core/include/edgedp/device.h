@@ -64,6 +64,8 @@ typedef struct {
     uint8_t flog_ok;       /* the flash log opened (or there is none) */
     edp_drbg_t auth_drbg;  /* nonce generator, separate from the noise stream */
     uint8_t nonce[EDP_AUTH_NONCE];
+    uint32_t rate_wait;    /* seconds an EDP_ERR_RATE refusal asks to wait */
+    uint64_t rate_now;     /* clock seconds of the last rate check */
     edp_flog_t flog;
     edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
     edp_naive_fn naive;    /* NULL unless the app installs the baseline */

@@ -21,6 +21,7 @@ enum edp_error {
     EDP_ERR_STORE     = -11, /* persistent store unreadable or write failed */
     EDP_ERR_NO_MODEL  = -12, /* INFER on an image built without a model */
     EDP_ERR_TIMING    = -13, /* the board cannot release answers at a deadline */
+    EDP_ERR_RATE      = -14, /* rate limit: no token for an external answer yet (the error carries the wait) */
 };
 
 #endif

@@ -41,12 +41,14 @@ enum edp_frame_type {
     EDP_T_TEST_SEED = 0x23,    /* authenticated, test builds */
     EDP_T_CHALLENGE = 0x24,    /* a fresh nonce (the previous one dies) and the counter the next admin command must sign */
     EDP_T_STATE = 0x25,        /* authenticated read of the device state, with a fresh nonce */
+    EDP_T_RATE = 0x26,         /* authenticated: the rate limit of external answers */
     EDP_T_ERROR = 0x7F,
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
 
 /* ---- bodies (docs/protocol.md) ---- */
 #define EDP_ERROR_BODY 2u      /* layout: code u8 | type u8 */
+#define EDP_RATE_ERROR_BODY 6u /* layout: code u8 | type u8 | wait_s u32 */
 #define EDP_PING_MAX 64u       /* PING echoes up to this many bytes */
 #define EDP_VECTOR_HEAD 4u     /* layout: mode u8 | arg u8 | k u16 */
 #define EDP_VALUE_BYTES 4u     /* one f32 input or i32 released value */
@@ -55,7 +57,7 @@ enum edp_frame_type {
 #define EDP_BUCKET_BODY 3u     /* layout: label u16 | level u8 */
 #define EDP_INFER_TICKS 4u     /* layout: infer_ticks u32 */
 #define EDP_NO_DAY 0xFFFFFFFFu /* BUDGET's today without a trusted clock */
-#define EDP_INFO_HEAD 12u      /* layout: build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 | tick_hz u32 */
+#define EDP_INFO_HEAD 24u      /* layout: build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 | tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 */
 #define EDP_INFO_TEXT_MAX 32u  /* each INFO text (version, board): len u8 + at most this many ASCII bytes */
 #define EDP_BUDGET_BODY 78u    /* layout: recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 */
 #define EDP_LOCAL_BODY 6u      /* layout: label u16 | crc32 u32 */
@@ -77,10 +79,11 @@ enum edp_frame_type {
 #define EDP_AUTH_DOMAIN_ANSWER {'E', 'D', 'P', 'A'}     /* first bytes an admin answer's tag covers */
 #define EDP_CHALLENGE_BODY 56u /* layout: nonce u8[EDP_AUTH_NONCE] | counter u64 | tag u8[EDP_AUTH_TAG] */
 #define EDP_STATE_REQUEST 16u  /* layout: challenge u8[EDP_AUTH_NONCE] */
-#define EDP_STATE_BODY 94u     /* layout: nonce u8[EDP_AUTH_NONCE] | recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 */
+#define EDP_STATE_BODY 106u    /* layout: nonce u8[EDP_AUTH_NONCE] | recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 */
 #define EDP_ADMIN_ANSWER 41u   /* layout: result u8 | counter u64 | tag u8[EDP_AUTH_TAG] */
 #define EDP_CONFIG_PAYLOAD 36u /* layout: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo f32 | hi f32 | sensitivity f32 | m i32 */
 #define EDP_SET_TIME_PAYLOAD 8u  /* layout: unix_seconds u64 */
 #define EDP_SEED_BYTES 32u     /* TEST_SEED payload: a ChaCha20 key */
+#define EDP_RATE_PAYLOAD 12u   /* layout: burst u32 | per_minute u32 | tarpit_ms u32 */
 
 #endif

@@ -15,8 +15,9 @@
 #include "edgedp/port.h"
 
 #define EDP_STORE_MAGIC     0x50444445u  /* "EDDP" */
-#define EDP_STORE_VERSION   1u
-#define EDP_STORE_RECORD    84u          /* serialized bytes including CRC */
+#define EDP_STORE_VERSION   2u           /* 2 adds the rate limit */
+#define EDP_STORE_RECORD    112u         /* serialized bytes including CRC */
+#define EDP_STORE_RECORD_V1 84u          /* version 1 (no rate limit): still loaded, as "no limit" */
 #define EDP_STORE_SLOT_SIZE 128u
 
 typedef struct {
@@ -24,6 +25,8 @@ typedef struct {
     edp_budget_t budget;
     edp_mech_config_t mech;
     uint64_t auth_counter;    /* last accepted admin counter */
+    edp_rate_config_t rate;   /* rate limit of external answers (burst 0: none) */
+    edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing) */
 } edp_record_t;
 
 enum edp_store_state {
