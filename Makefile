@@ -91,13 +91,22 @@ build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/qemu-timing/mod
 	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
-# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c
+# The test image with another bundled model: build/qemu-model-NAME/edgedp.elf runs firmware/model/NAME.c,
+# or build/gen/models/NAME.c (models the tests generate with `edgedp deploy`)
 # (tests and `edgedp bench` compare models this way).
-build/qemu-model-%/edgedp.elf: $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+QEMU_NOMODEL_SRCS := $(filter-out $(MODEL),$(QEMU_SRCS))
+build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
-	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(filter-out $(MODEL),$(QEMU_SRCS)) firmware/model/$*.c \
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) firmware/model/$*.c \
 	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	cp firmware/model/$*.c $(@D)/model.c
+	arm-none-eabi-size $@
+
+build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) build/gen/models/$*.c \
+	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	cp build/gen/models/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.cli.demo import bundled_sample
 
 HERE = Path(__file__).resolve().parent

@@ -3,6 +3,7 @@ markers every test gets from the folder it is in (CONTRIBUTING.md says which fol
 goes in)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -55,8 +56,10 @@ def empty_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def no_device_session(empty_state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands and APIs that name no target use a running `edgedp device` session: point
-    them at an empty state directory so a developer's session never stands in for a test's."""
+    them at an empty state directory so a developer's session never stands in for a test's.
+    Likewise no edgedp.toml of the developer's (project or user config dir) gives defaults."""
     monkeypatch.setenv("EDGEDP_STATE_DIR", str(empty_state_dir))
+    monkeypatch.setenv("EDGEDP_CONFIG", os.devnull)
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +109,14 @@ def qemu_elf() -> Path:
         pytest.skip("arm-none-eabi-gcc is not installed (make setup)")
     from edgedp.device.targets.qemu import ensure_image
     return ensure_image("qemu")
+
+
+@pytest.fixture
+def emulator(qemu_elf: Path):
+    """A freshly booted Unicorn copy of the QEMU test image (tests/firmware, and tests/hil's
+    comparisons of QEMU with the trace)."""
+    from edgedp.bench.trace import Emulator
+    return Emulator(qemu_elf)
 
 
 @pytest.fixture(scope="session")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _PUBLIC = {
     "open_device": "device.client", "connect": "device.client", "Device": "device.client",
     "load_key": "device.client",
-    "MechConfig": "device.protocol", "Caps": "device.protocol", "QueryResult": "device.protocol",
+    "MechConfig": "mech.types", "Caps": "mech.types", "QueryResult": "mech.types",
     "Budget": "device.protocol", "Info": "device.protocol",
     "EdgeDPError": "device.errors", "DeviceError": "device.errors", "TransportError": "device.errors",
     "ErrorCode": "device.errors",
@@ -29,8 +29,9 @@ __all__ = ["__version__", *_PUBLIC]
 if TYPE_CHECKING:
     from .device.client import Device, connect, load_key, open_device
     from .device.errors import DeviceError, EdgeDPError, ErrorCode, TransportError
-    from .device.protocol import Budget, Caps, Info, MechConfig, QueryResult
+    from .device.protocol import Budget, Info
     from .mech.lattice import MICRO, to_epsilon, to_micro
+    from .mech.types import Caps, MechConfig, QueryResult
     from .mech.modes import Mode
     from .mech.reference import ReferenceDevice
 

@@ -26,6 +26,7 @@ TRAINING_KEYS = ("private", "epsilon", "delta", "neighbouring", "epsilon_add_rem
                  "n_train", "randomness", "noise")
 OPTIONAL_TRAINING_KEYS = ("non_private_reason", "seed")
 DATA_KEYS = ("name", "n_features", "n_classes")
+OPTIONAL_DATA_KEYS = ("input_range",)  # the training data's [min, max]: the device clamps inputs to it
 
 
 class ModelFileError(ValueError):
@@ -106,7 +107,7 @@ def save(path: str | Path, model: Model, training: dict, data: dict, deployment:
     path.write_bytes(raw)
     man = Manifest(hashlib.sha256(raw).hexdigest(),
                    {k: training[k] for k in TRAINING_KEYS + OPTIONAL_TRAINING_KEYS if k in training},
-                   {k: data[k] for k in DATA_KEYS}, deployment)
+                   {k: data[k] for k in DATA_KEYS + OPTIONAL_DATA_KEYS if k in data}, deployment)
     manifest_path(path).write_text(json.dumps(man.as_dict(), indent=1) + "\n")
     return man
 

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from edgedp.analysis import data, models
+from edgedp import datasets as data
+from edgedp.analysis import models
 from edgedp.analysis.settings import Settings
 
 JOBS = 2

@@ -198,7 +198,7 @@ def test_cli_account_error_is_one_json_line() -> None:
     r = CliRunner().invoke(main, ["account", "-e", "0.1", "--json"])
     assert r.exit_code != 0
     d = json.loads(r.stdout)
-    assert set(d) == {"error", "message"}
+    assert set(d) == {"error", "message", "exit_code"} and d["exit_code"] == r.exit_code == 2
 
 
 def test_account_takes_the_device_configuration_and_every_per_answer_term() -> None:

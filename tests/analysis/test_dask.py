@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgedp.analysis import data, models, parallel
+from edgedp import datasets as data
+from edgedp.analysis import models, parallel
 from edgedp.analysis.settings import Settings
 from edgedp.cli import main
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgedp.analysis import models
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 
 
 def parts(ids: np.ndarray, T: int, seed: int) -> dict[int, set[int]]:

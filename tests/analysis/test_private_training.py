@@ -9,7 +9,7 @@ import pytest
 
 from edgedp import models_io
 from edgedp.analysis import models, private_training
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.analysis import report as report_mod
 from edgedp.analysis.report import trained_model
 from edgedp.mech.modes import Mode

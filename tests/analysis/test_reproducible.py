@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgedp.analysis import data, models
+from edgedp import datasets as data
+from edgedp.analysis import models
 
 
 def test_population_same_with_one_or_two_jobs() -> None:

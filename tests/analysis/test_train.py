@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from edgedp import models_io
 from edgedp.cli import main
 from edgedp.train import accountant, canary, dpsgd
-from edgedp.train.data import digits
+from edgedp.datasets import digits
 from edgedp.train.run import TrainConfig, check_delta
 
 
@@ -144,7 +144,7 @@ def test_train_cli_end_to_end(tmp_path) -> None:
     # a seeded run is reproducible, hence not private, and its manifest says why
     assert man.training["private"] is False and man.training["seed"] == 1 and d["private"] is False
     assert "replayable" in man.training["non_private_reason"]
-    assert man.data == {"name": "digits", "n_features": 64, "n_classes": 10}
+    assert man.data == {"name": "digits", "n_features": 64, "n_classes": 10, "input_range": [0.0, 1.0]}
     d2 = digits(1)
     assert np.mean(model.predict(d2.X_test) == d2.y_test) == pytest.approx(d["test_accuracy"])
     r2 = CliRunner().invoke(main, args[:-4] + ["--out", str(tmp_path / "again.npz"), "--seed", "1", "--json",

@@ -56,3 +56,25 @@ def test_no_input_or_raw_output_stays_in_ram_after_infer_and_query(logreg_emulat
     # the search itself works: the inputs are in RAM while the device still holds them
     dev.local(q)
     assert found(ram(logreg_emulator), q)
+
+
+def test_int8_model_leaves_no_activation_or_output_in_ram() -> None:
+    """The int8 MLP's scratch: its int8 input, hidden activations, widened input and float
+    logits/outputs are wiped too (edp_model_wipe_s8)."""
+    emu = Emulator(model_image("digits_mlp_int8"))
+    install_model(emu)
+    dev = Device(TraceLink(emu), timeout=60)
+    dev.configure(load_key(), MechConfig(), Caps(10**12))
+    model = cgen.read(ROOT / "firmware/model/digits_mlp_int8.c")
+    x = np.random.default_rng(18).random(64, dtype=np.float32)
+    xq = reference.quantize_input(model.quant, x[None, :])
+    hidden = reference.dense8(model.nets[0].layers[0], xq)[0].astype(np.int8).tobytes()
+    raw = reference.run(model, x[None, :])[0]
+    dev.infer(x, "full")
+    mem = ram(emu)
+    assert xq[0].astype(np.int8).tobytes() not in mem, "the int8 input stays in RAM"
+    assert hidden not in mem, "the hidden activations stay in RAM"
+    assert not found(mem, raw), "the raw output stays in RAM"
+    assert not found(mem, reference.logits8(model.nets[0], xq)[0]), "the logits stay in RAM"
+    dev.infer_local(x)  # the local path keeps them until the next call: the search works
+    assert hidden in ram(emu)

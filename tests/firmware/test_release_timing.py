@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.bench.infer import install_model
 from edgedp.bench.trace import Emulator, TraceLink
 from edgedp.device.client import Device, load_key

@@ -14,9 +14,13 @@ pytestmark = pytest.mark.hil
 def test_bench_json(tmp_path) -> None:
     png = tmp_path / "bench.png"
     r = CliRunner().invoke(main, ["bench", "--target", "qemu", "--quick", "--k", "1", "--k", "10",
-                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--json"])
-    assert r.exit_code == 0, r.output
+                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--json",
+                                  "--check"])
     out = json.loads(r.stdout)
+    assert out["missed"] == [name for name, v in out["targets"].items() if not v["ok"]]
+    assert r.exit_code == (1 if out["missed"] else 0), r.output  # --check: a MISSED target fails
+    if out["missed"]:
+        assert "bench targets MISSED: " + ", ".join(out["missed"]) in r.stderr
     assert [row["k"] for row in out["rows"]] == [1, 10]
     for row in out["rows"]:
         for key in ("dp_instructions", "naive_instructions", "est_cycles", "est_us_168mhz", "queries_per_second"):

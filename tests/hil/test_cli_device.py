@@ -48,11 +48,11 @@ def test_query_reconfigures_epsilon_and_writes_out(native_builds: None, tmp_path
     assert np.load(out).shape == (5, 10)
 
 
-def test_query_nan_row_reports_and_exits_nonzero(native_builds: None) -> None:
-    r = cli("query", "--json", "-", stdin="0.5,nan\n0.5,0.5\n", check=False)
-    recs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert r.returncode != 0
-    assert [x["status"] for x in recs] == ["ERR_BAD_VALUE", "ok"]
+def test_query_nan_row_is_refused_before_anything_is_sent(native_builds: None) -> None:
+    r = cli("query", "--json", "-", stdin="0.5,0.5\n0.5,nan\n0.5,inf\n", check=False)
+    assert r.returncode == 4
+    [err] = [json.loads(x) for x in r.stdout.splitlines()]  # no row was answered
+    assert err["error"] == "ERR_INPUT" and "NaN and inf in rows 1, 2" in err["message"]
 
 
 def test_bad_inputs_are_one_line_errors(native_builds: None) -> None:
@@ -88,7 +88,7 @@ def test_verify_json_on_native(native_builds: None) -> None:
 
 def test_missing_device_is_a_clear_error() -> None:
     r = cli("info", "--json", target="socket://127.0.0.1:9", check=False)
-    assert r.returncode != 0
+    assert r.returncode == 3  # cli/exit_codes.py: TRANSPORT
     assert json.loads(r.stdout)["error"] == "ERR_TRANSPORT"
 
 

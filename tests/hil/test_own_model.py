@@ -59,7 +59,7 @@ def test_make_firmware_model_is_the_image_that_runs(user_dir: Path, tmp_path: Pa
     subprocess.run(["cp", str(ROOT / TEST_KEY), str(tree / TEST_KEY)], check=True)
     env = clean_env(tmp_path, PYTHONPATH=str(ROOT / "host"), EDGEDP_ROOT=str(tree))
     exe = str(Path(sys.executable).with_name("edgedp"))
-    run(env, user_dir, exe, "deploy", "mine.joblib", "--out", str(user_dir / "mine.c"))
+    run(env, user_dir, exe, "deploy", "mine.joblib", "--input-range", "-5", "5", "--out", str(user_dir / "mine.c"))
     r = subprocess.run(["make", "-C", str(tree), "build/qemu/edgedp.elf", f"MODEL={user_dir / 'mine.c'}"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -121,7 +121,7 @@ def test_installed_wheel_runs_the_users_model(installed: tuple[str, Path], user_
     v = json.loads(run(env, user_dir, exe, "verify", "-t", "qemu", "-n", "20", "--samples", "1000", "--json",
                        "--no-progress").stdout)
     assert v["ok"] is True, v
-    run(env, user_dir, exe, "deploy", "mine.joblib", "--out", "mine_wheel.c")
+    run(env, user_dir, exe, "deploy", "mine.joblib", "--input-range", "-5", "5", "--out", "mine_wheel.c")
     b = json.loads(run(env, user_dir, exe, "build", "--model", "mine_wheel.c", "-t", "qemu", "--json").stdout)
     assert b["checkout"] is False and b["model"]["name"] == "mine"
     r = run(env, user_dir, exe, "query", "-t", "qemu", "--infer", "-m", "label", "--json", "x20.npy")

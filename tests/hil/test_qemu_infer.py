@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.device import protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError, ErrorCode

@@ -12,7 +12,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.analysis.models import Constant
 from edgedp.model import cgen, convert, reference
 from edgedp.model.spec import Dense, DeviceModel, Net

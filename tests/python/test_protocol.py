@@ -105,8 +105,8 @@ def test_state_and_admin_answers_are_checked_against_the_key() -> None:
     with pytest.raises(TransportError, match="LOCAL"):
         P.LocalAnswer.parse(b"\x00" * 5)
     with pytest.raises(TransportError, match="SAMPLE"):
-        P.SampleAnswer.parse(struct.pack("<bBH", 11, 20, 3) + b"\x00" * 8)
-    assert P.SampleAnswer.parse(struct.pack("<bBHii", 11, 20, 2, -5, 7)).noise.tolist() == [-5, 7]
+        P.parse_sample(struct.pack("<bBH", 11, 20, 3) + b"\x00" * 8)
+    assert P.parse_sample(struct.pack("<bBHii", 11, 20, 2, -5, 7)).noise.tolist() == [-5, 7]
     with pytest.raises(TransportError, match="NAIVE"):
         P.NaiveAnswer.parse(struct.pack("<IH", 1, 2) + b"\x00" * 4)
 

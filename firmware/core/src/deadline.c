@@ -299,12 +299,16 @@ static uint64_t model_insns(const edp_model_t *m)
 {
     uint64_t n = 0;
     uint32_t i, l;
+    /* int8 models: the float32 kernels' per-MAC and per-output costs bound the
+     * int8 ones too (two MACs per SMLAD), plus the input quantisation. */
+    if (m->s8) n += (uint64_t)EDP_DL_MODEL_UNIT * m->n_features;
     for (i = 0; i < m->n_nets; i++) {
-        const edp_net_t *net = &m->nets[i];
+        const uint32_t n_layers = m->s8 ? m->s8->nets[i].n_layers : m->nets[i].n_layers;
         n += EDP_DL_MODEL_NET + (uint64_t)EDP_DL_MODEL_CLASS * m->n_classes;
-        for (l = 0; l < net->n_layers; l++) {
-            const edp_dense_t *layer = &net->layers[l];
-            n += (uint64_t)layer->out * (EDP_DL_MODEL_UNIT + (uint64_t)EDP_DL_MODEL_MAC * layer->in);
+        for (l = 0; l < n_layers; l++) {
+            const uint32_t in = m->s8 ? m->s8->nets[i].layers[l].in : m->nets[i].layers[l].in;
+            const uint32_t out = m->s8 ? m->s8->nets[i].layers[l].out : m->nets[i].layers[l].out;
+            n += (uint64_t)out * (EDP_DL_MODEL_UNIT + (uint64_t)EDP_DL_MODEL_MAC * in);
         }
     }
     return n;

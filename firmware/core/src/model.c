@@ -88,6 +88,23 @@ static uint32_t net_width(const edp_net_t *net)
     return w;
 }
 
+void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, uint32_t n, float *out)
+{
+    uint32_t j, best = 0;
+    float sum = 0.0f;
+    for (j = 1; j < n; j++)
+        if (z[j] > z[best]) best = j;
+    if (m->head == EDP_MODEL_VOTES) {
+        out[cls[best]] += 1.0f;
+        return;
+    }
+    for (j = 0; j < n; j++) {
+        out[cls[j]] = edp_model_exp(z[j] - z[best]);
+        sum += out[cls[j]];
+    }
+    for (j = 0; j < n; j++) out[cls[j]] /= sum;
+}
+
 void edp_model_clamp(const edp_model_t *m, float *x)
 {
     const float lo = m->in_lo, hi = m->in_hi;
@@ -102,6 +119,10 @@ void edp_model_clamp(const edp_model_t *m, float *x)
 void edp_model_wipe(const edp_model_t *m)
 {
     uint32_t t, w = 0;
+    if (m->s8) {
+        edp_model_wipe_s8(m);
+        return;
+    }
     for (t = 0; t < m->n_nets; t++) {
         const uint32_t n = net_width(&m->nets[t]);
         if (n > w) w = n;
@@ -112,27 +133,13 @@ void edp_model_wipe(const edp_model_t *m)
 const float *edp_model_run(const edp_model_t *m, const float *x)
 {
     float *out = m->scratch, *a = out + m->n_classes;
-    uint32_t t, j, k = m->n_classes;
+    uint32_t t, k = m->n_classes;
+    if (m->s8) return edp_model_run_s8(m, x);
     memset(out, 0, k * sizeof *out);
     for (t = 0; t < m->n_nets; t++) {
         const edp_net_t *net = &m->nets[t];
         const uint32_t n = net->layers[net->n_layers - 1].out;
-        const float *z = net_run(net, x, a, a + net_width(net));
-        if (m->head == EDP_MODEL_VOTES) {
-            uint32_t best = 0;
-            for (j = 1; j < n; j++)
-                if (z[j] > z[best]) best = j;
-            out[net->cls[best]] += 1.0f;
-        } else {
-            float top = z[0], sum = 0.0f;
-            for (j = 1; j < n; j++)
-                if (z[j] > top) top = z[j];
-            for (j = 0; j < n; j++) {
-                out[net->cls[j]] = edp_model_exp(z[j] - top);
-                sum += out[net->cls[j]];
-            }
-            for (j = 0; j < n; j++) out[net->cls[j]] /= sum;
-        }
+        edp_model_head(m, net->cls, net_run(net, x, a, a + net_width(net)), n, out);
     }
     return out;
 }

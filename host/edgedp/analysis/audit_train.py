@@ -127,7 +127,7 @@ class _Job:
 
 
 def _load(cfg: AuditTrainConfig):
-    from ..train.data import load
+    from ..datasets import load
     d = load(cfg.data, cfg.seed)
     X, y = d.X_train, d.y_train
     if cfg.n_train and cfg.n_train < len(y):

@@ -26,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from ..mech.modes import Mode
-from .data import Split
+from ..datasets import Split
 from .mechanism import SOFTMAX, Mechanism, ensemble, soft_targets
 from .models import Constant, Population
 from .parallel import pmap, rng_for

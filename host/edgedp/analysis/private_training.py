@@ -20,7 +20,7 @@ import numpy as np
 
 from ..mech.modes import Mode
 from . import accounting, mia
-from .data import Split
+from ..datasets import Split
 from .mechanism import SOFTMAX, Mechanism, is_discrete, membership_score, visible_label
 from .parallel import int_seed, pmap, rng_for
 

@@ -16,7 +16,8 @@ import numpy as np
 from .. import models_io
 from ..mech.lattice import to_micro
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
-from . import accounting, data, extraction, mia, models, plots, private_training, tradeoff
+from .. import datasets as data
+from . import accounting, extraction, mia, models, plots, private_training, tradeoff
 from .jsonable import finite_json
 from .mechanism import SOFTMAX, ensemble, parse_modes
 from .settings import Settings

@@ -48,3 +48,26 @@ class Settings:
         d = asdict(self)
         d["model"] = {**asdict(self.model), "kind": "MLPClassifier", "teacher_kind": "LogisticRegression"}
         return d
+
+
+# Seconds per unit of work with --jobs 2, measured on the 2-core development machine under load
+# (load average ~10) from `attack mia --quick` and `report --quick` stage times: a rough model
+# for the estimate printed before a long run, not a benchmark.
+COST = {"model": 2.5,          # one target/shadow model with its T = 30 teachers (scales with T + 1)
+        "dpsgd_model": 0.9,    # one DP-SGD model at one finite ε
+        "attack_cell": 0.025,  # membership inference: one model × mode × ε
+        "tradeoff_cell": 0.7,  # trade-off: one repeat × mode × ε
+        "extraction_cell": 1.6,  # extraction: one mode × ε over all budgets
+        "fixed": 8.0}          # data, imports, accounting, plots
+
+
+def estimate_seconds(s: Settings, command: str, jobs: int, dpsgd: bool = True) -> float:
+    """Rough wall time of ``attack mia`` or ``report`` at settings ``s`` (see COST)."""
+    models = s.shadows + 1
+    finite = sum(1 for e in s.epsilons if e != float("inf"))
+    grid = len(s.modes) * len(s.epsilons)
+    t = COST["fixed"] + COST["model"] * models * (s.model.teachers + 1) / 31 * 2 / max(1, min(jobs, models))
+    t += COST["attack_cell"] * models * grid + (COST["dpsgd_model"] * models * finite if dpsgd else 0.0)
+    if command == "report":
+        t += COST["tradeoff_cell"] * s.repeats * grid + COST["extraction_cell"] * grid
+    return t

@@ -22,7 +22,8 @@ from ..paths import project_root
 from . import icount
 from .trace import Emulator, TraceLink
 
-MODELS = ("digits_logreg", "digits_mlp", "digits_ensemble")
+MODELS = ("digits_logreg", "digits_mlp", "digits_ensemble", "digits_logreg_int8", "digits_mlp_int8",
+          "digits_ensemble_int8")
 QUERY_KS = (10, 1000)
 TEST_KEY = "tests/keys/test-device.key"
 
@@ -37,7 +38,7 @@ def model_image(name: str, timing: bool = False):
 
 
 def _inputs(n: int) -> np.ndarray:
-    from ..analysis.data import digits_split
+    from ..datasets import digits_split
     return digits_split(0).X_test[:n].astype(np.float32)
 
 
@@ -121,7 +122,7 @@ def run(n: int = 20, mode: str = "label", qemu: bool = True, progress=None) -> d
         model = cgen.read(project_root() / "firmware/model" / f"{name}.c")
         tr = _traced(elf, key, X, mode)
         row = {"model": name, "head": model.head, "nets": len(model.nets), "macs": model.macs,
-               "weight_bytes": 4 * model.n_weights, "scratch_bytes": 4 * model.scratch_floats,
+               "weight_bytes": model.flash_bytes, "scratch_bytes": model.scratch_bytes,
                "mode": mode, "inputs": n,
                "trace_inference": tr["inference"], "trace_dp_step": tr["dp_step"], "frame": tr["frame"],
                "framing": tr["frame"] - tr["inference"] - tr["dp_step"],

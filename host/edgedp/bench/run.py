@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..device.client import Device, connect, load_key, timeout_or
 from ..device.errors import EdgeDPError
 from ..device.protocol import Caps, MechConfig, SampleRequest

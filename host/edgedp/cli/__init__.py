@@ -12,7 +12,10 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from ..version import __version__
+from ..device.errors import EdgeDPError
+from .common import fail, set_verbosity
+from .exit_codes import ExitCode
 
 
 @dataclass(frozen=True)
@@ -80,9 +83,11 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, e.summary) for name, e in COMMANDS.items()])
 
     def main(self, args: list[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
-        """Click's main, with usage errors as one line: ``edgedp: error: <reason>`` (exit code 2),
-        and a missing extra named (exit code 1)."""
+        """Click's main, with the exit codes of cli/exit_codes.py: a usage error is one line
+        ``edgedp: error: <reason>`` (and one JSON object on stdout under --json), Ctrl-C is 130,
+        a missing extra is named."""
         args = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
         kwargs["standalone_mode"] = False
         try:
             rv = super().main(args, *rest, **kwargs)
@@ -90,19 +95,29 @@ class LazyGroup(click.Group):
             extra = next((COMMANDS[a].extra for a in args if a in COMMANDS), "")
             if not extra:
                 raise
-            click.echo(f"edgedp: error: this command needs the [{extra}] extra ({exc.name} is not installed): "
-                       f"pip install 'edgedp[{extra}]'", err=True)
-            sys.exit(1)
+            fail(click.ClickException(f"this command needs the [{extra}] extra ({exc.name} is not installed): "
+                                      f"pip install 'edgedp[{extra}]'"), as_json, ExitCode.FAILED)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `edgedp`, `edgedp admin`: the help, as click shows it
+            click.echo(exc.format_message(), err=True)
+            sys.exit(ExitCode.USAGE)
         except click.ClickException as exc:
-            click.echo(f"edgedp: error: {exc.format_message()}", err=True)
-            sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            click.echo("edgedp: aborted", err=True)
-            sys.exit(1)
+            fail(exc, as_json)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            fail(EdgeDPError("interrupted", "ERR_INTERRUPTED"), as_json, ExitCode.INTERRUPTED)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="edgedp")
-def main() -> None:
-    """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis."""
+@click.option("--verbose", "-v", "verbose", count=True, help="Details on stderr (timings, the device's facts).")
+@click.option("--quiet", "-q", "quiet", is_flag=True, help="Errors only: no warnings, notes or progress bars.")
+def main(verbose: int, quiet: bool) -> None:
+    """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis.
+
+    Exit codes: 0 ok, 1 a check failed, 2 usage, 3 transport, 4 bad input, 5 device state not as
+    signed, 6 device state unknown, 7 answer not authentic, 8 device refusal, 130 interrupted
+    (docs/cli.md). Defaults for --target, --key-file and
+    --epsilon can live in edgedp.toml."""
+    if verbose and quiet:
+        raise click.UsageError("-v and -q contradict each other")
+    set_verbosity(-1 if quiet else min(verbose, 1))

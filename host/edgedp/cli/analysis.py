@@ -11,12 +11,14 @@ from pathlib import Path
 import click
 import numpy as np
 
-from ..analysis import accounting, data, extraction, mia, models, tradeoff
+from .. import datasets as data
+from ..analysis import accounting, extraction, mia, models, tradeoff
 from ..analysis.jsonable import finite_json
 from ..analysis.mechanism import SOFTMAX, ensemble, parse_epsilon, parse_modes
 from ..analysis.parallel import default_jobs
-from ..analysis.settings import Settings
-from .common import dask_option, emit_json, handle_errors, json_option, target_option
+from ..analysis.settings import Settings, estimate_seconds
+from .common import (dask_option, emit_json, handle_errors, json_option, note, progress as show_progress,
+                     target_option)
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -55,6 +57,21 @@ def make_settings(quick: bool, seed: int, epsilons: str | None, modes: str | Non
     eps = tuple(parse_epsilon(e) for e in _csv(epsilons)) if epsilons else None
     mds = tuple(str(m) for m in parse_modes(_csv(modes))) if modes else None
     return Settings.make(quick=quick, seed=seed, epsilons=eps, modes=mds, shadows=shadows, teachers=teachers)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def announce(command: str, s: Settings, jobs: int, dpsgd: bool = True) -> None:
+    """Before a long run: how long it will roughly take, and what --quick would take."""
+    est = estimate_seconds(s, command, jobs, dpsgd)
+    if s.quick or est < 60:
+        return
+    quick = estimate_seconds(Settings.make(quick=True, seed=s.seed), command, jobs, dpsgd)
+    note(f"edgedp {command}: these settings take roughly {_duration(est)} with --jobs {jobs} (about "
+         f"{s.shadows + 1} models of {s.model.teachers} teachers, {len(s.modes)} modes × {len(s.epsilons)} ε); "
+         f"--quick runs the same pipeline on small settings in roughly {_duration(quick)}")
 
 
 def _eps(e: float) -> str:
@@ -149,11 +166,11 @@ def account(epsilon: float | None, queries: int | None, delta: float, classes: i
     per-answer term, or the largest daily query count for a lifetime target (--target-epsilon,
     --days), ready for `edgedp admin config`."""
     if (queries is None) == (target_epsilon is None):
-        raise ValueError("give either --queries N or --target-epsilon E (with --days)")
+        raise click.UsageError("give either --queries N or --target-epsilon E (with --days)")
     source = None
     if from_device:
         if sensitivity is not None or exponent is not None:
-            raise ValueError("--from-device reads Δ and the lattice exponent; do not also give --sensitivity or "
+            raise click.UsageError("--from-device reads Δ and the lattice exponent; do not also give --sensitivity or "
                              "--lattice-exponent")
         dev_eps, mech, source = _device_mechanism(target, classes)
         epsilon = dev_eps if epsilon is None else epsilon
@@ -245,7 +262,7 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
     s = make_settings(quick, seed, epsilons, modes, teachers)
     if repeats:
         s = dataclasses.replace(s, repeats=repeats)
-    progress = not no_progress
+    progress = show_progress(no_progress)
     t0 = time.perf_counter()
     md = parse_modes(list(s.modes))
     dp = split = None
@@ -264,7 +281,7 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
             from ..analysis import private_training
             dp = private_training.build(split, pop.masks[:1], list(s.epsilons), seed, progress)
     else:
-        out = data.load_npz(data_spec)
+        out = data.load_outputs(data_spec)
         probs, labels, votes, T = out.probs, out.labels, out.votes, out.teachers
         info = {"data": out.source, "test": int(len(labels)),
                 "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
@@ -354,7 +371,8 @@ def attack_mia(data_spec: str, model_path: str | None, holdout: str | None, epsi
     single model and ensemble with output noise, DP-SGD models; plus the averaging attack within
     one daily budget."""
     s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-    progress = not no_progress
+    announce("attack mia", s, jobs, dpsgd)
+    progress = show_progress(no_progress)
     t0 = time.perf_counter()
     if model_path is not None or holdout is not None:
         _mia_on_model(model_path, data_spec, holdout, s, seed, as_json, t0)
@@ -444,14 +462,14 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
                    quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Train a surrogate on the API's answers for each query budget, mode and ε."""
     s = make_settings(quick, seed, epsilons, modes, teachers)
-    progress = not no_progress
+    progress = show_progress(no_progress)
     t0 = time.perf_counter()
     split = data.digits_split(seed)
     pool = len(split.y_pool)
     if budgets:
         bl = sorted({int(b) for b in _csv(budgets)})
         if bl[0] < 1 or bl[-1] > pool:
-            raise ValueError(f"budgets must be between 1 and the pool size {pool}")
+            raise click.UsageError(f"budgets must be between 1 and the pool size {pool}")
     else:
         bl = extraction.budgets_for(pool, quick)
     pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
@@ -535,7 +553,8 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
 
             def describe(X: np.ndarray, y: np.ndarray) -> dict:
                 return deployed_model_doc(model_path, X, y)
-        doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=not no_progress, command=_command_line(),
+        announce("report", s, jobs, dpsgd)
+        doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=show_progress(no_progress), command=_command_line(),
                         data_spec=data_spec, dpsgd=dpsgd, model_path=None if describe else model_path,
                         allow_non_private=allow_non_private, describe_model=describe)
         out = {"out": str(Path(out_dir)), "report": str(Path(out_dir) / "report.md"), "meaning": doc["meaning"],

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .common import emit_json, handle_errors, json_option, progress_option, target_option
+from .common import emit_json, handle_errors, json_option, note, progress, progress_option, target_option
+from .exit_codes import ExitCode
 from .params import CLASSES, EPSILON
 
 
@@ -34,12 +35,14 @@ from .params import CLASSES, EPSILON
 @click.option("--e2e", "e2e_n", type=int, default=0, metavar="N",
               help="Also measure end-to-end answers per second with N k = 10 rows: the API (pipelined "
                    "and not) and the CLI, beside the 115,200-baud wire limit (edgedp.bench.e2e).")
+@click.option("--check", is_flag=True,
+              help="Exit with code 1 if a speed or size target is MISSED (for CI; the JSON's \"missed\" lists them).")
 @json_option
 @progress_option
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, no_deadline: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          models_n: int, e2e_n: int, as_json: bool, no_progress: bool) -> None:
+          models_n: int, e2e_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -61,7 +64,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         cfg.ks = tuple(ks)
     if epsilons:
         cfg.epsilons = tuple(epsilons)
-    say = (lambda msg: None) if no_progress else (lambda msg: click.echo(f"  {msg}", err=True))
+    say = (lambda msg: None) if not progress(no_progress) else (lambda msg: click.echo(f"  {msg}", err=True))
     result = bench_run.run(target, cfg, progress=say)
     if models_n > 0:
         from ..bench import infer as bench_infer
@@ -71,6 +74,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         result["e2e"] = bench_e2e.run(e2e_n, progress=say)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
+    result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
     if md_path:
         extra = "\n\n" + bench_infer.markdown(result["infer"]) if models_n > 0 else ""
         if e2e_n > 0:
@@ -78,6 +82,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
     if as_json:
         emit_json(result)
+        _check(check, result["missed"])
         return
     click.echo(f"edgedp bench on {result['board']} ({result['target']}), commit {result['commit']}")
     click.echo(f"ticks: {result['tick']['meaning']}")
@@ -100,7 +105,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         for m in fp["modules"]:
             click.echo(f"  {m['module']:8s} {m['text']:6d} {m['data']:4d} {m['bss']:4d}  {m['linked_flash']:6d}")
     elif fp:
-        click.echo(f"footprint: {fp.get('error')}", err=True)
+        note(f"footprint: {fp.get('error')}")
     if models_n > 0:
         click.echo(bench_infer.markdown(result["infer"]))
     if e2e_n > 0:
@@ -109,3 +114,11 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         click.echo(line)
     click.echo(f"plot: {png}")
     sys.stdout.flush()
+    _check(check, result["missed"])
+
+
+def _check(check: bool, missed: list[str]) -> None:
+    """--check: a MISSED target fails the command (exit code 1, cli/exit_codes.py FAILED)."""
+    if check and missed:
+        click.echo(f"edgedp: error: bench targets MISSED: {', '.join(missed)}", err=True)
+        sys.exit(ExitCode.FAILED)

@@ -1,4 +1,4 @@
-"""Shared pieces of the command line: target and --json options, output, one-line errors."""
+"""Shared pieces of the command line: target and --json options, output, verbosity, one-line errors."""
 from __future__ import annotations
 
 import functools
@@ -14,6 +14,8 @@ import numpy as np
 from ..device.client import DEFAULT_TIMEOUT, TIMEOUT_ENV
 from ..device.errors import EdgeDPError, TransportError
 from ..device.targets import check_spec
+from .config import config_default
+from .exit_codes import ExitCode, error_name, for_exception
 
 
 def _check_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -36,9 +38,11 @@ timeout_option = click.option(
          f"env {TIMEOUT_ENV}). Raise it under heavy load or on Renode.")
 
 _target_option = click.option(
-    "--target", "-t", default=None, metavar="T", envvar="EDGEDP_TARGET", callback=_check_target,
+    "--target", "-t", default=config_default("target"), metavar="T", envvar="EDGEDP_TARGET",
+    callback=_check_target, show_default=False,
     help="qemu, qemu:stm32f4, host, host:san, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
-         "Default: the running `edgedp device` session, else a fresh qemu.")
+         "Default: EDGEDP_TARGET, else edgedp.toml's target, else the running `edgedp device` session, "
+         "else a fresh qemu.")
 
 
 def target_option(fn: Callable) -> Callable:
@@ -46,9 +50,39 @@ def target_option(fn: Callable) -> Callable:
     return _target_option(timeout_option(fn))
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Machine-readable JSON on stdout (an error is one object {\"error\": ...}).")
 progress_option = click.option("--no-progress", is_flag=True,
-                               help="No progress bars (they go to stderr, also under --json).")
+                               help="No progress bars (they go to stderr, also under --json; -q implies this).")
+
+_verbosity = 0
+
+
+def set_verbosity(level: int) -> None:
+    """-q (−1): errors only; default (0): errors, warnings and notes; -v (1): also details."""
+    global _verbosity
+    _verbosity = level
+
+
+def quiet() -> bool:
+    return _verbosity < 0
+
+
+def progress(no_progress: bool) -> bool:
+    """Whether to show progress bars: not under --no-progress or -q."""
+    return not (no_progress or quiet())
+
+
+def note(message: str) -> None:
+    """A warning or note on stderr (not under -q)."""
+    if _verbosity >= 0:
+        click.echo(message, err=True)
+
+
+def detail(message: str) -> None:
+    """A detail on stderr (only under -v)."""
+    if _verbosity > 0:
+        click.echo(message, err=True)
 
 
 def _use_dask(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -88,21 +122,44 @@ def emit_json(obj: Any) -> None:
     click.echo(dumps(obj))
 
 
-def handle_errors(fn: Callable) -> Callable:
-    """Turn EdgeDPError (and bad input) into a one-line message and a non-zero exit.
+def fail(exc: BaseException, as_json: bool, code: ExitCode | None = None) -> None:
+    """End the command on an error: one stderr line, one JSON object on stdout under --json."""
+    status = for_exception(exc) if code is None else code
+    msg = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+    if as_json:
+        try:
+            emit_json({"error": error_name(exc), "message": msg, "exit_code": int(status)})
+        except BrokenPipeError:
+            close_stdout_quietly()
+    click.echo(f"edgedp: error: {msg}", err=True)
+    sys.exit(status)
 
-    Under --json the error is also printed as {"error": "ERR_…", "message": "…"} on stdout."""
+
+def close_stdout_quietly() -> None:
+    """stdout's reader is gone: point stdout at /dev/null so nothing more (not even Python's
+    final flush) complains, as a program killed by SIGPIPE would say nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # stdout is not a file descriptor (click's test runner): nothing to silence
+    finally:
+        os.close(devnull)
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """Turn EdgeDPError, bad input and a closed stdout into a one-line message (or none, for the
+    pipe) and the exit code of cli/exit_codes.py.
+
+    Under --json the error is also printed as {"error": "ERR_…", "message": "…", "exit_code": N}
+    on stdout."""
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        as_json = kwargs.get("as_json", False)
         try:
             return fn(*args, **kwargs)
-        except EdgeDPError as exc:
-            code, status, msg = exc.code, exc.exit_code, str(exc)
-        except (ValueError, OSError) as exc:
-            code, status, msg = "ERR_INPUT", 4, str(exc)
-        if as_json:
-            emit_json({"error": code, "message": msg})
-        click.echo(f"edgedp: error: {msg}", err=True)
-        sys.exit(status)
+        except BrokenPipeError:
+            close_stdout_quietly()
+            sys.exit(ExitCode.BROKEN_PIPE)
+        except (EdgeDPError, ValueError, OSError) as exc:
+            fail(exc, kwargs.get("as_json", False))
     return wrapper

@@ -72,7 +72,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
         click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
         click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
                    "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
-        click.echo(f"budget: day {b['day']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
+        click.echo(f"budget: {b['date']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
                    f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
         if images > 0:
             on_device(dev, key, epsilon, images)

@@ -25,10 +25,17 @@ from .common import emit_json, handle_errors, json_option
 @click.option("--allow-non-private", is_flag=True,
               help="Deploy an `edgedp train` model whose manifest says it is not private (a --seed run); "
                    "the C file and the manifest then say so.")
+@click.option("--int8", "int8", is_flag=True,
+              help="int8 kernels (docs/model.md): per-channel int8 weights, int8 activations calibrated "
+                   "on training inputs; about a quarter of the flash.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False),
+              help="--int8: inputs (.npy, n x features) that set the activation scales; built-ins "
+                   "default to their training inputs.")
 @json_option
 @handle_errors
 def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[float, float] | None,
-           data: str | None, allow_non_private: bool, as_json: bool) -> None:
+           data: str | None, allow_non_private: bool, int8: bool, calibration: str | None,
+           as_json: bool) -> None:
     """Write MODEL as C data for the image.
 
     MODEL is a scikit-learn LogisticRegression or MLPClassifier (.joblib), a list of them (.joblib:
@@ -38,8 +45,11 @@ def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[fl
     device commands run.
 
     The image clamps every input to the model's declared input range before the model runs
-    (docs/privacy.md section 5): the training data's range by default, --input-range to set it."""
-    d = run_deploy(model, out, seed, teachers, data, allow_non_private, input_range)
+    (docs/privacy.md section 5): the training data's range by default, --input-range to set it.
+    With --int8 that range is also the int8 input's scale."""
+    if calibration and not int8:
+        raise click.UsageError("--calibration only applies with --int8")
+    d = run_deploy(model, out, seed, teachers, data, allow_non_private, input_range, int8, calibration)
     if as_json:
         emit_json(d.as_dict())
         return
@@ -49,7 +59,7 @@ def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[fl
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
     click.echo(f"  inputs clamped to [{d.input_range[0]:g}, {d.input_range[1]:g}] "
                f"({d.input_range_source})")
-    click.echo(f"  {d.weights} float32 weights = {d.flash_weight_bytes} bytes of flash, "
+    click.echo(f"  {d.weights} {'int8' if d.int8 else 'float32'} parameters = {d.flash_weight_bytes} bytes of flash, "
                f"{d.scratch_ram_bytes} bytes of scratch RAM, {d.macs} multiply-adds per inference")
     if d.device_accuracy is not None:
         click.echo(f"  accuracy on {d.scored_on} ({d.scored_records} records): float model {d.float_accuracy:.4f}, "

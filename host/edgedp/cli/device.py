@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import signal
 import time
-from pathlib import Path
 
 import click
 import numpy as np
@@ -11,22 +11,28 @@ import numpy as np
 from ..device import admin as authadmin
 from ..device.client import Device, load_key, open_device
 from ..device.errors import DeviceError, EdgeDPError, ErrorCode, StateMismatch
-from ..device.noise import draw_samples
 from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
                                SampleRequest, config_payload)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
-from ..mech.modes import BUCKET_NAMES, MODE_BUCKET, MODE_TOPK, Mode
+from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs, describe_target_model
-from .common import dumps, emit_json, handle_errors, json_option, progress_option, target_option
-from .inputs import read_rows
-from .params import (CLASSES, DAILY_CAP, EPSILON, LIFETIME_CAP, SAMPLES, SENSITIVITY, UNIX_TIME, check_range,
-                     check_writable)
+from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
+                     progress, progress_option, target_option)
+from .config import config_default
+from .exit_codes import ExitCode
+from .inputs import check_finite, read_rows
+from .output import Sink, StopRequest, open_sink
+from .params import (CLASSES, DAILY_CAP, DATE, EPSILON, LIFETIME_CAP, MODE, SAMPLES, SENSITIVITY, UNIX_TIME,
+                     check_mode_fits, check_range, check_writable)
 
-key_option = click.option("--key-file", type=click.Path(dir_okay=False), default=None,
-                          help="Device HMAC key (64 hex digits). Test images use tests/keys/test-device.key.")
+key_option = click.option("--key-file", type=click.Path(dir_okay=False), default=config_default("key_file"),
+                          help="Device HMAC key (64 hex digits; default: edgedp.toml's key_file). Test images "
+                               "use tests/keys/test-device.key.")
 admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False), required=True,
-                                help="Device HMAC key file (64 hex digits), e.g. tests/keys/test-device.key.")
+                                default=config_default("key_file"),
+                                help="Device HMAC key file (64 hex digits; default: edgedp.toml's key_file), "
+                                     "e.g. tests/keys/test-device.key.")
 
 
 NEEDS_KEY = "this needs an authenticated command: pass --key-file"
@@ -51,9 +57,20 @@ def merged_config(b: Budget, epsilon: float | None = None, sensitivity: float | 
 
 
 def merged_caps(b: Budget, daily_cap: float | None = None, lifetime_cap: float | None = None) -> Caps:
-    """The device's caps with the options the user gave replaced (lifetime 0: none)."""
-    return Caps(b.daily_cap if daily_cap is None else to_micro(daily_cap),
+    """The device's caps with the options the user gave replaced (lifetime 0: none); a lifetime
+    cap below the daily cap is refused (the day could never spend its cap)."""
+    caps = Caps(b.daily_cap if daily_cap is None else to_micro(daily_cap),
                 b.lifetime_cap if lifetime_cap is None else to_micro(lifetime_cap))
+    if caps.lifetime and caps.lifetime < caps.daily:
+        raise click.UsageError(f"the lifetime cap {to_epsilon(caps.lifetime):g} is below the daily cap "
+                               f"{to_epsilon(caps.daily):g} (a cap not given is the device's): raise "
+                               "--lifetime-cap, lower --daily-cap, or give --lifetime-cap 0 for none")
+    return caps
+
+
+def day_date(day: int | None) -> str | None:
+    """A device day index (days since 1970-01-01 UTC) as YYYY-MM-DD."""
+    return None if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
 
 
 def config_check(cfg: MechConfig, caps: Caps) -> authadmin.Check:
@@ -82,7 +99,8 @@ def configure_from_state(dev: Device, key: bytes, epsilon: float | None = None, 
 def budget_dict(b: Budget) -> dict:
     eps = to_epsilon
     return {
-        "day": b.day, "recorded_day": b.recorded_day,
+        "day": b.day, "date": day_date(b.day), "recorded_day": b.recorded_day,
+        "recorded_date": day_date(b.recorded_day),
         "daily_cap": eps(b.daily_cap), "daily_spent": eps(b.daily_spent),
         "daily_remaining": eps(b.remaining),
         "lifetime_spent": eps(b.lifetime_spent),
@@ -159,124 +177,191 @@ def warn_clamped(rows: np.ndarray, cfg: MechConfig) -> None:
     """One stderr line when inputs lie outside the range they will be clamped to."""
     outside = int(np.count_nonzero((rows < cfg.lo) | (rows > cfg.hi)))
     if outside:
-        click.echo(f"warning: {outside} input values lie outside the range [{cfg.lo:g}, {cfg.hi:g}] and are "
-                   "clamped to it; for logits pass --range LO HI (and a matching --sensitivity)", err=True)
+        note(f"warning: {outside} input values lie outside the range [{cfg.lo:g}, {cfg.hi:g}] and are "
+             "clamped to it; for logits pass --range LO HI (and a matching --sensitivity)")
 
 
 TEST_IMAGE_NOTE = ("note: this device runs a test image: its noise comes from the public test seed and can be "
                    "replayed, so these answers give no privacy")
+NO_PART_ON_QEMU = ("{err} is expected on QEMU: {target} runs the board image, which needs the STM32 {part}, and "
+                   "QEMU has no model of it, so the device refuses every external answer (it fails closed); use "
+                   "--target qemu (the QEMU port) or a real board; no further row was sent")
+STOPS = {  # refusals that hold for every further row: (the board part QEMU lacks, the text elsewhere)
+    ErrorCode.ERR_ENTROPY: ("RNG", "the device's entropy source failed: it refuses every external answer; "
+                                   "no further row was sent"),
+    ErrorCode.ERR_TIME: ("RTC", "the device has no trusted clock: it refuses every external answer until "
+                                "`edgedp admin set-time`; no further row was sent"),
+}
+
+
+class Table:
+    """query's table: columns wide enough for the inputs and the configured range."""
+
+    def __init__(self, rows: np.ndarray, cfg: MechConfig, m: Mode, infer: bool):
+        self.infer, self.mode = infer, m
+        digits = len(str(max(rows.shape[1] - 1, 0)))
+        self.raw_w = max(len("raw top-1"), digits + len(f" (-{float(np.max(np.abs(rows))):.3f})"))
+        value = max(len(f"{cfg.lo:.3f}"), len(f"{cfg.hi:.3f}"))
+        width = m.arg * (digits + value) if m.kind == MODE_TOPK else len("label  ()") + digits + value
+        self.priv_w = min(max(28, width), 80)
+
+    def header(self) -> str:
+        return f"{'row':>4} {'raw top-1':>{self.raw_w}} {'private':>{self.priv_w}} {'remaining eps':>14}"
+
+    def line(self, i: int, x: np.ndarray, rec: dict) -> str:
+        raw = "on device" if self.infer else f"{int(np.argmax(x))} ({x.max():.3f})"
+        priv = _describe(rec["output"], self.priv_w) if rec["output"] else rec["status"]
+        rem = f"{rec['remaining']:.3f}" if rec["remaining"] is not None else "-"
+        return f"{i:>4} {raw:>{self.raw_w}} {priv:>{self.priv_w}} {rem:>14}"
 
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=EPSILON, default=None, help="Per-query epsilon (reconfigures the device).")
+@click.option("--epsilon", "-e", type=EPSILON, default=config_default("epsilon"),
+              help="Per-query epsilon (reconfigures the device; default: edgedp.toml's, else the device's).")
 @click.option("--sensitivity", "-d", type=SENSITIVITY, default=None, help="L1 sensitivity of the clamped vector.")
 @click.option("--range", "value_range", type=float, nargs=2, default=None, metavar="LO HI", callback=check_range,
               help="Input/output range (default: the device's, [0, 1] for probabilities).")
-@click.option("--mode", "-m", default="full", show_default=True,
+@click.option("--mode", "-m", type=MODE, default="full", show_default=True,
               help="full | topk:K | label | bucket | round:D | simplex")
 @click.option("--infer", is_flag=True,
               help="INPUT rows are model inputs (e.g. images.npy): the device runs its model (INFER) and "
                    "releases only the private output; range and sensitivity are the model's.")
 @click.argument("input_path", metavar="INPUT", default="-")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write what was released: .jsonl (every row and status), or .npy (values for full, round "
-                   "and simplex; labels for label; a record array of row, indices and values for topk, of row, "
-                   "label and level for bucket).")
+              help="Write what was released, each answer as it arrives: .jsonl (every row and status, one line "
+                   "each), or .npy (values for full, round and simplex; labels for label; a record array of row, "
+                   "indices and values for topk, of row, label and level for bucket). Checked before the first "
+                   "query, replaced once a row is answered; Ctrl-C waits for the answer in flight and keeps the "
+                   "file complete.")
 @key_option
 @json_option
 @handle_errors
 def query(target: str | None, epsilon: float | None, sensitivity: float | None,
-          value_range: tuple[float, float] | None, mode: str, infer: bool, input_path: str, out: str | None,
+          value_range: tuple[float, float] | None, mode: Mode, infer: bool, input_path: str, out: str | None,
           key_file: str | None, as_json: bool) -> None:
     """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device.
 
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
-    into the image; only its private output is released."""
-    m = Mode.parse(mode)
+    into the image; only its private output is released. Rows holding NaN or inf are refused here,
+    before anything is sent. Exit code 8 if the device refused a row, 130 after Ctrl-C (the answers
+    so far are saved), 4 if --out cannot be written (the stream stops before the next query)."""
+    m = mode
     if infer and (sensitivity is not None or value_range is not None):
-        raise ValueError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
+        raise click.UsageError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
     rows = read_rows(input_path)
     if rows.shape[1] > MAX_CLASSES:
         raise ValueError(f"rows have {rows.shape[1]} classes; a query holds at most {MAX_CLASSES}")
-    out_path = check_writable(out) if out else None
-    records: list[dict] = []
-    answers: list[tuple[int, QueryResult]] = []
-    with open_device(target) as dev:
-        if infer:
-            check_target_inputs(dev.target, rows.shape[1])
-        cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
-        if not infer:  # model inputs are not clamped to the mechanism's range
-            warn_clamped(rows, cfg)
-        if not as_json:
-            click.echo(f"{'row':>4} {'raw top-1':>10} {'private':>28} {'remaining eps':>14}")
-        for i, (x, r) in enumerate(zip(rows, (dev.infer_many(rows, m) if infer else dev.query_many(rows, m)))):
-            if isinstance(r, DeviceError):
-                rec = {"row": i, "status": r.code, "output": None, "remaining": None}
-                if r.wait is not None:
-                    rec["retry_after_s"] = None if r.wait == 0xFFFFFFFF else r.wait
-            else:
-                answers.append((i, r))
-                rec = {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining, "ticks": r.ticks}
-            records.append(rec)
-            if as_json:
-                emit_json(rec)
-            else:
-                raw = "on device" if infer else f"{int(np.argmax(x))} ({x.max():.3f})"
-                priv = _describe(rec["output"], m) if rec["output"] else rec["status"]
-                rem = f"{rec['remaining']:.3f}" if rec["remaining"] is not None else "-"
-                click.echo(f"{i:>4} {raw:>10} {priv:>28} {rem:>14}")
-            if rec["status"] == "ERR_BUDGET":
-                click.echo("budget exhausted: the device refuses further external answers today", err=True)
-            elif rec["status"] == "ERR_RATE":
-                click.echo(f"rate limit: {r}", err=True)
-        test_image = dev.info().build == "test"
-    if test_image:
-        click.echo(TEST_IMAGE_NOTE, err=True)
-    if out_path:
-        _save(out_path, m, records, answers)
-    if len(answers) < len(records):
-        raise SystemExit(2)
+    check_finite(rows, "stdin" if input_path == "-" else input_path)
+    if not infer:
+        check_mode_fits(m, rows.shape[1])
+    sink = open_sink(check_writable(out), m, len(rows), dumps) if out else None
+    try:
+        with open_device(target) as dev:
+            if infer:  # a width that is not the model's: refused before anything is sent
+                check_target_inputs(dev.target, rows.shape[1])
+            cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
+            if not infer:  # model inputs are not clamped to the mechanism's range
+                warn_clamped(rows, cfg)
+            run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, getattr(dev.target, "name", ""))
+            if not as_json:
+                click.echo(run.table.header())
+            t0 = time.perf_counter()
+            with run.stop.deferring_signals():
+                for i, r in enumerate((dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m)):
+                    run.take(i, r)
+            elapsed = time.perf_counter() - t0
+            i_dev = dev.info()
+    finally:
+        if sink is not None:
+            sink.close()
+    detail(f"device: {i_dev.board}, {i_dev.build} build, firmware {i_dev.firmware_version}")
+    detail(f"{run.done} rows in {elapsed:.2f} s ({run.done / elapsed if elapsed else 0:.0f} rows/s)")
+    run.finish(i_dev.build == "test")
 
 
-def _describe(o: dict, m: Mode) -> str:
+class QueryRun:
+    """What query does with each answer as it arrives: file, stdout, and when to stop sending."""
+
+    def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str):
+        self.rows, self.table, self.sink, self.as_json, self.target_name = rows, table, sink, as_json, target_name
+        self.stop = StopRequest()
+        self.answered = self.refused = 0
+        self.write_error: OSError | None = None
+        self.pipe_closed = self.budget_noted = self.rate_noted = False
+
+    @property
+    def done(self) -> int:
+        return self.answered + self.refused
+
+    def take(self, i: int, r: QueryResult | DeviceError) -> None:
+        """Row i's answer or refusal: saved (a write that fails stops the stream), then shown."""
+        if isinstance(r, DeviceError):
+            answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
+            if r.wait is not None:  # ERR_RATE: seconds until the bucket has an answer again
+                rec["retry_after_s"] = None if r.wait == 0xFFFFFFFF else r.wait
+            self.refused += 1
+        else:
+            answer, rec = r, {"row": i, "status": "ok", "output": result_dict(r), "remaining": r.remaining,
+                              "ticks": r.ticks}
+            self.answered += 1
+        if self.sink is not None and self.write_error is None:
+            try:
+                self.sink.write(i, rec, answer)
+            except OSError as exc:
+                self.write_error = exc
+                self.stop.stop(str(exc))
+        if not self.pipe_closed:
+            try:
+                click.echo(dumps(rec) if self.as_json else self.table.line(i, self.rows[i], rec))
+            except BrokenPipeError:
+                self.pipe_closed = True
+                self.stop.stop("stdout closed")
+        if isinstance(r, DeviceError) and r.error in STOPS and not self.stop.reason:
+            on_qemu = "stm32f4" in self.target_name and self.target_name.startswith(("qemu", "session"))
+            board, elsewhere = STOPS[r.error]
+            self.stop.stop(NO_PART_ON_QEMU.format(err=r.code, target=self.target_name.removeprefix("session:"),
+                                                  part=board) if on_qemu else elsewhere)
+            note(self.stop.reason or "")
+        if rec["status"] == "ERR_BUDGET" and not self.budget_noted:  # once, also for rows already on the wire
+            self.budget_noted = True
+            note("budget exhausted: the device refuses further external answers today")
+        elif rec["status"] == "ERR_RATE" and not self.rate_noted:
+            self.rate_noted = True
+            note(f"rate limit: {r}")
+
+    def finish(self, test_image: bool) -> None:
+        """End the command with the exit code of what happened (cli/exit_codes.py)."""
+        if self.pipe_closed:
+            close_stdout_quietly()
+            raise SystemExit(ExitCode.BROKEN_PIPE)
+        if test_image:
+            note(TEST_IMAGE_NOTE)
+        if self.stop.signal is not None:
+            saved = f"; {self.sink.saved} answers saved in {self.sink.path}" if self.sink is not None else ""
+            fail(EdgeDPError(f"interrupted after {self.done} of {len(self.rows)} rows ({self.answered} answered)"
+                             f"{saved}", "ERR_INTERRUPTED"), self.as_json,
+                 ExitCode.INTERRUPTED if self.stop.signal == signal.SIGINT else ExitCode.TERMINATED)
+        if self.write_error is not None:
+            fail(self.write_error, self.as_json)
+        if self.refused:
+            raise SystemExit(ExitCode.REFUSED)
+
+
+def _describe(o: dict, width: int) -> str:
     if "level" in o:
         return f"label {o['label']} ({o['level']})"
     if "indices" in o:
-        return " ".join(f"{i}:{v:.2f}" for i, v in zip(o["indices"], o["values"]))[:28]
+        return " ".join(f"{i}:{v:.2f}" for i, v in zip(o["indices"], o["values"]))[:width]
     if "values" in o:
         return f"label {o['label']} ({max(o['values']):.3f})"
     return f"label {o['label']}"
 
 
-def released_array(m: Mode, answers: list[tuple[int, QueryResult]]) -> np.ndarray:
-    """Everything the answered rows released, as one array (see query --out)."""
-    if m.sends_values:
-        return np.array([r.values for _, r in answers], dtype=np.float64).reshape(len(answers), -1)
-    if m.kind == MODE_TOPK:
-        K = len(answers[0][1].lattice) if answers else m.arg
-        rec = np.zeros(len(answers), dtype=[("row", "i8"), ("indices", "i8", (K,)), ("values", "f8", (K,))])
-        for j, (i, r) in enumerate(answers):
-            rec[j] = (i, r.indices, r.values)
-        return rec
-    if m.kind == MODE_BUCKET:
-        rec = np.zeros(len(answers), dtype=[("row", "i8"), ("label", "i8"), ("level", "i8")])
-        for j, (i, r) in enumerate(answers):
-            rec[j] = (i, r.label, r.level)
-        return rec
-    return np.array([r.label for _, r in answers], dtype=np.int64)
-
-
-def _save(path: Path, m: Mode, records: list[dict], answers: list[tuple[int, QueryResult]]) -> None:
-    if path.suffix == ".npy":
-        np.save(path, released_array(m, answers))
-    else:
-        path.write_text("".join(dumps(r) + "\n" for r in records))
-
-
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=EPSILON, required=True)
+@click.option("--epsilon", "-e", type=EPSILON, required=True, default=config_default("epsilon"),
+              help="Per-query epsilon (default: edgedp.toml's).")
 @click.option("--sensitivity", "-d", type=SENSITIVITY, default=2.0, show_default=True)
 @click.option("--classes", "-k", type=CLASSES, default=10, show_default=True, help="k (sets the lattice step).")
 @click.option("--n", "count", type=SAMPLES, default=100000, show_default=True)
@@ -287,11 +372,13 @@ def _save(path: Path, m: Mode, records: list[dict], answers: list[tuple[int, Que
 def sample(target: str | None, epsilon: float, sensitivity: float, classes: int, count: int, out: str,
            as_json: bool, no_progress: bool) -> None:
     """Raw noise samples from the device (test builds), before output clamping."""
+    from ..device.noise import draw_samples  # (its progress bars are needed by this command only)
+
     req = SampleRequest(to_micro(epsilon), sensitivity, classes, count)
     lat = make_lattice(classes, req.eps_micro, sensitivity, 0.0, 1.0)
     out_path = check_writable(out)
     with open_device(target) as dev:
-        z = draw_samples(dev, req, progress=not no_progress)
+        z = draw_samples(dev, req, progress=progress(no_progress))
     np.save(out_path, z * lat.granularity)
     d = {"n": int(len(z)), "granularity": lat.granularity, "t": lat.t, "epsilon": epsilon,
          "sensitivity": sensitivity, "classes": classes, "out": out}
@@ -323,14 +410,27 @@ def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(d)
     else:
-        for k, v in d.items():
+        for k, v in budget_lines(d):
             click.echo(f"{k:18s} {v}")
         if key is None:
             click.echo(UNAUTHENTICATED)
 
 
-def _day_text(day: int | None) -> str:
-    return "no clock" if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+def budget_lines(d: dict) -> list[tuple[str, str]]:
+    """budget's text: dates rather than day numbers, words rather than Python's None."""
+    cap = "none" if d["lifetime_cap"] is None else str(d["lifetime_cap"])  # ε amounts exactly, as floats
+    m = "automatic" if d["lattice_exponent"] is None else f"{d['lattice_exponent']} (g = 2^-{d['lattice_exponent']})"
+    lo, hi = d["range"]
+    date = "no trusted clock (edgedp admin set-time)" if d["date"] is None else f"{d['date']} UTC"
+    if d["recorded_day"] != d["day"]:
+        date += f" (spend recorded for {d['recorded_date']})"
+    return [("date", date),
+            ("daily cap", str(d["daily_cap"])), ("spent today", str(d["daily_spent"])),
+            ("remaining today", str(d["daily_remaining"])), ("lifetime spent", str(d["lifetime_spent"])),
+            ("lifetime cap", cap), ("epsilon per query", str(d["epsilon_per_query"])),
+            ("range", f"[{lo:g}, {hi:g}]"), ("sensitivity", f"{d['sensitivity']:g}"), ("lattice exponent", m),
+            ("admin counter", str(d["auth_counter"])),
+            ("store", d["store"] + ("" if d["store_ok"] else " (not usable: external answers refused)"))]
 
 
 @click.command("audit-log")
@@ -345,17 +445,19 @@ def audit_log(target: str | None, key_file: str, as_json: bool) -> None:
     Read with AUDIT_LOG, tagged with the device key over a fresh challenge (exit 7 if the answer
     is not authentic). The key is never guessed from INFO: a man in the middle could claim a
     test build and forge a log with the public test key."""
+    if not key_file:  # load_key(None) is the public test key: a MITM could tag a forged log with it
+        raise click.UsageError("audit-log needs the device key: pass --key-file (or set key_file in edgedp.toml)")
     key = load_key(key_file)
     with open_device(target) as dev:
         log = dev.audit_log(key)
-    entries = [{"seq": e.seq, "day": e.day, "counter": e.counter, "event": e.event_name, "arg": e.arg,
+    entries = [{"seq": e.seq, "day": e.day, "date": day_date(e.day), "counter": e.counter, "event": e.event_name, "arg": e.arg,
                 "detail": e.detail} for e in log.entries]
     if as_json:
         emit_json({"total": log.total, "overwritten": log.overwritten, "entries": entries, "authenticated": True})
         return
     click.echo(f"{log.total} events logged, {len(log.entries)} kept ({log.overwritten} overwritten); authenticated")
     for e in log.entries:
-        click.echo(f"{e.seq:6d}  {_day_text(e.day):10s}  counter {e.counter:<6d} {e.event_name:13s} {e.detail}")
+        click.echo(f"{e.seq:6d}  {day_date(e.day) or 'no clock':10s}  counter {e.counter:<6d} {e.event_name:13s} {e.detail}")
 
 
 @click.group()
@@ -418,14 +520,16 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
 @target_option
 @admin_key_option
 @click.option("--unix", "unix_seconds", type=UNIX_TIME, default=None, help="Seconds since 1970-01-01 UTC.")
-@click.option("--date", "date", default=None, help="YYYY-MM-DD (midnight UTC).")
+@click.option("--date", "date", type=DATE, default=None, help="YYYY-MM-DD (midnight UTC); not with --unix.")
 @json_option
 @handle_errors
-def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, date: str | None,
+def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, date: int | None,
                    as_json: bool) -> None:
     """Set the device clock (default: this machine's clock)."""
-    if date:
-        unix_seconds = int(dt.datetime.strptime(date, "%Y-%m-%d").replace(tzinfo=dt.timezone.utc).timestamp())
+    if date is not None and unix_seconds is not None:
+        raise click.UsageError("give --unix or --date, not both")
+    if date is not None:
+        unix_seconds = date
     if unix_seconds is None:
         unix_seconds = int(time.time())
     key = load_key(key_file)
@@ -437,7 +541,7 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
         out = authadmin.run(dev, key, SET_TIME, lambda b: SET_TIME_PAYLOAD_FMT.pack(unix_seconds), check)
     d = {"accepted_counter": out.counter, "unix": unix_seconds, **budget_dict(out.after), "authenticated": True,
          "lost_at_exit": lost_at_exit(dev)}
-    emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} (day {day}, counter {out.counter})")
+    emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} ({day_date(day)}, counter {out.counter})")
     note_lost_at_exit(d)
 
 

@@ -49,6 +49,18 @@ def _parse_text(text: str, name: str) -> np.ndarray:
     return _check(arr, name)
 
 
+def check_finite(rows: np.ndarray, name: str) -> None:
+    """Refuse rows holding NaN or ±inf before anything is sent: the device refuses them
+    (ERR_BAD_VALUE), and a clamped inf would hide a broken input rather than answer it."""
+    bad = ~np.isfinite(rows)
+    if bad.any():
+        where = np.flatnonzero(bad.any(axis=1))
+        rows_text = ", ".join(str(i) for i in where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+        kinds = " and ".join(k for k, m in (("NaN", np.isnan(rows)), ("inf", np.isinf(rows))) if m.any())
+        raise ValueError(f"{name}: {kinds} in row{'s' if len(where) > 1 else ''} {rows_text} (counting from 0); "
+                         "the device refuses non-finite values, so nothing was sent")
+
+
 def _check(arr: np.ndarray, name: str) -> np.ndarray:
     if arr.size == 0:
         raise ValueError(f"{name}: no rows (an empty array of shape {arr.shape})")

@@ -4,6 +4,7 @@ A bad value stops the command before anything is sent to a device, as click's us
 usage error (exit code 2), never as a traceback or a device error code."""
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 from pathlib import Path
@@ -13,6 +14,7 @@ import click
 import numpy as np
 
 from ..mech.lattice import MAX_CLASSES, MICRO, to_micro
+from ..mech.modes import MODE_TOPK, Mode
 
 U32, U64 = 2**32 - 1, 2**64 - 1
 
@@ -54,6 +56,11 @@ class _Number(click.ParamType):
         return v
 
 
+def positive(what: str, high: float = math.inf) -> click.ParamType:
+    """A finite float in (0, high]: NaN, inf, 0 and negatives are usage errors naming ``what``."""
+    return _Number(what, 0.0, high)
+
+
 EPSILON = _Number("epsilon", 0.0, math.inf, micro_max=U32)
 """Per-query epsilon: micro-epsilon in 1..2^32-1 (the CONFIG and SAMPLE fields are u32)."""
 DAILY_CAP = _Number("the daily cap", 0.0, math.inf, micro_max=U64)
@@ -63,6 +70,48 @@ SENSITIVITY = _Number("the sensitivity", float(np.finfo(np.float32).tiny), float
 UNIX_TIME = click.IntRange(0, U64)
 SAMPLES = click.IntRange(1, None)
 CLASSES = click.IntRange(1, MAX_CLASSES)
+
+
+class _ModeType(click.ParamType):
+    """--mode: full | topk:K | label | bucket | round:D | simplex."""
+
+    name = "mode"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Mode:
+        if isinstance(value, Mode):
+            return value
+        try:
+            return Mode.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+MODE = _ModeType()
+
+
+def check_mode_fits(m: Mode, k: int) -> None:
+    """topk:K needs at least K classes (checked on the host, before anything is sent)."""
+    if m.kind == MODE_TOPK and m.arg > k:
+        raise click.UsageError(f"--mode {m} asks for the {m.arg} largest of {k} classes: use K <= {k}")
+
+
+class _DateType(click.ParamType):
+    """A calendar date YYYY-MM-DD, as midnight UTC in Unix seconds."""
+
+    name = "YYYY-MM-DD"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            day = dt.date.fromisoformat(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a date YYYY-MM-DD with a valid month (01-12) and day of that month",
+                      param, ctx)
+        return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp())
+
+
+DATE = _DateType()
 
 
 def check_range(ctx: click.Context, param: click.Parameter, value: tuple[float, float] | None
@@ -87,6 +136,6 @@ def check_writable(path: str) -> Path:
         raise ValueError(f"cannot write {path}: it is a directory")
     if not parent.is_dir():
         raise ValueError(f"cannot write {path}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    if not os.access(p, os.W_OK) if p.exists() else not os.access(parent, os.W_OK):
         raise ValueError(f"cannot write {path}: permission denied")
     return p

@@ -5,7 +5,8 @@ import warnings
 
 import click
 
-from .common import emit_json, handle_errors, json_option
+from .common import emit_json, handle_errors, json_option, note, progress as show_progress
+from .params import positive
 
 SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice, not a secret
 
@@ -15,17 +16,18 @@ SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice,
               help="digits, or an .npz with features X (n, d) and integer labels y (n,).")
 @click.option("--model", "kind", type=click.Choice(["logreg", "mlp"]), default="logreg", show_default=True)
 @click.option("--hidden", default="32", show_default=True, metavar="H1,H2,…", help="MLP hidden layer sizes.")
-@click.option("--target-epsilon", "-e", type=float, default=None,
+@click.option("--target-epsilon", "-e", type=positive("the target epsilon"), default=None,
               help="Find the noise multiplier for this ε (default 1 unless --noise-multiplier is given).")
-@click.option("--noise-multiplier", type=float, default=None, help="σ/C instead of a target ε.")
-@click.option("--delta", type=float, default=1e-5, show_default=True, help="Must be < 1/n.")
+@click.option("--noise-multiplier", type=positive("the noise multiplier"), default=None,
+              help="σ/C instead of a target ε.")
+@click.option("--delta", type=positive("delta", 1.0), default=1e-5, show_default=True, help="Must be < 1/n.")
 @click.option("--allow-large-delta", is_flag=True, help="Accept δ ≥ 1/n (with a warning).")
-@click.option("--clip-norm", "-C", type=float, default=1.0, show_default=True, help="Per-example L2 clip norm C.")
-@click.option("--sampling-rate", "-q", type=float, default=0.25, show_default=True,
+@click.option("--clip-norm", "-C", type=positive("the clip norm"), default=1.0, show_default=True, help="Per-example L2 clip norm C.")
+@click.option("--sampling-rate", "-q", type=positive("the sampling rate", 1.0), default=0.25, show_default=True,
               help="Poisson sampling rate q (each record in each step with probability q).")
-@click.option("--epochs", type=float, default=15.0, show_default=True, help="Expected passes (steps = epochs/q).")
+@click.option("--epochs", type=positive("the epochs"), default=15.0, show_default=True, help="Expected passes (steps = epochs/q).")
 @click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True)
-@click.option("--learning-rate", "--lr", type=float, default=0.05, show_default=True)
+@click.option("--learning-rate", "--lr", type=positive("the learning rate"), default=0.05, show_default=True)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True,
               help="Accountant for the reported ε and the calibration (both are reported).")
 @click.option("--seed", type=int, default=None,
@@ -49,15 +51,15 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
         from ..train import dpsgd
         from ..train.run import TrainConfig, run
     except ImportError as exc:
-        raise ValueError(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
-    from ..train import data
+        raise click.ClickException(f"edgedp train needs JAX ({exc}): pip install 'edgedp[train]'") from None
+    from .. import datasets as data
 
     try:
         layers = tuple(int(h) for h in hidden.split(",") if h.strip())
     except ValueError:
-        raise ValueError(f"--hidden must be comma-separated integers, got {hidden!r}") from None
+        raise click.UsageError(f"--hidden must be comma-separated integers, got {hidden!r}") from None
     if any(h < 1 for h in layers):
-        raise ValueError("hidden layer sizes must be >= 1")
+        raise click.UsageError("hidden layer sizes must be >= 1")
     if target_epsilon is None and noise_multiplier is None:
         target_epsilon = 1.0
     cfg = TrainConfig(kind=kind, hidden=layers, target_epsilon=target_epsilon, noise_multiplier=noise_multiplier,
@@ -66,21 +68,21 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
                       hyper=dpsgd.Hyper(optimizer=optimizer, learning_rate=learning_rate, epochs=epochs,
                                         sampling_rate=sampling_rate))
     d = data.load(data_spec, SPLIT_SEED if seed is None else seed)
-    bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=no_progress, leave=False)
+    bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=not show_progress(no_progress), leave=False)
 
     def progress(t: int, steps: int) -> None:
         bar.update(t - bar.n)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if target_epsilon is not None and not no_progress:
+        if target_epsilon is not None and show_progress(no_progress):
             bar.set_postfix_str("calibrating noise")
         try:
             res = run(cfg, d, progress)
         finally:
             bar.close()
     for w in caught:
-        click.echo(f"edgedp: warning: {w.message}", err=True)
+        note(f"edgedp: warning: {w.message}")
     man = models_io.save(out_path, res.model, res.training, res.data)
     doc = {**res.summary, "model_file": out_path, "manifest": str(models_io.manifest_path(out_path)),
            "model_sha256": man.model_sha256, "warnings": [str(w.message) for w in caught]}
@@ -134,7 +136,7 @@ def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) ->
     fails (the stated ε is wrong); 3: only warnings."""
     from ..analysis.jsonable import finite_json
     from ..train import audit
-    from ..train.data import digits
+    from ..datasets import digits
 
     d = audit.read_config(config) if config else {}
     if flags.get("rdp_orders") is not None:

@@ -5,7 +5,7 @@ import click
 
 from ..device.client import open_device
 from ..device.verify import noise_fit, replay
-from .common import emit_json, handle_errors, json_option, progress_option, target_option
+from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
 from .device import key_option, resolve_key
 
 
@@ -31,8 +31,8 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
         dev.set_time_if_unset(key)
         before = dev.state(key).budget  # restored afterwards: only from the authenticated state
         try:
-            res = replay(dev, key, queries, seed, progress=not no_progress)
-            fit = noise_fit(dev, samples, progress=not no_progress)
+            res = replay(dev, key, queries, seed, progress=progress(no_progress))
+            fit = noise_fit(dev, samples, progress=progress(no_progress))
             res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = fit.n, fit.pvalue, fit.statistic, fit.dof
         finally:
             dev.configure(key, before.config, before.caps)

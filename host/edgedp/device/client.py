@@ -222,7 +222,7 @@ class Device:
 
     def sample(self, req: P.SampleRequest) -> P.SampleAnswer:
         """Raw noise samples (test builds), at most ``P.MAX_SAMPLES`` per request."""
-        return P.SampleAnswer.parse(self.request(P.SAMPLE, req.pack()))
+        return P.parse_sample(self.request(P.SAMPLE, req.pack()))
 
     def naive(self, x: np.ndarray, scale: float) -> P.NaiveAnswer:
         """The naive rand()+logf baseline on the device (test builds)."""

@@ -24,6 +24,8 @@ MEANING: dict[ErrorCode, str] = {
 }
 
 
+# Each class's ``exit_code`` is its row of the command line's table (edgedp.cli.exit_codes.ExitCode,
+# docs/cli.md); tests/python/test_cli_conventions.py checks that they agree.
 class EdgeDPError(Exception):
     """Any failure the user should see as one line; ``code`` is the JSON error name."""
 
@@ -41,7 +43,7 @@ class DeviceError(EdgeDPError):
     the middle can forge it) or, for an admin command, a refusal tagged with the device key
     (``authenticated``)."""
 
-    exit_code = 2
+    exit_code = 8
 
     def __init__(self, error: ErrorCode, request_type: int, authenticated: bool = False, wait: int | None = None):
         self.error = error

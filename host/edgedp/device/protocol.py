@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import schema as S
-from ..mech.lattice import MAX_CLASSES, MICRO, Lattice, make_lattice, to_epsilon
+from ..mech.lattice import MAX_CLASSES
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_TOPK, Mode, Released
 from ..schema import AuditEvent, FrameType, StoreState, TickKind
+from ..mech.types import Caps, MechConfig, QueryResult, SampleAnswer, SampleRequest, m_host, m_wire
 from .errors import DeviceError, ErrorCode, TransportError
 
 T = FrameType
@@ -63,37 +64,7 @@ def _sized(body: bytes, size: int, what: str, exact: bool = True) -> bytes:
     return body
 
 
-def _m_wire(m: int | None) -> int:
-    return M_AUTO if m is None else m
-
-
-def _m_host(m: int) -> int | None:
-    return None if m == M_AUTO else m
-
-
 # ---- configuration ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class MechConfig:
-    """The mechanism's configuration (edp_mech_config_t): per-query epsilon in micro-epsilon,
-    input/output range [lo, hi], L1 sensitivity, lattice exponent m (None: automatic)."""
-
-    eps_micro: int = MICRO
-    lo: float = 0.0
-    hi: float = 1.0
-    sensitivity: float = 2.0
-    m: int | None = None
-
-    def lattice(self, k: int) -> Lattice:
-        """The lattice and sampler tables for k classes; ConfigError where the device says ERR_BAD_VALUE."""
-        return make_lattice(k, self.eps_micro, self.sensitivity, self.lo, self.hi, self.m)
-
-    def same_on_device(self, other: "MechConfig") -> bool:
-        """True iff both configure the device identically (ranges and sensitivity as float32)."""
-        f = np.float32
-        return (self.eps_micro, f(self.lo), f(self.hi), f(self.sensitivity), self.m) == \
-            (other.eps_micro, f(other.lo), f(other.hi), f(other.sensitivity), other.m)
-
-
 @dataclass(frozen=True)
 class Rate:
     """The rate limit of external answers: a bucket of ``burst`` answers refilled at ``per_minute``
@@ -109,21 +80,13 @@ class Rate:
         return S.RATE_PAYLOAD_FMT.pack(self.burst, self.per_minute, self.tarpit_ms)
 
 
-@dataclass(frozen=True)
-class Caps:
-    """Budget caps in micro-epsilon: per UTC day, and in total (0: no lifetime cap)."""
-
-    daily: int
-    lifetime: int = 0
-
-
 CONFIG_FMT = S.CONFIG_PAYLOAD_FMT
 
 
 def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
     """CONFIG payload: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo, hi, sensitivity f32 | m i32."""
     return CONFIG_FMT.pack(cfg.eps_micro, caps.daily, caps.lifetime, cfg.lo, cfg.hi, cfg.sensitivity,
-                           _m_wire(cfg.m))
+                           m_wire(cfg.m))
 
 
 # ---- status answers --------------------------------------------------------------------
@@ -192,7 +155,7 @@ class Budget:
     @classmethod
     def from_fields(cls, v: tuple, what: str) -> "Budget":
         return cls(v[0], None if v[1] == S.NO_DAY else v[1], *v[2:8], _state_name(StoreState, v[8], what),
-                   bool(v[9]), v[10], v[11], v[12], v[13], _m_host(v[14]))
+                   bool(v[9]), v[10], v[11], v[12], v[13], m_host(v[14]))
 
     @property
     def config(self) -> MechConfig:
@@ -218,53 +181,6 @@ def pack_vector(x: np.ndarray, mode: Mode) -> bytes:
     if not 1 <= len(x) <= MAX_CLASSES:
         raise ValueError(f"a query holds 1..{MAX_CLASSES} values, got {len(x)}")
     return VECTOR_HEAD.pack(mode.kind, mode.arg, len(x)) + x.astype("<f4").tobytes()
-
-
-@dataclass
-class QueryResult:
-    """One answer decoded to the integers the device sent (``lattice``: its lattice values,
-    or units of 10^-D for round:D), from a device or from ``mech.reference``.
-
-    ``remaining_micro`` (micro-epsilon left today) and ``ticks`` (of the DP step, in the
-    board's tick unit) come from a device only."""
-
-    mode: Mode
-    m: int
-    k: int
-    lattice: np.ndarray
-    indices: np.ndarray | None = None
-    label: int = 0
-    level: int | None = None
-    remaining_micro: int | None = None
-    ticks: int | None = None
-
-    @classmethod
-    def from_release(cls, r: Released, mode: Mode, m: int, k: int, **device: int) -> "QueryResult":
-        """The answer of row 0 of a ``modes.release``; ``device`` may give remaining_micro and ticks."""
-        lattice = np.zeros(0, dtype=np.int64) if r.lattice is None else np.asarray(r.lattice[0], dtype=np.int64)
-        label = int(np.argmax(lattice)) if r.label is None else int(r.label[0])
-        return cls(mode, m, k, lattice, None if r.indices is None else np.asarray(r.indices[0], dtype=np.int64),
-                   label, None if r.level is None else int(r.level[0]), **device)
-
-    @property
-    def remaining(self) -> float | None:
-        """Epsilon the device still allows today after this answer (daily and lifetime room)."""
-        return None if self.remaining_micro is None else to_epsilon(self.remaining_micro)
-
-    @property
-    def values(self) -> np.ndarray | None:
-        """Released values in host units (None for label and bucket)."""
-        if not (self.mode.sends_values or self.mode.kind == MODE_TOPK):
-            return None
-        return self.mode.values(self.lattice, self.m)
-
-    def same_answer(self, other: "QueryResult") -> bool:
-        """True iff both carry exactly the same released integers (mode, lattice, indices, label, level)."""
-        def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-            return (a is None) == (b is None) and (a is None or np.array_equal(a, b))
-        return (self.mode, self.m, self.k, self.label, self.level) == \
-            (other.mode, other.m, other.k, other.label, other.level) and \
-            same(self.lattice, other.lattice) and same(self.indices, other.indices)
 
 
 QUERY_HEAD = S.QUERY_HEAD_FMT
@@ -314,39 +230,12 @@ class LocalAnswer:
         return cls(*cls.FMT.unpack(_sized(b, cls.FMT.size, "LOCAL")))
 
 
-@dataclass(frozen=True)
-class SampleRequest:
-    """SAMPLE: ``count`` raw noise samples of the [0, 1] lattice for k classes."""
-
-    eps_micro: int
-    sensitivity: float
-    k: int
-    count: int
-    m: int | None = None
-
-    FMT = S.SAMPLE_REQUEST_FMT
-
-    def pack(self) -> bytes:
-        if not 0 <= self.count <= MAX_SAMPLES:
-            raise ValueError(f"one SAMPLE request draws 0..{MAX_SAMPLES} samples, not {self.count}")
-        return self.FMT.pack(self.eps_micro, self.sensitivity, self.k, self.count, _m_wire(self.m))
-
-
-@dataclass(frozen=True)
-class SampleAnswer:
-    """m i8 | J u8 | count u16 | count x i32 noise in lattice steps."""
-
-    m: int
-    J: int
-    noise: np.ndarray
-
-    FMT = S.SAMPLE_HEAD_FMT
-
-    @classmethod
-    def parse(cls, b: bytes) -> "SampleAnswer":
-        m, J, n = cls.FMT.unpack_from(_sized(b, cls.FMT.size, "SAMPLE", exact=False))
-        _sized(b, cls.FMT.size + S.VALUE_BYTES * n, "SAMPLE")
-        return cls(m, J, np.frombuffer(b, dtype="<i4", offset=cls.FMT.size).astype(np.int64))
+def parse_sample(b: bytes) -> SampleAnswer:
+    """SAMPLE's answer: m i8 | J u8 | count u16 | count x i32 noise in lattice steps."""
+    head = S.SAMPLE_HEAD_FMT
+    m, J, n = head.unpack_from(_sized(b, head.size, "SAMPLE", exact=False))
+    _sized(b, head.size + S.VALUE_BYTES * n, "SAMPLE")
+    return SampleAnswer(m, J, np.frombuffer(b, dtype="<i4", offset=head.size).astype(np.int64))
 
 
 def naive_request(x: np.ndarray, scale: float) -> bytes:

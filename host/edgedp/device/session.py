@@ -47,6 +47,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import schema as S
+from . import frames
 from .elf import sections
 from .errors import EdgeDPError, TransportError
 from .store import newest_record
@@ -295,9 +297,8 @@ def _log_tail(n: int = 600) -> str:
 
 
 def _answers_ping(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    """Connect to the console and PING until the firmware answers (SessionError if QEMU exits)."""
-    from .client import Device
-
+    """Connect to the console and PING until the firmware answers (SessionError if QEMU exits).
+    The PING is framed here (frames.py) rather than through the client, which sits above sessions."""
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
@@ -305,14 +306,29 @@ def _answers_ping(url: str, proc: subprocess.Popen, timeout: float) -> None:
         try:
             link = SerialLink(url, connect_timeout=1.0)
             try:
-                Device(link, timeout=2.0).sync(timeout=2.0)
-                return
+                if _pings(link, 2.0):
+                    return
             finally:
                 link.close()
         except TransportError:
-            if time.monotonic() > deadline:
-                raise SessionError(f"the device in QEMU did not answer on {url} within {timeout:.0f} s: "
-                                   f"{_log_tail()}") from None
+            pass
+        if time.monotonic() > deadline:
+            raise SessionError(f"the device in QEMU did not answer on {url} within {timeout:.0f} s: "
+                               f"{_log_tail()}") from None
+
+
+def _pings(link: Link, timeout: float) -> bool:
+    """True once the firmware on ``link`` answers one PING within ``timeout`` seconds."""
+    reader = frames.FrameReader()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        link.write(b"\x00" + frames.encode(S.FrameType.PING, 1, b"up"))
+        poll_end = min(end, time.monotonic() + 0.5)
+        while time.monotonic() < poll_end:
+            for f in reader.feed(link.read(0.05)):
+                if f.type == S.FrameType.PING | S.FrameType.RESPONSE and f.seq == 1:
+                    return True
+    return False
 
 
 def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port: int | None = None,

@@ -87,7 +87,8 @@ class ProcessLink:
     def __init__(self, argv: list[str], env: dict[str, str] | None = None):
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         env={**os.environ, **(env or {})})
+                                         env={**os.environ, **(env or {})},
+                                         process_group=0)  # out of the terminal's Ctrl-C, as for QEMU
         except OSError as exc:
             raise TransportError(f"cannot start {argv[0]}: {exc}") from None
 

@@ -14,7 +14,7 @@ import struct
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
-from ..device.protocol import MechConfig, QueryResult, SampleAnswer, SampleRequest
+from .types import MechConfig, QueryResult, SampleAnswer, SampleRequest
 from . import modes
 from .lattice import ALIAS_BITS, ALIAS_N, Lattice, make_lattice, quantize
 from .modes import Mode

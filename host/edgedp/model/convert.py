@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
 from .. import models_io
-from ..analysis.models import Constant
+from .learners import Constant
 from .spec import Dense, DeviceModel, Net
 
 SOFTMAX_RANGE = (0.0, 1.0)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import models_io
-from ..analysis.data import Outputs
-from . import cgen, convert, digits, reference
+from ..datasets import Outputs
+from . import cgen, convert, digits, quantize, reference
 from .spec import DeviceModel
 
 
@@ -39,6 +39,7 @@ class Deployment:
     scored_on: str | None = None           # which data: the digits test set, or the user's --data file
     scored_records: int | None = None
     non_private: str | None = None         # why the trained model's ε does not hold (--allow-non-private)
+    int8: bool = False                     # int8 kernels (--int8); the device figures are theirs
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -49,13 +50,20 @@ def scores(device: np.ndarray, flt: np.ndarray, y: np.ndarray, on: str) -> dict:
             "agreement": float((device == flt).mean()), "scored_on": on, "scored_records": int(len(y))}
 
 
-def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[DeviceModel, dict]:
+def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool = False,
+          calibration: str | Path | None = None,
+          input_range: tuple[float, float] | None = None) -> tuple[DeviceModel, dict]:
     """The device model for a built-in name or a model file, and accuracy figures when known.
-    Built-ins declare the input range of their training data (the digits pool)."""
+    Built-ins declare the input range of their training data (the digits pool); ``input_range``
+    overrides it. ``int8``: quantised (docs/model.md), the input scale from the input range,
+    activation scales calibrated on ``calibration`` (.npy inputs; built-ins: their training inputs)."""
     if source in digits.BUILTIN:
         model, obj = digits.train(source, seed, teachers)
         s = digits.split(seed)
-        model = replace(model, input_range=(float(s.X_pool.min()), float(s.X_pool.max())))
+        model = replace(model, input_range=tuple(input_range) if input_range is not None
+                        else (float(s.X_pool.min()), float(s.X_pool.max())))
+        if int8:
+            model = quantize.quantize(model, np_inputs(calibration, model.n_features) if calibration else s.X_pool)
         dev = reference.first_argmax(reference.run(model, s.X_test))
         return model, scores(dev, digits.float_predict(obj, s.X_test), s.y_test, "the digits test set")
     if not Path(source).exists():
@@ -63,14 +71,28 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30) -> tuple[Dev
             raise ValueError(f"{source!r} is neither a model file nor a built-in model (built-in: "
                              f"{', '.join(digits.BUILTIN)})")
         raise ValueError(f"{source}: no such file")
-    return convert.load(source), {}
+    model = convert.load(source)
+    if input_range is not None:
+        model = replace(model, input_range=tuple(input_range))
+    if model.input_range is None:
+        raise ValueError(f"{source}: the model's input range is unknown (no training data): "
+                         "pass --input-range LO HI")
+    if not int8:
+        return model, {}
+    if calibration is None:
+        raise ValueError("--int8 needs --calibration INPUTS.npy (e.g. the training inputs) for this model")
+    return quantize.quantize(model, np_inputs(calibration, model.n_features)), {}
+
+
+def check_data_path(data: str | Path) -> None:
+    if Path(data).suffix != ".npz":
+        raise ValueError(f"--data {data}: give an .npz with arrays X (features) and y (labels), e.g. "
+                         "np.savez('data.npz', X=X, y=y)")
 
 
 def labelled_data(data: str | Path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """(X, y) from the user's .npz (arrays X, y), checked against a model of ``n_features`` inputs."""
-    if Path(data).suffix != ".npz":
-        raise ValueError(f"--data {data}: give an .npz with arrays X (features) and y (labels), e.g. "
-                         "np.savez('data.npz', X=X, y=y)")
+    check_data_path(data)
     try:
         with np.load(data, allow_pickle=False) as f:
             if "X" not in f.files or "y" not in f.files:
@@ -86,12 +108,13 @@ def labelled_data(data: str | Path, n_features: int) -> tuple[np.ndarray, np.nda
     return X, y
 
 
-def check_on_data(source: str, data: str | Path) -> dict:
-    """The device kernels against the float model on the user's labelled data (.npz with X, y):
-    accuracy of both and how often they agree."""
+def check_on_data(source: str, data: str | Path, model: DeviceModel | None = None) -> dict:
+    """The device kernels (of ``model``, e.g. its int8 version; default: the file's) against the
+    float model on the user's labelled data (.npz with X, y): accuracy of both and how often they
+    agree."""
     loaded = convert.load_file(source)
     X, y = labelled_data(data, loaded.model.n_features)
-    dev = loaded.labels[reference.first_argmax(reference.run(loaded.model, X))]
+    dev = loaded.labels[reference.first_argmax(reference.run(model or loaded.model, X))]
     return scores(dev, np.asarray(loaded.predict(X)), y, str(data))
 
 
@@ -152,7 +175,8 @@ def probe_writable(out: Path) -> None:
 
 def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int = 30,
            data: str | Path | None = None, allow_non_private: bool = False,
-           input_range: tuple[float, float] | None = None) -> Deployment:
+           input_range: tuple[float, float] | None = None, int8: bool = False,
+           calibration: str | Path | None = None) -> Deployment:
     """Write ``source`` as C data (``out`` checked first), scored on ``data`` when given.  An `edgedp
     train` model whose manifest does not say it is private (a seeded run) is refused unless
     ``allow_non_private``; then the C file, the manifest's deployment entry and the result say why
@@ -162,22 +186,19 @@ def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int 
     probe_writable(out)
     if data is not None and source in digits.BUILTIN:
         raise ValueError("--data checks a model file on your data; the built-in models are scored on digits")
-    reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
-    model, score = build(source, seed, teachers)
-    origin = "training data"
-    if input_range is not None:
-        model, origin = replace(model, input_range=tuple(input_range)), "given"
-    if model.input_range is None:
-        raise ValueError(f"{source}: the model's input range is unknown (no training data): "
-                         "pass --input-range LO HI")
     if data is not None:
-        score = check_on_data(source, data)
+        check_data_path(data)  # before the model is built (and its input range checked)
+    reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
+    model, score = build(source, seed, teachers, int8, calibration, input_range)
+    origin = "training data" if input_range is None else "given"
+    if data is not None:
+        score = check_on_data(source, data, model)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(cgen.generate(model, Path(source).name, f"not a private model: {reason}" if reason else None))
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
-                   len(model.nets), model.n_weights, 4 * model.n_weights, 4 * model.scratch_floats,
+                   len(model.nets), model.n_weights, model.flash_bytes, model.scratch_bytes,
                    model.macs, model.lo, model.hi, model.sensitivity, model.input_range, origin,
-                   cgen.digest(model), **score, non_private=reason)
+                   cgen.digest(model), **score, non_private=reason, int8=model.int8)
     if source.endswith(".npz"):
         _record_in_manifest(Path(source), d)
     return d

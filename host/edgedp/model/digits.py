@@ -8,8 +8,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from ..analysis.data import Split, digits_split
-from ..analysis.models import ModelSpec, train_mlp, train_teachers
+from ..datasets import Split, digits_split
+from .learners import ModelSpec, train_mlp, train_teachers
 from .convert import from_sklearn, from_teachers
 from .spec import DeviceModel
 

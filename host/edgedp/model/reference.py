@@ -1,10 +1,11 @@
 """Bit-exact NumPy replay of firmware/core/src/model.c: every float32 operation in the
-device's order (no BLAS, whose summation order differs), so outputs match bit for bit."""
+device's order (no BLAS, whose summation order differs), so outputs match bit for bit; int8
+models (model_s8.c) in integer arithmetic, exact whatever the order, then the same head."""
 from __future__ import annotations
 
 import numpy as np
 
-from .spec import Dense, DeviceModel, Net
+from .spec import Dense, Dense8, DeviceModel, InputQuant, Net
 
 F = np.float32
 _LN2_HI = F(float.fromhex("0x1.62e400p-1"))
@@ -35,6 +36,30 @@ def dense(layer: Dense, x: np.ndarray) -> np.ndarray:
     for i in range(layer.w.shape[0]):
         y = y + x[:, i:i + 1] * layer.w[i]
     return y
+
+
+def quantize_input(q: InputQuant, x: np.ndarray) -> np.ndarray:
+    """(N, in) float32 -> int8 values (as int64): floor(x mul + add) clamped to 0..255, - 128."""
+    t = x.astype(F) * F(q.mul) + F(q.add)
+    t = np.where(t >= F(0.0), t, F(0.0))  # NaN too
+    return np.minimum(np.floor(t), F(255.0)).astype(np.int64) - 128
+
+
+def dense8(layer: Dense8, x: np.ndarray) -> np.ndarray:
+    """(N, in) int8 values -> (N, out): the int32 accumulators (exact in int64: no wrap-around
+    for any int8 input, checked at quantisation), requantised to int8 for a hidden layer."""
+    acc = layer.b.astype(np.int64) + x @ layer.w.astype(np.int64)
+    if not layer.hidden:
+        return acc
+    s = layer.shift.astype(np.int64)
+    y = ((acc * layer.mult.astype(np.int64) + (np.int64(1) << (s - 1))) >> s) - 128
+    return np.clip(y, -128, 127)
+
+
+def logits8(net: Net, x: np.ndarray) -> np.ndarray:
+    for layer in net.layers:
+        x = dense8(layer, x)
+    return x.astype(np.int32).astype(F) * net.layers[-1].scale
 
 
 def logits(net: Net, x: np.ndarray) -> np.ndarray:
@@ -72,8 +97,9 @@ def run(model: DeviceModel, X: np.ndarray) -> np.ndarray:
 def _run(model: DeviceModel, x: np.ndarray) -> np.ndarray:
     out = np.zeros((len(x), model.n_classes), dtype=F)
     rows = np.arange(len(x))
+    xq = quantize_input(model.quant, x) if model.quant is not None else x
     for net in model.nets:
-        z = logits(net, x)
+        z = logits8(net, xq) if model.quant is not None else logits(net, x)
         if model.head == "votes":
             np.add.at(out, (rows, net.classes[first_argmax(z)]), F(1.0))
             continue

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..models_io import Model
 from . import accountant, dpsgd
-from .data import TrainData
+from ..datasets import TrainData
 
 MODEL_KINDS = ("logreg", "mlp")
 DEFAULT_HIDDEN = (32,)

@@ -8,7 +8,13 @@
  * of two) and one division per class. With these rules the NumPy reference
  * (edgedp.model.reference) reproduces every output bit for bit on the
  * Cortex-M4 FPU and on the host. No libm, no malloc; the scratch RAM belongs
- * to the generated model data. */
+ * to the generated model data.
+ *
+ * int8 models (m->s8 set; kernels in model_s8.c, reference in
+ * edgedp.model.reference): the input is quantised once in float32, every net
+ * runs in integer arithmetic (int8 weights and activations, int32 sums,
+ * fixed-point requantisation), and its last layer's int32 sums are dequantised
+ * to float32 logits, which the same head as above turns into the output. */
 #ifndef EDGEDP_MODEL_H
 #define EDGEDP_MODEL_H
 #include <stdint.h>
@@ -30,6 +36,35 @@ typedef struct {
     const uint16_t *cls;  /* last layer's output j is class cls[j] (< n_classes) */
 } edp_net_t;
 
+/* int8 layer (docs/model.md "int8 models"): acc_j = b[j] + sum_i x_i wt[j * row + i]
+ * in int32, row = in rounded up to a multiple of 4 (the padding weights are 0).
+ * A hidden layer writes y_j = clamp(((acc_j mult[j] + 2^(S-1)) >> S) - 128, -128, 127)
+ * with S = shift[j] in 33..62 (the product exact): zero point -128, so the
+ * lower clamp is the ReLU. The last layer's logit j is (float)acc_j * scale[j]. */
+typedef struct {
+    uint16_t in, out;
+    const int8_t *wt;       /* out x row */
+    const int32_t *b;       /* out */
+    const int32_t *mult;    /* out, in [1, 2^31); NULL in the last layer */
+    const uint8_t *shift;   /* out; NULL in the last layer */
+    const float *scale;     /* out; last layer only (NULL before) */
+} edp_dense_s8_t;
+
+typedef struct {
+    uint16_t n_layers;      /* >= 1 */
+    const edp_dense_s8_t *layers;
+    const uint16_t *cls;    /* as in edp_net_t */
+} edp_net_s8_t;
+
+typedef struct {
+    /* Input quantisation: q_i = clamp(floor(x_i * in_mul + in_add), 0, 255) - 128, in float32. */
+    float in_mul, in_add;
+    const edp_net_s8_t *nets;   /* n_nets of them (the model's n_nets) */
+    uint16_t hidden_row;        /* row(widest hidden layer output), 0 without hidden layers */
+    int8_t *act;                /* row(n_features) + 2 * hidden_row bytes */
+    uint32_t *xp;               /* row(widest layer input) / 2 words: an input widened to int16 pairs */
+} edp_model_s8_t;
+
 typedef struct {
     const char *name;
     uint8_t head;             /* enum edp_model_head */
@@ -37,7 +72,8 @@ typedef struct {
     uint16_t n_classes;       /* output length, 1..EDP_MAX_CLASSES */
     uint16_t n_nets;          /* 1 for SOFTMAX, T for VOTES */
     const edp_net_t *nets;
-    float *scratch;           /* 2 * (widest layer output) + n_classes floats */
+    float *scratch;           /* 2 * (widest layer output) + n_classes floats
+                               * (int8: n_classes + the widest last layer) */
     /* Mechanism settings for the output (the device's CONFIG sets epsilon and budget). */
     float lo, hi;             /* output range: [0, 1] (SOFTMAX) or [0, T] (VOTES) */
     float sensitivity;        /* L1 sensitivity of the output: 2 */
@@ -45,6 +81,7 @@ typedef struct {
     /* Input range the model declares (`edgedp deploy`; by default the training data's):
      * finite, in_lo <= in_hi. Every input is clamped to it before the model runs. */
     float in_lo, in_hi;
+    const edp_model_s8_t *s8; /* NULL: float32 nets; else int8 nets (nets unused, NULL) */
 } edp_model_t;
 
 /* Clamp x[0..n_features) in place to [m->in_lo, m->in_hi] (x finite: the
@@ -57,9 +94,20 @@ void edp_model_clamp(const edp_model_t *m, float *x);
  * weights: the caller checks them. */
 const float *edp_model_run(const edp_model_t *m, const float *x);
 
-/* Zero the model's whole scratch (raw outputs and hidden activations), in a
- * time that depends only on the model's shape. */
+/* edp_model_run for an int8 model (model_s8.c). */
+const float *edp_model_run_s8(const edp_model_t *m, const float *x);
+
+/* The head on one net's logits z[0..n): the softmax into out[cls[j]], or one
+ * vote for cls of the first maximum (out zeroed by the caller). */
+void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, uint32_t n, float *out);
+
+/* Zero the model's whole scratch (raw outputs and hidden activations; int8
+ * models also their int8 activations and widened input), in a time that
+ * depends only on the model's shape. */
 void edp_model_wipe(const edp_model_t *m);
+
+/* edp_model_wipe's int8 part (model_s8.c): its float scratch, act and xp. */
+void edp_model_wipe_s8(const edp_model_t *m);
 
 /* exp(x) in float32 for x <= 0 (0 below -87 and for NaN): 2^n p(r) with r = x - n ln 2,
  * p the degree-7 Taylor polynomial by Horner; within 4 ulps of exp (tested). */

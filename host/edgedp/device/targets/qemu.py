@@ -108,8 +108,10 @@ class QemuTarget:
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         self.port = free_port()
         argv = qemu_argv(elf, usart, self.port, self.qmp_path, icount) + list(extra_args)
+        # Its own process group: a Ctrl-C at the terminal reaches edgedp, which lets the answer in
+        # flight arrive and then stops QEMU, instead of killing the device under it.
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE)
+                                      stderr=subprocess.PIPE, process_group=0)
         try:
             self._link = SerialLink(f"socket://127.0.0.1:{self.port}", connect_timeout=15.0,
                                     in_flight=QEMU_IN_FLIGHT)

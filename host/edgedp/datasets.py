@@ -1,13 +1,22 @@
-"""Data for the analysis: scikit-learn's bundled digits, or a user's .npz of model outputs."""
+"""The data of the project in one place: the records models are trained on (scikit-learn's digits,
+or a user's ``.npz`` of features ``X`` (n, d) and integer labels ``y`` (n,)), read once and split
+once by a seed for the analysis, training and benchmarks alike; and a user's model outputs on
+labelled held-out inputs (``Outputs``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 TEST_FRACTION = 1 / 3
+
+
+def seeded_split(n: int, seed: int, test_fraction: float = TEST_FRACTION) -> tuple[np.ndarray, np.ndarray]:
+    """(test rows, pool rows) of n records, shuffled by ``seed``."""
+    perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED])).permutation(n)
+    n_test = max(1, int(round(n * test_fraction)))
+    return perm[:n_test], perm[n_test:]
 
 
 @dataclass(frozen=True)
@@ -29,14 +38,68 @@ class Split:
         return self.source
 
 
+@dataclass(frozen=True)
+class TrainData:
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray    # class indices 0..k-1
+    X_test: np.ndarray
+    y_test: np.ndarray
+    classes: np.ndarray    # label value of each class index
+    ids_train: np.ndarray  # each training record's row in the original data (its id)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X_train.shape[1])
+
+
 def digits_split(seed: int, test_fraction: float = TEST_FRACTION) -> Split:
-    """scikit-learn's digits (1,797 8x8 images, 10 classes), shuffled by ``seed``."""
+    """scikit-learn's digits (1,797 8x8 images, 10 classes), pixels scaled to [0, 1], split by ``seed``."""
+    from sklearn.datasets import load_digits
+
     X, y = load_digits(return_X_y=True)
     X = X.astype(np.float64) / 16.0
-    perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED])).permutation(len(y))
-    n_test = int(round(len(y) * test_fraction))
-    test, pool = perm[:n_test], perm[n_test:]
+    test, pool = seeded_split(len(y), seed, test_fraction)
     return Split(X_pool=X[pool], y_pool=y[pool], X_test=X[test], y_test=y[test], classes=10, ids_pool=pool)
+
+
+def digits(seed: int) -> TrainData:
+    s = digits_split(seed)
+    return TrainData("digits", s.X_pool, s.y_pool, s.X_test, s.y_test, np.arange(10), s.ids_pool)
+
+
+def load_npz(path: str | Path, seed: int, test_fraction: float = TEST_FRACTION) -> TrainData:
+    """Features X and labels y from an .npz; labels may be any integers (mapped to indices)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            if "X" not in f.files or "y" not in f.files:
+                raise ValueError(f"{path}: needs arrays X (features) and y (labels), has {sorted(f.files)}")
+            X = np.asarray(f["X"], dtype=np.float64)
+            y_raw = np.asarray(f["y"]).ravel()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    if X.ndim != 2 or len(X) != len(y_raw):
+        raise ValueError(f"{path}: X must be (n, d) with one label per row (X {X.shape}, y {y_raw.shape})")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{path}: X contains NaN or Inf")
+    if not np.issubdtype(y_raw.dtype, np.integer) and not np.all(np.equal(np.mod(y_raw, 1), 0)):
+        raise ValueError(f"{path}: labels y must be integers")
+    classes, y = np.unique(y_raw.astype(np.int64), return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"{path}: needs at least two classes")
+    if len(y) < 10:
+        raise ValueError(f"{path}: needs at least 10 records")
+    test, train = seeded_split(len(y), seed, test_fraction)
+    return TrainData(Path(path).name, X[train], y[train], X[test], y[test], classes, train)
+
+
+def load(spec: str, seed: int) -> TrainData:
+    """digits, or an .npz with X and y."""
+    return digits(seed) if spec == "digits" else load_npz(spec, seed)
 
 
 def features_split(path: str | Path, seed: int, test_fraction: float = TEST_FRACTION) -> Split:
@@ -44,7 +107,6 @@ def features_split(path: str | Path, seed: int, test_fraction: float = TEST_FRAC
 
     Features are used as they are: scale them to a fixed range yourself (scaling by the data's
     own statistics is a release about the training data that no epsilon here covers)."""
-    from ..train.data import load_npz  # one reader for the X, y format
     td = load_npz(path, seed, test_fraction)
     return Split(X_pool=td.X_train, y_pool=td.y_train, X_test=td.X_test, y_test=td.y_test,
                  classes=td.n_classes, ids_pool=td.ids_train, source=str(path))
@@ -58,6 +120,12 @@ def has_features(path: str | Path) -> bool:
 def load_split(spec: str, seed: int) -> Split:
     """digits, or an .npz with X and y."""
     return digits_split(seed) if spec == "digits" else features_split(spec, seed)
+
+
+def duplicate_count(X: np.ndarray) -> int:
+    """Rows of X that repeat an earlier row exactly (a privacy audit checklist asks about duplicates)."""
+    _, counts = np.unique(np.ascontiguousarray(X), axis=0, return_counts=True)
+    return int((counts - 1).sum())
 
 
 @dataclass(frozen=True)
@@ -80,7 +148,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def load_npz(path: str | Path) -> Outputs:
+def load_outputs(path: str | Path) -> Outputs:
     """Read ``probs`` (or ``probabilities``) or ``logits``, and ``labels`` (or ``y``), shape (n, k)
     and (n,); optionally ``votes`` (n, k) non-negative teacher counts (T = largest row sum).
 
@@ -117,9 +185,3 @@ def load_npz(path: str | Path) -> Outputs:
         teachers = int(round(votes.sum(axis=1).max()))
     return Outputs(probs=np.clip(probs, 0.0, 1.0), labels=labels, votes=votes, teachers=teachers,
                    source=str(path))
-
-
-def duplicate_count(X: np.ndarray) -> int:
-    """Rows of X that repeat an earlier row exactly (a privacy audit checklist asks about duplicates)."""
-    _, counts = np.unique(np.ascontiguousarray(X), axis=0, return_counts=True)
-    return int((counts - 1).sum())

@@ -1,0 +1,202 @@
+"""``query --out``: every answer is on disk as soon as it arrives, and Ctrl-C waits for the answer in flight.
+
+An answer is paid for (charged to the device's budget) before the host sees it, so the host must
+not lose it: the output file is opened before the first query, each answer is written and flushed
+when it arrives (a JSONL line; a row appended to the .npy, whose header is rewritten to count it,
+so the file is a complete array after every answer), and a write that fails stops the stream
+before the next row is sent."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import IO, Protocol
+
+import numpy as np
+
+from ..device.protocol import QueryResult
+from ..mech.modes import MODE_BUCKET, MODE_TOPK, Mode
+
+
+def released_array(m: Mode, answers: list[tuple[int, QueryResult]]) -> np.ndarray:
+    """Everything the answered rows released, as one array (see query --out): values for full,
+    round and simplex; labels for label; a record array of row, indices and values for topk, of
+    row, label and level for bucket."""
+    if m.sends_values:
+        k = len(answers[0][1].values) if answers else 0
+        return np.array([r.values for _, r in answers], dtype=np.float64).reshape(len(answers), k)
+    if m.kind == MODE_TOPK:
+        K = len(answers[0][1].lattice) if answers else m.arg
+        rec = np.zeros(len(answers), dtype=[("row", "i8"), ("indices", "i8", (K,)), ("values", "f8", (K,))])
+        for j, (i, r) in enumerate(answers):
+            rec[j] = (i, r.indices, r.values)
+        return rec
+    if m.kind == MODE_BUCKET:
+        rec = np.zeros(len(answers), dtype=[("row", "i8"), ("label", "i8"), ("level", "i8")])
+        for j, (i, r) in enumerate(answers):
+            rec[j] = (i, r.label, r.level)
+        return rec
+    return np.array([r.label for _, r in answers], dtype=np.int64)
+
+
+class Sink(Protocol):
+    path: Path
+    saved: int  # answers (QueryResults) on disk
+
+    def write(self, row: int, record: dict, answer: QueryResult | None) -> None: ...
+    def close(self) -> None: ...
+
+
+class OutputError(OSError):
+    """The output file cannot be written: the stream stops before the next charge."""
+
+
+class _OutputFile:
+    """The output file: checked (opened for appending, so nothing is truncated) before the first
+    query, replaced only when the first row's outcome arrives. A command that ends before any
+    row leaves an existing file as it was, and creates none."""
+
+    def __init__(self, path: Path, binary: bool):
+        self.path, self._file_mode, self.saved = path, "w+b" if binary else "w", 0
+        existed = path.exists()
+        try:
+            open(path, "ab").close()
+        except OSError as exc:
+            raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+        self._created = not existed
+        self._f: IO | None = None
+
+    def file(self) -> IO:
+        if self._f is None:
+            self._f = open(self.path, self._file_mode)
+        return self._f
+
+    def failed(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write {self.path} ({exc.strerror or exc}): stopped before the next query; "
+                           f"{self.saved} answers are in it")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._f is not None:
+                self._f.close()
+            elif self._created:
+                self.path.unlink()
+
+
+class JsonlSink(_OutputFile):
+    """One JSON line per row (answers and refusals), flushed as it arrives."""
+
+    def __init__(self, path: Path, dumps: Callable[[dict], str]):
+        super().__init__(path, binary=False)
+        self._dumps = dumps
+
+    def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
+        try:
+            f = self.file()
+            f.write(self._dumps(record) + "\n")
+            f.flush()
+        except OSError as exc:
+            raise self.failed(exc) from None
+        self.saved += answer is not None
+
+
+class NpySink(_OutputFile):
+    """A .npy that holds every answer so far: rows are appended, then the header's count is rewritten
+    (its length is fixed, so a file cut at any point is a valid array of the answers before it)."""
+
+    def __init__(self, path: Path, mode: Mode, max_rows: int):
+        super().__init__(path, binary=True)
+        self._mode, self._max = mode, max_rows
+        self._dtype: np.dtype | None = None
+        self._inner: tuple[int, ...] = ()
+        self._header_len = 0
+
+    def _header(self, count: int) -> bytes:
+        assert self._dtype is not None
+        d = {"descr": np.lib.format.dtype_to_descr(self._dtype), "fortran_order": False,
+             "shape": (count, *self._inner)}
+        text = repr(d)
+        if not self._header_len:  # room for the largest count, 64-byte aligned as numpy writes it
+            widest = len(repr({**d, "shape": (self._max, *self._inner)})) + 1
+            self._header_len = -(-(10 + widest) // 64) * 64 - 10
+        return np.lib.format.magic(1, 0) + struct.pack("<H", self._header_len) + \
+            (text.ljust(self._header_len - 1) + "\n").encode("latin1")
+
+    def _start(self, first: np.ndarray) -> None:
+        self._dtype, self._inner = first.dtype, first.shape[1:]
+        self.file().write(self._header(0))
+
+    def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
+        try:
+            f = self.file()  # a refusal too: the command has begun, the old file is replaced
+            if answer is None:
+                return
+            arr = released_array(self._mode, [(row, answer)])
+            if self._dtype is None:
+                self._start(arr)
+            f.seek(0, 2)
+            f.write(arr.astype(self._dtype).tobytes())
+            f.seek(0)
+            f.write(self._header(self.saved + 1))
+            f.flush()
+        except OSError as exc:
+            raise self.failed(exc) from None
+        self.saved += 1
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._f is not None and self._dtype is None:  # rows, but no answer: an empty array
+                self._start(released_array(self._mode, []))
+                self._f.flush()
+        super().close()
+
+
+def open_sink(path: Path, mode: Mode, max_rows: int, dumps: Callable[[dict], str]) -> Sink:
+    return NpySink(path, mode, max_rows) if path.suffix == ".npy" else JsonlSink(path, dumps)
+
+
+class StopRequest:
+    """Set by the first SIGINT/SIGTERM (or by the command) to end the stream after the answer in flight.
+
+    ``rows(...)`` yields rows until it is set, so the device client never sends another one; a
+    second signal raises KeyboardInterrupt at once."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.signal is not None or self.reason is not None
+
+    def stop(self, reason: str) -> None:
+        self.reason = self.reason or reason
+
+    def rows(self, rows: np.ndarray) -> Iterator[np.ndarray]:
+        for x in rows:
+            if self:
+                return
+            yield x
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.signal is not None:
+            raise KeyboardInterrupt
+        self.signal = signum
+
+    @contextlib.contextmanager
+    def deferring_signals(self) -> Iterator["StopRequest"]:
+        """Within the block, SIGINT and SIGTERM set this request instead of interrupting a request
+        whose answer is already paid for (main thread only; elsewhere signals act as usual)."""
+        old: dict[int, object] = {}
+        try:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                old[s] = signal.signal(s, self._handler)
+        except ValueError:  # not the main thread
+            pass
+        try:
+            yield self
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)  # type: ignore[arg-type]

@@ -1,0 +1,26 @@
+"""Rows the device would refuse are explained through the real CLI: qemu:stm32f4 lacks the RNG and RTC."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from ..conftest import make
+from .test_device_session import EDGEDP
+
+pytestmark = pytest.mark.hil
+
+
+def test_stm32f4_on_qemu_refuses_once_and_says_why() -> None:
+    make("build/stm32f4/edgedp.elf")
+    r = subprocess.run([EDGEDP, "query", "--target", "qemu:stm32f4", "--json", "-"], input="0.2,0.8\n" * 20,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 8, r.stderr  # cli/exit_codes.py REFUSED
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    # the stream stops at the first refusal: only the rows already on the wire (pipelined) follow it
+    assert 1 <= len(recs) < 20 and len({x["status"] for x in recs}) == 1
+    err = recs[0]["status"]
+    assert err in ("ERR_ENTROPY", "ERR_TIME")  # no RNG, no RTC in QEMU's STM32 model
+    assert r.stderr.count("\n") == 1 and f"{err} is expected on QEMU" in r.stderr
+    assert "QEMU has no model of it" in r.stderr and "--target qemu" in r.stderr

@@ -1,0 +1,161 @@
+"""Exit codes, JSON errors, contradictions and the conveniences of the command line, through the
+real `edgedp` command (a child process) against the native device build."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from click.testing import CliRunner
+
+from edgedp.cli import main
+from edgedp.cli.exit_codes import ExitCode
+
+from ..conftest import ROOT
+
+EDGEDP = str(ROOT / ".venv/bin/edgedp")
+KEY = str(ROOT / "tests/keys/test-device.key")
+
+
+def run(*args: str, stdin: str | None = None, cwd: Path | None = None, env: dict | None = None
+        ) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
+    return subprocess.run([EDGEDP, *args], capture_output=True, text=True, input=stdin, timeout=120,
+                          cwd=cwd, env={**e, **(env or {})})
+
+
+def json_error(r: subprocess.CompletedProcess, code: int, name: str, reason: str) -> dict:
+    assert r.returncode == code, r.stdout + r.stderr
+    err = json.loads(r.stdout.splitlines()[-1])
+    assert err["error"] == name and err["exit_code"] == code and reason in err["message"], err
+    assert r.stderr.splitlines()[-1].startswith("edgedp: error:") and "Traceback" not in r.stderr, r.stderr
+    return err
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["query", "--bogus"], "No such option"),
+    (["query", "-m", "topk:0", "-"], "topk:K needs 1 <= K"),
+    (["query", "-d", "0", "-"], "sensitivity must be > 0"),
+    (["query", "-m", "topk:11", "-"], "the 11 largest of 10 classes"),
+    (["admin", "set-time", "--key-file", KEY, "--unix", "5", "--date", "2026-01-02"], "--unix or --date"),
+    (["admin", "set-time", "--key-file", KEY, "--date", "2026-13-45"], "valid month (01-12)"),
+    (["admin", "config", "--key-file", KEY, "--daily-cap", "10", "--lifetime-cap", "5"],
+     "lifetime cap 5 is below the daily cap 10"),
+    (["-v", "-q", "info"], "contradict"),
+])
+def test_usage_errors_are_code_2_and_one_json_object(native_builds: None, args: list[str], reason: str) -> None:
+    r = CliRunner().invoke(main, [*args, "--target", "host", "--json"], input=",".join(["0.1"] * 10) + "\n")
+    json_error(subprocess.CompletedProcess(args, r.exit_code, r.stdout, r.stderr), 2, "ERR_USAGE", reason)
+    assert r.stdout.count("\n") == 1
+
+
+def test_bad_input_and_refusal_codes(native_builds: None) -> None:
+    json_error(run("query", "--target", "host", "--json", "/nonexistent.npy"), 4, "ERR_INPUT", "does not exist")
+    json_error(run("query", "--target", "host", "--json", "-", stdin="0.2,nan\n"), 4, "ERR_INPUT", "NaN in row 0")
+    json_error(run("query", "--target", "host", "--json", "--out", "/proc/nope.jsonl", "-", stdin="0.2,0.8\n"), 4,
+               "ERR_INPUT", "cannot write /proc/nope.jsonl")  # before the first query: nothing charged
+    # The third answer of ε 400 would pass the daily cap of 1000: refused, code 4.
+    r = run("query", "--target", "host", "--json", "-e", "400", "-", stdin="0.1,0.9\n" * 3)
+    assert r.returncode == 8, r.stderr
+    assert [json.loads(x)["status"] for x in r.stdout.splitlines()] == ["ok", "ok", "ERR_BUDGET"]
+    wrong = Path("/tmp/edgedp-wrong.key")
+    wrong.write_text("00" * 32)
+    json_error(run("admin", "reset-budget", "--target", "host", "--key-file", str(wrong), "--json"), 7,
+               "ERR_NOT_AUTHENTIC", "not authentic")  # the device's tagged state does not check with this key
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "npy"])
+def test_an_output_that_fails_stops_before_the_next_charge(native_builds: None, tmp_path: Path,
+                                                           suffix: str) -> None:
+    full = tmp_path / f"full.{suffix}"
+    full.symlink_to("/dev/full")  # every write: ENOSPC, like a full disk
+    r = run("query", "--target", "host", "--json", "--out", str(full), "-", stdin="0.1,0.9\n" * 50)
+    err = json_error(r, 4, "ERR_INPUT", "No space left on device")
+    assert "stopped before the next query" in err["message"]
+    answers = [json.loads(x) for x in r.stdout.splitlines()[:-1]]
+    assert 1 <= len(answers) < 50 and all(a["status"] == "ok" for a in answers)
+    # every charged answer is on stdout: the last one's remaining budget counts them
+    assert answers[-1]["remaining"] == pytest.approx(1000 - len(answers))
+
+
+def test_a_closed_pipe_ends_quietly_before_the_next_charge(native_builds: None, tmp_path: Path) -> None:
+    out = tmp_path / "y.jsonl"
+    p = subprocess.Popen([EDGEDP, "query", "--target", "host", "--out", str(out), "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdin and p.stdout
+    p.stdin.write("0.1,0.9\n" * 5000)
+    p.stdin.close()
+    p.stdout.readline(), p.stdout.readline()  # the header and one row, like `| head -2`
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == ExitCode.BROKEN_PIPE
+    assert err == ""
+    saved = out.read_text().splitlines()
+    assert 1 <= len(saved) < 5000  # stopped, and what was charged is in the file
+    assert json.loads(saved[-1])["remaining"] == pytest.approx(1000 - len(saved))
+
+
+def test_edgedp_toml_gives_target_key_and_epsilon(native_builds: None, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "keys").mkdir()
+    (project / "keys" / "dev.key").write_text(Path(KEY).read_text())
+    (project / "edgedp.toml").write_text('[defaults]\ntarget = "host"\nkey_file = "keys/dev.key"\nepsilon = 2.5\n')
+    r = run("query", "--json", "-", stdin="0.1,0.9\n", cwd=project / "sub")  # found in a parent folder
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["remaining"] == pytest.approx(1000 - 2.5)
+    r = run("admin", "reset-budget", "--json", cwd=project)  # key_file from the file, relative to it
+    assert r.returncode == 0, r.stderr
+    # the command line, then EDGEDP_TARGET, beat the file
+    r = run("info", "--json", cwd=project, env={"EDGEDP_TARGET": "qemu2"})
+    assert r.returncode == 2 and "unknown target 'qemu2'" in r.stderr
+    (project / "edgedp.toml").write_text('[defaults]\nepsilon = "one"\n')
+    json_error(run("query", "--json", "-", cwd=project), 2, "ERR_USAGE", "defaults.epsilon must be a number")
+    (project / "edgedp.toml").write_text('[defaults]\ntraget = "host"\n')
+    json_error(run("info", "--json", cwd=project), 2, "ERR_USAGE", "unknown key defaults.traget")
+
+
+def test_budget_text_shows_dates_and_no_python_none(native_builds: None) -> None:
+    r = run("budget", "--target", "host")
+    assert r.returncode == 0, r.stderr
+    assert "None" not in r.stdout and re.search(r"^date +\d{4}-\d\d-\d\d UTC", r.stdout, re.M), r.stdout
+    assert re.search(r"^lifetime cap +none$", r.stdout, re.M)
+    d = json.loads(run("budget", "--target", "host", "--json").stdout)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", d["date"]) and isinstance(d["day"], int)
+
+
+def test_table_keeps_its_columns_for_wide_logits_and_verbosity(native_builds: None) -> None:
+    rows = "12.5,-30.25,45.75\n-99.125,10,3\n"
+    r = run("query", "--target", "host", "--range", "-100", "100", "-d", "400", "-m", "topk:3", "-", stdin=rows)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and len({len(ln) for ln in lines}) == 1, lines
+    assert "45.750" in lines[1] and "test image" in r.stderr
+    q = run("-q", "query", "--target", "host", "-", stdin=rows.replace("-", ""))
+    assert q.returncode == 0 and q.stderr == ""
+    v = run("-v", "query", "--target", "host", "-", stdin="0.1,0.9\n")
+    assert re.search(r"1 rows in [\d.]+ s \(\d+ rows/s\)", v.stderr), v.stderr
+
+
+@pytest.mark.parametrize("name", ["old.jsonl", "old.npy"])
+def test_an_output_is_replaced_only_once_a_row_is_answered(native_builds: None, tmp_path: Path, name: str) -> None:
+    old = tmp_path / name
+    old.write_text("answers paid for by an earlier run\n")
+    # the configuration is refused on the host (its lattice is too fine) after the device was opened
+    r = run("query", "--target", "host", "-d", "1e-30", "--out", str(old), "-", stdin="0.1,0.9\n")
+    assert r.returncode == 4 and "lattice" in r.stderr, r.stderr
+    assert old.read_text() == "answers paid for by an earlier run\n"
+    new = tmp_path / ("new" + old.suffix)
+    run("query", "--target", "host", "-d", "1e-30", "--out", str(new), "-", stdin="0.1,0.9\n")
+    assert not new.exists()
+    r = run("query", "--target", "host", "--out", str(old), "-", stdin="0.1,0.9\n")
+    assert r.returncode == 0, r.stderr
+    if old.suffix == ".npy":
+        assert np.load(old).shape == (1, 2)
+    else:
+        assert json.loads(old.read_text())["status"] == "ok"
