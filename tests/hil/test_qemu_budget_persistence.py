@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from edgedp import schema as S
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError, ErrorCode
@@ -167,7 +168,7 @@ def test_store_lost_at_every_reset_keeps_spend_and_counter_from_flash(test_key: 
     log (also .noinit) survives: spend and counter come back from the flash mark, never 0."""
     elf = ensure_image("qemu")
     addr, size = store_address(elf)
-    assert size == 256
+    assert size == S.STORE_SIZE  # the record slots and the audit ring, lost together
     wipe = [a for i in range(0, size, 8) for a in ("-device", f"loader,addr={addr + i:#x},data=0,data-len=8")]
     t = QemuTarget(elf, 1, "qemu-store-lost", extra_args=wipe)
     try:

@@ -629,9 +629,11 @@ static void test_bkpsram(void)
     CHECK(edp_stm32_bkpsram_enable(&b, 1000) == EDP_OK && b.sram_ready && (rcc.APB1ENR & RCC_APB1ENR_PWREN) &&
               (rcc.AHB1ENR & RCC_AHB1ENR_BKPSRAMEN) && (pwr.CR & PWR_CR_DBP) && (pwr.CSR & PWR_CSR_BRE),
           "bkpsram: enable sequence PWREN, DBP, BKPSRAMEN, BRE -> ready");
-    CHECK(edp_stm32_store_write(&b, 250, buf, 7) == EDP_ERR_STORE && edp_stm32_store_read(&b, 0xFFFFFFF0u, buf, 32) == EDP_ERR_STORE &&
-              edp_stm32_store_read(&b, 0, buf, 257) == EDP_ERR_STORE && edp_stm32_store_read(&b, 256, buf, 0) == EDP_OK,
-          "bkpsram: accesses outside [0, 256) refused");
+    CHECK(edp_stm32_store_write(&b, EDP_STORE_SIZE - 6, buf, 7) == EDP_ERR_STORE &&
+              edp_stm32_store_read(&b, 0xFFFFFFF0u, buf, 32) == EDP_ERR_STORE &&
+              edp_stm32_store_read(&b, 0, buf, EDP_STORE_SIZE + 1) == EDP_ERR_STORE &&
+              edp_stm32_store_read(&b, EDP_STORE_SIZE, buf, 0) == EDP_OK,
+          "bkpsram: accesses outside [0, EDP_STORE_SIZE) (slots and audit ring) refused");
 
     st = edp_store_load(&port, &got, &slot);
     CHECK(st == EDP_STORE_FRESH && slot == 1, "bkpsram: blank backup SRAM loads as fresh");
@@ -649,7 +651,7 @@ static void test_bkpsram(void)
               got.auth_counter == 7 && rtc.BKP[0] == 4 && memcmp(&sram[0], "EDDP", 4) == 0,
           "bkpsram: commit/load round trip through the core store (seq %u, shadow %u)", (unsigned)got.sequence,
           (unsigned)rtc.BKP[0]);
-    CHECK(sram[256] == 0 && sram[4095] == 0, "bkpsram: nothing written past the two slots");
+    CHECK(sram[2 * EDP_STORE_SLOT_SIZE] == 0 && sram[4095] == 0, "bkpsram: a commit writes nothing past the two slots");
 
     /* Power cut after the body of the next record, before its CRC. */
     r = got;

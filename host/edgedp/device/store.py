@@ -7,7 +7,7 @@ import zlib
 from dataclasses import dataclass
 
 MAGIC = 0x50444445        # "EDDP"
-RECORD = 84               # bytes, CRC-32 last
+RECORDS = (84, 112)       # bytes of a version 1 and a version 2 record (store.h), CRC-32 last
 _FMT = struct.Struct("<IBBBBIIQQQQQI")  # magic, version, _, size, _, sequence, day, caps, spends, counter, eps
 
 
@@ -25,11 +25,12 @@ class StoredBudget:
 def newest_record(mem: bytes) -> StoredBudget | None:
     """The valid record with the highest sequence anywhere in ``mem`` (4-byte aligned), or None."""
     best: StoredBudget | None = None
-    for off in range(0, len(mem) - RECORD + 1, 4):
-        raw = mem[off:off + RECORD]
-        if int.from_bytes(raw[:4], "little") != MAGIC or raw[6] != RECORD:
+    for off in range(0, len(mem) - min(RECORDS) + 1, 4):
+        size = mem[off + 6]
+        raw = mem[off:off + size]
+        if int.from_bytes(raw[:4], "little") != MAGIC or size not in RECORDS or len(raw) != size:
             continue
-        if int.from_bytes(raw[80:84], "little") != zlib.crc32(raw[:80]):
+        if int.from_bytes(raw[size - 4:], "little") != zlib.crc32(raw[:size - 4]):
             continue
         _, _, _, _, _, seq, day, dcap, lcap, dspent, lspent, _, eps = _FMT.unpack_from(raw)
         r = StoredBudget(seq, day, dcap, lcap, dspent, lspent, eps)
