@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.device.client import Device
 from edgedp.device.targets.qemu import QemuTarget, free_port, qemu_argv
 from edgedp.model import cgen, reference

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.device.client import Device
 from edgedp.device.transport import ProcessLink
 from edgedp.model import cgen, reference

@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
 from edgedp.datasets import digits_split
-from edgedp.analysis.models import Constant
+from edgedp.model.learners import Constant
 from edgedp.model import cgen, convert, reference
 from edgedp.model.spec import Dense, DeviceModel, Net
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.linear_model import LogisticRegression
 
-from edgedp.analysis.data import digits_split
+from edgedp.datasets import digits_split
 from edgedp.cli import main
 from edgedp.model import cgen, quantize, reference
 from edgedp.model.spec import Dense, Dense8, DeviceModel, Net

@@ -44,15 +44,15 @@ from dataclasses import asdict, dataclass
 from dp_accounting.pld import privacy_loss_distribution
 from scipy.stats import binom
 
-from ..mech.lattice import MICRO, auto_exponent, to_micro
+from ..mech.lattice import DELTA_BITS, MICRO, SLACK_BITS, auto_exponent, to_micro
 
 DEFAULT_DELTA = 1e-6
 DEFAULT_CLASSES = 10        # the softmax / ensemble mechanisms of the analysis: k = 10, Delta = 2
 DEFAULT_SENSITIVITY = 2.0
 PLD_MAX_QUERIES = 100_000   # above: the O(1) optimal pure-DP composition bound only
 METHODS = ("basic", "advanced", "pld")
-TABLE_SLACK = 2.0 ** -36    # epsilon per coordinate of one answer: the sampler's table rounding (privacy.md §2)
-CAP_DELTA = 2.0 ** -66      # delta per coordinate of one answer: the sampler's tail cap (privacy.md §2)
+TABLE_SLACK = 2.0 ** -SLACK_BITS  # epsilon per coordinate of one answer: the sampler's table rounding (privacy.md §2)
+CAP_DELTA = 2.0 ** -DELTA_BITS  # delta per coordinate of one answer: the sampler's tail cap (privacy.md §2)
 TIMING_DELTA = 2.0 ** -40   # delta per answer: a deadline overrun seen in the answer's timing (privacy.md §6)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..mech import fast, modes
 from ..mech.lattice import Lattice, make_lattice, to_epsilon
+from .accounting import CAP_DELTA
 from ..mech.modes import MODE_BUCKET, MODE_LABEL, MODE_TOPK, Mode
 from . import audit_stats
 
@@ -62,8 +63,8 @@ class Mechanism:
 
     @property
     def delta(self) -> float:
-        """The implementation's delta per answer (docs/privacy.md §2): k·2^-66."""
-        return self.k * 2.0 ** -66
+        """The implementation's delta per answer (docs/privacy.md §2)."""
+        return self.k * CAP_DELTA
 
 
 @dataclass(frozen=True)

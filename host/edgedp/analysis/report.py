@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import models_io
-from ..mech.lattice import to_micro
-from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 from .. import datasets as data
+from .. import models_io
+from ..mech.lattice import DELTA_BITS, SLACK_BITS, to_micro
+from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
 from . import accounting, extraction, mia, models, plots, private_training, tradeoff
 from .jsonable import finite_json
 from .mechanism import SOFTMAX, ensemble, parse_modes
@@ -361,7 +361,8 @@ def _checklist(doc: dict) -> list[str]:
         ["Training-data sensitivity", f"declared **{td['declared_sensitivity']}**; {td['records']} training records "
          f"({td['dataset']}: {split_sentence(td)}), {dup} exact duplicate{'s' if dup != 1 else ''}, smallest class {td['smallest_class']} records"],
         ["Output granularity", f"**{doc['output_granularity']['class']}**: {doc['output_granularity']['releases']}"],
-        ["Per-query ε", f"{cfg['epsilon']:g} (implementation: (ε + k·2^-36, k·2^-66)-DP per answer, docs/privacy.md §2)"],
+        ["Per-query ε", f"{cfg['epsilon']:g} (implementation: (ε + k·2^-{SLACK_BITS}, k·2^-{DELTA_BITS})-DP per answer, "
+         "docs/privacy.md §2)"],
         ["Daily cap", f"{cfg['daily_cap']:g} = {day['queries']} answers → basic {day['basic']:.4g}, advanced "
          f"{day['advanced']:.4g}, PLD {day['pld']:.4g} (δ = {day['delta']:g})"],
         ["Lifetime cap", (f"{cfg['lifetime_cap']:g} = {life['queries']} answers → basic {life['basic']:.4g}, PLD "
@@ -453,7 +454,8 @@ def _accounting(doc: dict) -> list[str]:
             _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "total δ", "published formula (invalid)"],
                    arows) + "\n",
             "Basic composition is what the device charges. Every total includes the per-answer terms of "
-            "docs/privacy.md (§2: ε + k·2^-36 per answer for the tables' rounding, k·2^-66 of δ for the tail cap; "
+            f"docs/privacy.md (§2: ε + k·2^-{SLACK_BITS} per answer for the tables' rounding, k·2^-{DELTA_BITS} of δ "
+            "for the tail cap; "
             "§6: 2^-40 of δ per answer for the timing) and holds at the total δ (the stated δ plus those); "
             "`edgedp account` shows each term. The published ε·√(2N ln(1/δ)) omits the Nε(e^ε−1) term and is "
             "not a bound.\n"]

@@ -53,14 +53,14 @@ from fractions import Fraction
 
 import mpmath
 
-from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, Lattice, make_lattice
+from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, SLACK_BITS, Lattice, make_lattice
 
 PREC = 320
 """Working precision in bits of everything that is not an integer (e^eps', logarithms, the
 final division): values of about 2^-70 to 2^-200 come out with relative error below 2^-250."""
-CHARGE = Fraction(1, 2 ** 36)
-"""Per-coordinate epsilon charged for the tables' rounding by the stated bound
-(eps + k 2^-36, k 2^-66): docs/privacy.md section 2."""
+CHARGE = Fraction(1, 2 ** SLACK_BITS)
+"""Per-coordinate epsilon charged for the tables' rounding by the bound docs/privacy.md section 2
+states."""
 _MARGIN = mpmath.mpf(2) ** -200
 
 

@@ -4,8 +4,8 @@ This module is the executable specification of ``firmware/core/src/dlap.c`` and
 ``mech.c`` set-up code.  Every floating-point step is written in the same order as
 the C code so that IEEE-754 double arithmetic (correctly rounded on both sides: soft
 double on the Cortex-M4, SSE2 on the host) gives identical bits.  Nothing here runs
-per query on the device.  With these tables one query is (eps + k 2^-36, k 2^-66)-DP
-(docs/privacy.md section 2 states the assumptions and the argument).
+per query on the device.  The guarantee these tables give one query is stated in
+docs/privacy.md section 2; its two exponents are SLACK_BITS and DELTA_BITS below.
 """
 from __future__ import annotations
 
@@ -32,8 +32,11 @@ MAX_KEEP_BITS = S.DLAP_MAX_KEEP_BITS
 FIXED_BITS = S.DLAP_FIXED_BITS
 """The fixed draw of one sample is at most 32 bits (one word of the 64-bit bit buffer)."""
 CAP_BITS = S.DLAP_CAP_BITS
-"""Tail rounds: p^(rounds beyond the shift) <= 2^-69, so the cap adds at most 2^-66 of delta per
-coordinate (docs/privacy.md section 2)."""
+"""Tail rounds: p^(rounds beyond the shift) <= 2^-CAP_BITS per coordinate (docs/privacy.md section 2)."""
+SLACK_BITS = 36
+"""Each answer's epsilon is eps + k * 2^-SLACK_BITS: the table rounding (docs/privacy.md section 2)."""
+DELTA_BITS = CAP_BITS - 3
+"""Each answer's delta is k * 2^-DELTA_BITS: the tail cap, 4 * 2^-CAP_BITS per coordinate."""
 Z_LIMIT = S.DLAP_Z_LIMIT
 """|noise| must stay below 2^31 - 2^24 so that lattice value + noise fits int32."""
 MIN_TAIL = S.DLAP_MIN_TAIL

@@ -18,8 +18,8 @@
  * (equal: compare further). Comparisons read random bits MSB first as a binary
  * fraction and stop at the first bit that differs from the threshold.
  * (sign = 1, G = 0) is rejected and the whole sample redrawn.
- * Guarantee: with the mechanism of mech.h one query is (eps + k 2^-36, k 2^-66)-DP
- * (docs/privacy.md section 2 states the assumptions and the argument).
+ * Guarantee: docs/privacy.md section 2 states what one query of the mechanism of
+ * mech.h guarantees with these tables, its assumptions and the argument.
  * host/edgedp/mech/reference.py (dlap_sample) is the bit-exact executable
  * specification. Set-up uses double arithmetic (no libm); sampling uses
  * integers only. On ARMv7-M the ChaCha20 block and the sampling loop are in
