@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from edgedp.bench import icount, timing
-from edgedp.device.protocol import Info
+from edgedp.device.protocol import Info, Rate
 
 
 def info(kind: str, hz: int = 168_000_000) -> Info:
-    return Info("test", "ok", "loaded", True, 1024, kind, True, hz, "0.1.0", "qemu-netduinoplus2")
+    return Info("test", "ok", "loaded", True, 1024, kind, True, hz, "0.1.0", "qemu-netduinoplus2", Rate())
 
 
 def test_systick_under_icount_counts_instructions() -> None:

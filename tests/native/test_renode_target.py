@@ -213,11 +213,11 @@ def test_renode_ticks_are_virtual_cycles_at_the_platform_mips():
     import re
 
     from edgedp.bench import icount
-    from edgedp.device.protocol import Info
+    from edgedp.device.protocol import Info, Rate
 
     repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
     assert re.findall(r"PerformanceInMips:\s*(\d+)", repl) == [str(renode_target.PERFORMANCE_IN_MIPS)]
-    info = Info("test", "ok", "loaded", True, 1024, "dwt", True, 168_000_000, "0.1.0", "stm32f4")
+    info = Info("test", "ok", "loaded", True, 1024, "dwt", True, 168_000_000, "0.1.0", "stm32f4", Rate())
     unit = icount.tick_unit(info, "renode")
     assert unit.ticks_per_instruction == pytest.approx(4.0)
     assert unit.instructions(5640) == pytest.approx(1410)
