@@ -149,6 +149,8 @@ def test_budget_refusal_time_does_not_depend_on_the_keystream_position():
     image = digits_split(0).X_test[0].astype(np.float32)
     t.dev.query(INPUTS[0])
     t.dev.infer(image)               # both plans prepared, both answers spend the budget
+    with pytest.raises(DeviceError):  # the day's first refusal also queues its audit-log entry
+        t.dev.query(INPUTS[0])        # (written after it left): public, and not measured below
     img = t.emu.image
     drbg = t.emu.device + img.offset("edp_device_t", "drbg")
     times: dict[str, set[int]] = {"query": set(), "infer": set()}

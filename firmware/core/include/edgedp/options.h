@@ -7,7 +7,8 @@
 #include EDP_CONFIG
 #endif
 
-/* Largest vector length k a query may carry (1..1024). Sets frame buffer sizes. */
+/* Largest vector length k a query may carry (154..1024). Sets frame buffer sizes; a body must
+ * also hold the AUDIT_LOG answer (32 entries), hence at least 154 (device.c checks it). */
 #ifndef EDP_MAX_CLASSES
 #define EDP_MAX_CLASSES 1024
 #endif
