@@ -159,3 +159,13 @@ def test_an_output_is_replaced_only_once_a_row_is_answered(native_builds: None, 
         assert np.load(old).shape == (1, 2)
     else:
         assert json.loads(old.read_text())["status"] == "ok"
+
+
+@pytest.mark.parametrize("cmd", [["admin", "reset-budget"], ["admin", "set-time", "--unix", "1767225600"],
+                                 ["admin", "config", "-e", "1"], ["admin", "rate", "--burst", "5"], ["audit-log"]])
+def test_admin_commands_never_fall_back_to_the_public_test_key(native_builds: None, tmp_path: Path,
+                                                              cmd: list[str]) -> None:
+    """Without --key-file and without key_file in edgedp.toml an admin command is a usage error:
+    nothing is signed with the public test key behind the user's back."""
+    r = run(*cmd, "--target", "host", "--json", cwd=tmp_path, env={"EDGEDP_CONFIG": "/dev/null"})
+    json_error(r, 2, "ERR_USAGE", "needs the device key")

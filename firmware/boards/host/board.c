@@ -126,17 +126,6 @@ static uint32_t ticks(void *ctx)
     return (uint32_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 }
 
-static int day(void *ctx, uint32_t *d)
-{
-    int64_t now;
-    (void)ctx;
-    if (clock_state == 2) return EDP_ERR_TIME;
-    now = clock_state == 1 ? clock_base : (int64_t)time(NULL) + clock_base;
-    if (now < 0) return EDP_ERR_TIME;
-    *d = (uint32_t)(now / 86400);
-    return EDP_OK;
-}
-
 static int seconds(void *ctx, uint64_t *s)
 {
     int64_t now;
@@ -145,6 +134,15 @@ static int seconds(void *ctx, uint64_t *s)
     now = clock_state == 1 ? clock_base : (int64_t)time(NULL) + clock_base;
     if (now < 0) return EDP_ERR_TIME;
     *s = (uint64_t)now;
+    return EDP_OK;
+}
+
+static int day(void *ctx, uint32_t *d)
+{
+    uint64_t s;
+    int err = seconds(ctx, &s);
+    if (err) return err;
+    *d = (uint32_t)(s / 86400u);
     return EDP_OK;
 }
 

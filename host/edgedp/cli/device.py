@@ -38,6 +38,14 @@ admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False), r
 NEEDS_KEY = "this needs an authenticated command: pass --key-file"
 
 
+def admin_key(key_file: str | None, what: str) -> bytes:
+    """The key an admin command signs with: --key-file or edgedp.toml's key_file, never a silent
+    fallback to the public test key."""
+    if not key_file:
+        raise click.UsageError(f"{what} needs the device key: pass --key-file (or set key_file in edgedp.toml)")
+    return load_key(key_file)
+
+
 def resolve_key(dev: Device, key_file: str | None) -> bytes:
     """The key from --key-file, or the bundled test key when talking to a test build."""
     if key_file:
@@ -445,9 +453,7 @@ def audit_log(target: str | None, key_file: str, as_json: bool) -> None:
     Read with AUDIT_LOG, tagged with the device key over a fresh challenge (exit 7 if the answer
     is not authentic). The key is never guessed from INFO: a man in the middle could claim a
     test build and forge a log with the public test key."""
-    if not key_file:  # load_key(None) is the public test key: a MITM could tag a forged log with it
-        raise click.UsageError("audit-log needs the device key: pass --key-file (or set key_file in edgedp.toml)")
-    key = load_key(key_file)
+    key = admin_key(key_file, "audit-log")  # load_key(None) would be the public test key
     with open_device(target) as dev:
         log = dev.audit_log(key)
     entries = [{"seq": e.seq, "day": e.day, "date": day_date(e.day), "counter": e.counter, "event": e.event_name, "arg": e.arg,
@@ -499,7 +505,7 @@ def admin_config(target: str | None, key_file: str, epsilon: float | None, daily
 
     Reads the authenticated state, signs the change for its fresh nonce, and re-reads the state
     to check it holds exactly what was signed (exit 5 if not, 6 if the answer never came)."""
-    key = load_key(key_file)
+    key = admin_key(key_file, "admin config")
     with open_device(target) as dev:
         out = configure_from_state(dev, key, epsilon, sensitivity, value_range, lattice_exponent, daily_cap,
                                    lifetime_cap)
@@ -532,7 +538,7 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
         unix_seconds = date
     if unix_seconds is None:
         unix_seconds = int(time.time())
-    key = load_key(key_file)
+    key = admin_key(key_file, "admin set-time")
     day = unix_seconds // 86400
 
     def check(before: Budget, after: Budget) -> str | None:
@@ -552,7 +558,7 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
 @handle_errors
 def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None:
     """Reset today's spend (the lifetime spend is never reset)."""
-    key = load_key(key_file)
+    key = admin_key(key_file, "admin reset-budget")
 
     def check(before: Budget, after: Budget) -> str | None:
         since = after.lifetime_spent - before.lifetime_spent  # answers after the reset, if any
@@ -578,7 +584,7 @@ def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None
 @handle_errors
 def admin_rate(target: str | None, key_file: str, burst: int, per_minute: int, tarpit_ms: int, as_json: bool) -> None:
     """Limit the rate of external answers (QUERY, INFER): a token bucket; over it, ERR_RATE with the wait."""
-    key = load_key(key_file)
+    key = admin_key(key_file, "admin rate")
     want = Rate(burst, per_minute, tarpit_ms)
     payload = want.pack()
     with open_device(target) as dev:
