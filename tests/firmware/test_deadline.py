@@ -42,6 +42,7 @@ def c():
 def test_sampler_constants_cover_the_longest_paths(worst, c):
     assert c["EDP_DL_CALL"] >= MARGIN * worst.call()
     assert c["EDP_DL_DRAW"] >= MARGIN * worst.draw()
+    assert c["EDP_DL_STORE"] >= MARGIN * worst.store()
     assert c["EDP_DL_ACCEPT"] >= MARGIN * worst.accept()
     for nc in range(1, 7):
         fw = c["EDP_DL_EXACT_PER_CHUNK"] * nc + c["EDP_DL_EXACT_PER_CHUNK2"] * nc * nc
@@ -52,7 +53,7 @@ def test_sampler_constants_cover_the_longest_paths(worst, c):
     # the measured paths are real: the product grows with the chunks, every limb costs, the
     # fast path is the loop's body (a few dozen instructions)
     assert worst.product[6] > worst.product[1] and worst.less_than[12] > worst.less_than[1] + 11 * 30
-    assert 30 <= worst.draw() <= 60
+    assert 30 <= worst.draw() <= 60 and 10 <= worst.store() <= 30
 
 
 def test_setup_bound_covers_every_table_size(worst, c):

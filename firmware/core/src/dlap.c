@@ -372,7 +372,9 @@ EDP_NOINLINE uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uin
 
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng)
 {
-    int32_t z = 0;
-    edp_dlap_add(d, rng, &z, 1);
+    static const edp_dlap_quant_t zero = {0.0f, 0, 0};
+    const float x = 0.0f;
+    int32_t z;
+    edp_dlap_noisy(d, rng, &zero, &x, &z, 1);
     return z;
 }

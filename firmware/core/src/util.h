@@ -14,9 +14,6 @@
 #define EDP_NAKED __attribute__((naked))
 /* A parameter only an asm body reads. */
 #define EDP_UNUSED __attribute__((unused))
-/* Unroll the loop that follows n times. */
-#define EDP_UNROLL(n) _Pragma(EDP_STR_(GCC unroll n))
-#define EDP_STR_(x) #x
 #else
 static inline uint32_t edp_clz32_(uint32_t v)
 {
@@ -27,7 +24,6 @@ static inline uint32_t edp_clz32_(uint32_t v)
 #define EDP_CLZ32(v) edp_clz32_(v)
 #define EDP_NOINLINE
 #define EDP_UNUSED
-#define EDP_UNROLL(n)
 #endif
 
 /* Compile-time check: a negative array size if cond is false. */
