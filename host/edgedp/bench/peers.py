@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..device.errors import EdgeDPError
 from ..paths import project_root
 
 MODELS = ("digits_logreg", "digits_mlp", "digits_ensemble")
@@ -74,7 +75,7 @@ SECTIONS {
 HARNESS_HEAD = "#include <stdint.h>\n#include <string.h>\nfloat peer_x[{n}];\nfloat peer_out[{k}];\n"
 
 
-class PeerError(RuntimeError):
+class PeerError(EdgeDPError):
     """A peer's sources are missing, or its harness does not build or does not match the reference."""
 
 
@@ -120,6 +121,11 @@ def emlearn_include() -> Path:
     except ImportError:
         raise PeerError("emlearn is not installed (pip install 'edgedp[peers]')") from None
     return Path(emlearn.includedir)
+
+
+def sources(download: bool = True) -> tuple[Path, Path]:
+    """Both peers' sources (CMSIS-DSP's root, emlearn's headers), or PeerError saying which is missing."""
+    return cmsis_dsp_source(download), emlearn_include()
 
 
 # ---- harness sources -------------------------------------------------------------------------------
@@ -283,8 +289,7 @@ def build(name: str, model, download: bool = True) -> dict[str, Harness]:
     core = root / "firmware" / "core"
     model_c = root / "firmware" / "model" / f"{name}.c"
     base = _build(f"{name}/empty", empty_source(model, k), [], [])
-    cmsis = cmsis_dsp_source(download)
-    eml = emlearn_include()
+    cmsis, eml = sources(download)
     elfs = {
         "edgedp": (_build(f"{name}/edgedp", edgedp_source(model, k),
                           [core / "src" / "model.c", core / "src" / "model_s8.c", core / "src" / "sha256.c", model_c],
