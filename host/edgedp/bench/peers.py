@@ -59,6 +59,7 @@ CMSIS_DSP_FILES = (
 # CMSIS-DSP's CMake defaults (LOOPUNROLL on); __GNUC_PYTHON__ drops the CMSIS-Core dependency,
 # which only the fixed-point kernels' DSP intrinsics need.
 CMSIS_DSP_DEFS = ("-DARM_MATH_LOOPUNROLL", "-D__GNUC_PYTHON__")
+EDGEDP_FILES = ("model.c", "model_s8.c", "sha256.c", "arch/armv7m/model_armv7m.c", "arch/portable/model_portable.c")
 TOLERANCE = 1e-5
 LINKER_SCRIPT = """\
 MEMORY { FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1M
@@ -292,7 +293,7 @@ def build(name: str, model, download: bool = True) -> dict[str, Harness]:
     cmsis, eml = sources(download)
     elfs = {
         "edgedp": (_build(f"{name}/edgedp", edgedp_source(model, k),
-                          [core / "src" / "model.c", core / "src" / "model_s8.c", core / "src" / "sha256.c", model_c],
+                          [core / "src" / f for f in EDGEDP_FILES] + [model_c],
                           [core / "include", core / "src"]), "edp_model_run"),
         "cmsis_dsp": (_build(f"{name}/cmsis_dsp", cmsis_source(model, k), [cmsis / f for f in CMSIS_DSP_FILES],
                              [cmsis / "Include", cmsis / "PrivateInclude"], CMSIS_DSP_DEFS), "peer_run"),
