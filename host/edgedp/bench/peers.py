@@ -283,27 +283,29 @@ class Harness:
     ram: int
 
 
-def build(name: str, model, download: bool = True) -> dict[str, Harness]:
-    """The empty harness and one per peer for model `name` (its DeviceModel `model`)."""
-    root = project_root()
+def edgedp_harness(name: str, model, model_c: Path) -> Harness:
+    """edgedp's harness for `model` (its generated C at model_c), built under build/peers/name/."""
+    core = project_root() / "firmware" / "core"
     k = model.n_classes
-    core = root / "firmware" / "core"
-    model_c = root / "firmware" / "model" / f"{name}.c"
     base = _build(f"{name}/empty", empty_source(model, k), [], [])
+    elf = _build(f"{name}/edgedp", edgedp_source(model, k), [core / "src" / f for f in EDGEDP_FILES] + [model_c],
+                 [core / "include", core / "src"])
+    (f, r), (f0, r0) = _size(elf), _size(base)
+    return Harness("edgedp", elf, "edp_model_run", f - f0, r - r0)
+
+
+def build(name: str, model, download: bool = True) -> dict[str, Harness]:
+    """One harness per peer for bundled model `name` (its DeviceModel `model`)."""
+    k = model.n_classes
     cmsis, eml = sources(download)
-    elfs = {
-        "edgedp": (_build(f"{name}/edgedp", edgedp_source(model, k),
-                          [core / "src" / f for f in EDGEDP_FILES] + [model_c],
-                          [core / "include", core / "src"]), "edp_model_run"),
-        "cmsis_dsp": (_build(f"{name}/cmsis_dsp", cmsis_source(model, k), [cmsis / f for f in CMSIS_DSP_FILES],
-                             [cmsis / "Include", cmsis / "PrivateInclude"], CMSIS_DSP_DEFS), "peer_run"),
-        "emlearn": (_build(f"{name}/emlearn", emlearn_source(model, k), [], [eml]), "peer_run"),
-    }
-    f0, r0 = _size(base)
-    out = {}
-    for peer, (elf, fn) in elfs.items():
+    out = {"edgedp": edgedp_harness(name, model, project_root() / "firmware" / "model" / f"{name}.c")}
+    f0, r0 = _size(peers_dir() / name / "empty" / "harness.elf")
+    for peer, elf in (
+            ("cmsis_dsp", _build(f"{name}/cmsis_dsp", cmsis_source(model, k), [cmsis / f for f in CMSIS_DSP_FILES],
+                                 [cmsis / "Include", cmsis / "PrivateInclude"], CMSIS_DSP_DEFS)),
+            ("emlearn", _build(f"{name}/emlearn", emlearn_source(model, k), [], [eml]))):
         f, r = _size(elf)
-        out[peer] = Harness(peer, elf, fn, f - f0, r - r0)
+        out[peer] = Harness(peer, elf, "peer_run", f - f0, r - r0)
     return out
 
 
