@@ -111,7 +111,10 @@ def cmsis_dsp_source(download: bool = True) -> Path:
         members = [m for m in tar.getmembers() if m.isfile() and (
             m.name[len(prefix):] in CMSIS_DSP_FILES or m.name.startswith(prefix + "Include/")
             or m.name.startswith(prefix + "PrivateInclude/") or m.name[len(prefix):] == "LICENSE")]
-        tar.extractall(peers_dir(), members=members, filter="data")
+        if any(".." in m.name.split("/") for m in members):
+            raise PeerError(f"{sdist}: a member path leaves the archive")
+        kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.11.4
+        tar.extractall(peers_dir(), members=members, **kw)
     return root
 
 
