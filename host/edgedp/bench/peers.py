@@ -5,7 +5,8 @@ edgedp.model.cgen) three harness ELFs are cross-compiled with the QEMU test imag
 (firmware/sources.mk EDP_ARM_CFLAGS) and the same small linker script, and run in Unicorn on
 the same digits test images:
 
-* edgedp: firmware/core/src/model.c with the model file; counted: ``edp_model_run`` (every
+* edgedp: firmware/core/src/model.c and its dense loops (arch/armv7m/model_armv7m.c) with the
+  model file; counted: ``edp_model_run`` (every
   dense layer, the ReLUs, the head: softmax, or the argmax vote of each net).
 * CMSIS-DSP 1.10.3 (the sdist from PyPI; CMSIS-NN has no float kernels, and CMSIS-DSP's
   ``arm_mat_vec_mult_f32`` is the float dense kernel): per layer ``arm_mat_vec_mult_f32``,
@@ -35,12 +36,14 @@ import struct
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..device.errors import EdgeDPError
+from ..model.spec import DeviceModel
 from ..paths import project_root
 
 MODELS = ("digits_logreg", "digits_mlp", "digits_ensemble")
@@ -143,7 +146,7 @@ def _farray(name: str, values: np.ndarray, const: bool = True) -> str:
     return f"{q}float {name}[{np.asarray(values).size}] = {{{_hex(values)}}};\n"
 
 
-def edgedp_source(model, k: int) -> str:
+def edgedp_source(model: DeviceModel, k: int) -> str:
     """peer_run for the flash/RAM build: edp_model_run (what is counted) and the copy out."""
     return (HARNESS_HEAD.format(n=model.n_features, k=k) + '#include "edgedp/model.h"\n'
             "extern const edp_model_t *const edp_app_model;\n"
@@ -151,12 +154,12 @@ def edgedp_source(model, k: int) -> str:
             f"{{ memcpy(out, edp_model_run(edp_app_model, x), {k} * sizeof *out); }}\n")
 
 
-def empty_source(model, k: int) -> str:
+def empty_source(model: DeviceModel, k: int) -> str:
     return HARNESS_HEAD.format(n=model.n_features, k=k) + \
         "void peer_run(const float *x, float *out) { (void)x; (void)out; }\n"
 
 
-def cmsis_source(model, k: int) -> str:
+def cmsis_source(model: DeviceModel, k: int) -> str:
     """The model on CMSIS-DSP f32 kernels: W transposed (out x in, the device's layout) is
     arm_mat_vec_mult_f32's row-major matrix."""
     width = max(l.w.shape[1] for n in model.nets for l in n.layers)
@@ -197,7 +200,7 @@ def cmsis_source(model, k: int) -> str:
 _EML_ARRAY = re.compile(r"static const float (\w+)_layer_(\d+)_(weights|biases)\[(\d+)\] = \{[^}]*\};")
 
 
-def emlearn_source(model, k: int) -> str:
+def emlearn_source(model: DeviceModel, k: int) -> str:
     """The model in the C of emlearn's "loadable" generator (one EmlNet per net of the model).
     emlearn's eml_net_infer needs two layers or more; a one-layer net runs its one layer with
     eml_net_layer_forward (what eml_net_infer does for each layer) and eml_net_argmax."""
@@ -286,7 +289,7 @@ class Harness:
     ram: int
 
 
-def edgedp_harness(name: str, model, model_c: Path) -> Harness:
+def edgedp_harness(name: str, model: DeviceModel, model_c: Path) -> Harness:
     """edgedp's harness for `model` (its generated C at model_c), built under build/peers/name/."""
     core = project_root() / "firmware" / "core"
     k = model.n_classes
@@ -297,7 +300,7 @@ def edgedp_harness(name: str, model, model_c: Path) -> Harness:
     return Harness("edgedp", elf, "edp_model_run", f - f0, r - r0)
 
 
-def build(name: str, model, download: bool = True) -> dict[str, Harness]:
+def build(name: str, model: DeviceModel, download: bool = True) -> dict[str, Harness]:
     """One harness per peer for bundled model `name` (its DeviceModel `model`)."""
     k = model.n_classes
     cmsis, eml = sources(download)
@@ -397,14 +400,15 @@ def measure(h: Harness, X: np.ndarray, k: int) -> tuple[list[int], np.ndarray, i
     return counts, np.array(outs, dtype=np.float32), r.stack_top - r.low_sp
 
 
-def _inputs(n: int, model) -> np.ndarray:
+def _inputs(n: int, model: DeviceModel) -> np.ndarray:
     from ..datasets import digits_split
     x = digits_split(0).X_test[:n].astype(np.float32)
     lo, hi = model.input_range if model.input_range is not None else (-np.inf, np.inf)
     return np.clip(x, np.float32(lo), np.float32(hi)).astype(np.float32)
 
 
-def run(n: int = 60, models: tuple[str, ...] = MODELS, download: bool = True, progress=None) -> dict:
+def run(n: int = 60, models: tuple[str, ...] = MODELS, download: bool = True,
+        progress: Callable[[str], None] | None = None) -> dict:
     """Per model and peer: instructions (longest and mean of n inputs), flash, RAM, stack, and the
     largest difference from the NumPy reference. Raises PeerError when a peer's outputs disagree."""
     from ..model import cgen, reference
