@@ -68,3 +68,11 @@ def test_emlearn_weights_are_the_models_floats(available: None) -> None:
     src = peers.emlearn_source(model, 10)
     w = model.nets[0].layers[0].w
     assert "0.000000f" not in src and cgen._f(np.float32(w[0, 0])) in src
+
+
+def test_a_harness_that_does_not_build_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The compiler's output goes to build.log; the error names it and the first error line."""
+    monkeypatch.setattr(peers, "peers_dir", lambda: tmp_path)
+    with pytest.raises(peers.PeerError) as e:
+        peers._build("bad", "int peer_run(void) { return undeclared; }\n", [], [])
+    assert "\n" not in str(e.value) and "undeclared" in str(e.value) and (tmp_path / "bad" / "build.log").exists()

@@ -269,7 +269,10 @@ def _build(name: str, source: str, extra_srcs: list[Path], incs: list[Path], def
     except FileNotFoundError:
         raise PeerError("arm-none-eabi-gcc not found (apt-get install gcc-arm-none-eabi)") from None
     if r.returncode != 0:
-        raise PeerError(f"building {elf} failed:\n{r.stderr[-3000:]}")
+        log = d / "build.log"
+        log.write_text(shlex.join(cmd) + "\n" + r.stderr)
+        first = next((l for l in r.stderr.splitlines() if "error" in l), "?")
+        raise PeerError(f"building {elf} failed ({log}): {first.strip()}")
     return elf
 
 
