@@ -107,7 +107,7 @@ def test_model_constants_cover_every_bundled_model(model, c):
         before = emu.count
         emu.call("edp_model_run", m, emu.scratch)
         longest = max(longest, emu.count - before)
-    assert longest > (macs if model.endswith("_int8") else 4 * macs)  # the model really ran
+    assert longest > (macs if model.endswith("_int8") else 2 * macs)  # the model really ran (VMUL + VADD each)
     assert bound >= MARGIN * longest, (model, bound, longest)
 
 
