@@ -71,8 +71,8 @@ def test_footprint_per_module(qemu_elf) -> None:
     assert fp.dp_flash_linked <= 8 * 1024
     assert fp.dp_ram <= 1024
     assert fp.dp_flash_linked <= fp.dp_closure_flash
-    # The deepest DP call chain runs from the mechanism down to the ChaCha20 block.
-    assert fp.dp_stack_path[0].startswith("edp_mech_") and fp.dp_stack_path[-1] == "edp_chacha20_block"
+    # The deepest DP call chain runs from the sampling loop down to the ChaCha20 block.
+    assert fp.dp_stack_path[0] == "edp_dlap_noisy" and fp.dp_stack_path[-1] == "edp_chacha20_block"
     assert 0 < fp.dp_stack <= 1024
 
 

@@ -110,11 +110,6 @@ void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q)
     for (i = 0; i < k; i++) q[i] = edp_dlap_quantize(&qt, x[i]);
 }
 
-void edp_mech_noisy(const edp_mech_plan_t *p, edp_drbg_t *rng, const float *x, int32_t *y)
-{
-    edp_dlap_noisy(&p->dlap, rng, &p->quant, x, y, p->k);
-}
-
 static int32_t clamp(const edp_mech_plan_t *p, int32_t v)
 {
     return v < p->ylo ? p->ylo : v > p->yhi ? p->yhi : v;

@@ -289,7 +289,7 @@ def measure(elf: Path | None = None) -> Footprint:
              "edp_mech_plan_t without its table": size_of("edp_mech_plan_t") - table,
              "edp_budget_t": size_of("edp_budget_t")}
     depth, path = 0, []
-    for entry in ("edp_mech_noisy", "edp_mech_output"):
+    for entry in ("edp_dlap_noisy", "edp_mech_output"):
         d2, p2 = _deepest(graph, frames, entry)
         if d2 > depth:
             depth, path = d2, p2

@@ -65,7 +65,10 @@ void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q);
  * Laplace(t), in one pass (edp_dlap_noisy); x finite, y distinct from x. The
  * result is not clamped: |y| < 2^31 because |q| <= 2^24 and
  * |z| < 2^31 - 2^24 (EDP_DLAP_Z_LIMIT). */
-void edp_mech_noisy(const edp_mech_plan_t *p, edp_drbg_t *rng, const float *x, int32_t *y);
+static inline void edp_mech_noisy(const edp_mech_plan_t *p, edp_drbg_t *rng, const float *x, int32_t *y)
+{
+    edp_dlap_noisy(&p->dlap, rng, &p->quant, x, y, p->k);
+}
 
 /* Validate a mode and its argument for k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
 int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k);
