@@ -116,18 +116,21 @@ void edp_model_clamp(const edp_model_t *m, float *x)
     }
 }
 
-void edp_model_wipe(const edp_model_t *m)
+uint32_t edp_model_wipe_bytes(const edp_model_t *m)
 {
     uint32_t t, w = 0;
-    if (m->s8) {
-        edp_model_wipe_s8(m);
-        return;
-    }
+    if (m->s8) return edp_model_wipe_bytes_s8(m);
     for (t = 0; t < m->n_nets; t++) {
         const uint32_t n = net_width(&m->nets[t]);
         if (n > w) w = n;
     }
-    edp_wipe(m->scratch, (m->n_classes + 2u * (size_t)w) * sizeof *m->scratch);
+    return (m->n_classes + 2u * w) * (uint32_t)sizeof *m->scratch;
+}
+
+void edp_model_wipe(const edp_model_t *m)
+{
+    if (m->s8) edp_model_wipe_s8(m);
+    else edp_wipe(m->scratch, edp_model_wipe_bytes(m));
 }
 
 const float *edp_model_run(const edp_model_t *m, const float *x)

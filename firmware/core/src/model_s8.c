@@ -147,7 +147,9 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
     return out;
 }
 
-void edp_model_wipe_s8(const edp_model_t *m)
+/* The float scratch's z part, act and xp: n_classes + the widest last layer
+ * floats, row(n_features) + 2 hidden_row bytes, row(widest input) / 2 words. */
+static void wipe_sizes(const edp_model_t *m, uint32_t size[3])
 {
     const edp_model_s8_t *q = m->s8;
     uint32_t t, l, z = 0, xin = 0;
@@ -157,7 +159,23 @@ void edp_model_wipe_s8(const edp_model_t *m)
         for (l = 0; l < net->n_layers; l++)
             if (row4(net->layers[l].in) > xin) xin = row4(net->layers[l].in);
     }
-    edp_wipe(m->scratch, (m->n_classes + (size_t)z) * sizeof *m->scratch);
-    edp_wipe(q->act, row4(m->n_features) + 2u * (size_t)q->hidden_row);
-    edp_wipe(q->xp, (size_t)xin / 2u * sizeof *q->xp);
+    size[0] = (m->n_classes + z) * (uint32_t)sizeof *m->scratch;
+    size[1] = row4(m->n_features) + 2u * q->hidden_row;
+    size[2] = xin / 2u * (uint32_t)sizeof *q->xp;
+}
+
+uint32_t edp_model_wipe_bytes_s8(const edp_model_t *m)
+{
+    uint32_t size[3];
+    wipe_sizes(m, size);
+    return size[0] + size[1] + size[2];
+}
+
+void edp_model_wipe_s8(const edp_model_t *m)
+{
+    uint32_t size[3];
+    wipe_sizes(m, size);
+    edp_wipe(m->scratch, size[0]);
+    edp_wipe(m->s8->act, size[1]);
+    edp_wipe(m->s8->xp, size[2]);
 }

@@ -106,8 +106,13 @@ void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, u
  * depends only on the model's shape. */
 void edp_model_wipe(const edp_model_t *m);
 
-/* edp_model_wipe's int8 part (model_s8.c): its float scratch, act and xp. */
+/* The bytes edp_model_wipe zeroes (edp_deadline_answer charges them). */
+uint32_t edp_model_wipe_bytes(const edp_model_t *m);
+
+/* edp_model_wipe's int8 part (model_s8.c): its float scratch, act and xp,
+ * edp_model_wipe_bytes_s8 bytes in all. */
 void edp_model_wipe_s8(const edp_model_t *m);
+uint32_t edp_model_wipe_bytes_s8(const edp_model_t *m);
 
 /* exp(x) in float32 for x <= 0 (0 below -87 and for NaN): 2^n p(r) with r = x - n ln 2,
  * p the degree-7 Taylor polynomial by Horner; within 4 ulps of exp (tested). */
