@@ -242,7 +242,8 @@ def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: in
 
 
 def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsilon: float = 1.0) -> dict:
-    """The first INFER after a CONFIG (the plan prepared) and one per further image."""
+    """The first INFER after a CONFIG (the plan prepared) and one per further image; with the
+    plan's noise bound (`noise_bound`, edp_mech_plan_t.noise_insns)."""
     from ..mech.lattice import to_micro
     probe = WindowProbe(elf, model=True)
     probe.configure(MechConfig(to_micro(epsilon), 0.0, 1.0, 1.0, None))
@@ -252,7 +253,18 @@ def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsi
         if i == 0:
             probe.force_reseed()
         probe.run(lambda d, x=x: d.infer(x, mode), warm)
-    return {"first": first.as_dict(), "warm": warm.as_dict()}
+    img = probe.emu.image
+    plan = probe.emu.device + img.offset("edp_device_t", "infer_plan")
+    noise_bound = struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
+    return {"first": first.as_dict(), "warm": warm.as_dict(), "noise_bound": noise_bound}
+
+
+def optimum_estimate(window: dict, noise_bound: int) -> float:
+    """The best fixed deadline's estimate for a window (issue 22): its measured work outside the
+    noise, and the noise bound with the measured path costs (each draw its fast path, the slow
+    paths with their own tails) in place of the constants, which are at least MARGIN (1.25)
+    times those costs: noise_bound / 1.25 at most."""
+    return window["rest"] + noise_bound / 1.25
 
 
 @dataclass
