@@ -104,7 +104,7 @@ def _old_int8_bound(emu: Emulator, c) -> int:
     n_nets, n_classes, macs, units, layers = _model_shape(emu)
     m = struct.unpack("<I", emu.uc.mem_read(emu.image.symbol("edp_app_model"), 4))[0]
     wipe = c["EDP_DL_MODEL_SHAPE"] + c["EDP_DL_MODEL_SHAPE_NET"] * n_nets + c["EDP_DL_MODEL_SHAPE_LAYER"] * layers + \
-        c["EDP_DL_MODEL_WIPE_BYTE"] * emu.call("edp_model_wipe_bytes", m)
+        3 * c["EDP_DL_MODEL_ZERO"] + c["EDP_DL_MODEL_WIPE_BYTE"] * emu.call("edp_model_wipe_bytes", m)
     return n_nets * (c["EDP_DL_MODEL_NET"] + c["EDP_DL_MODEL_CLASS"] * n_classes) + \
         units * c["EDP_DL_MODEL_UNIT"] + macs * c["EDP_DL_MODEL_MAC"] + wipe
 
@@ -134,12 +134,15 @@ def test_model_bound_covers_every_bundled_model(model, c):
         before = emu.count
         emu.call("edp_model_run", m, emu.scratch)
         run = max(run, emu.count - before)
+    scratch = struct.unpack("<I", emu.uc.mem_read(m + emu.image.offset("edp_model_t", "scratch"), 4))[0]
+    n_classes = struct.unpack("<H", emu.uc.mem_read(m + emu.image.offset("edp_model_t", "n_classes"), 2))[0]
+    assert any(emu.uc.mem_read(scratch, 4 * n_classes))              # the outputs of the last run
     before = emu.count
     emu.call("edp_model_wipe", m)
     wipe = emu.count - before
+    assert not any(emu.uc.mem_read(scratch, 4 * n_classes))          # wiped
     macs = _model_shape(emu)[2]
     assert run > (macs if model.endswith("_int8") else 4 * macs)  # the model really ran
-    assert wipe >= 4 * emu.call("edp_model_wipe_bytes", m) > 0     # and its scratch was wiped
     assert bound >= MARGIN * (run + wipe + shape_loops), (model, bound, run, wipe, shape_loops)
     if model.endswith("_int8"):
         # int8 constants: at most 2x the work (the float32 ones gave it 2.6-4x)
@@ -179,10 +182,15 @@ def test_head_and_wipe_constants_cover_their_paths(c):
     assert c["EDP_DL_MODEL_CLASS"] >= MARGIN * per_class["softmax"]
     assert c["EDP_DL_MODEL_VOTE"] >= MARGIN * per_class["votes"]
     assert per_class["softmax"] > 2 * per_class["votes"] > 0
-    emu = Emulator(elf)
-    before = emu.count
-    emu.call("edp_wipe", emu.scratch, 1000)
-    assert c["EDP_DL_MODEL_WIPE_BYTE"] * 1000 >= MARGIN * (emu.count - before)
+    emu = Emulator(model_image("digits_mlp_int8", timing=True))
+    for n in [*range(0, 70, 3), 400, 4000]:
+        for align in range(4):
+            emu.uc.mem_write(emu.scratch, b"\xaa" * 4100)
+            before = emu.count
+            emu.call("edp_model_zero", emu.scratch + align, n)
+            cost = emu.count - before
+            assert c["EDP_DL_MODEL_ZERO"] + c["EDP_DL_MODEL_WIPE_BYTE"] * n >= MARGIN * cost, (n, align, cost)
+            assert emu.uc.mem_read(emu.scratch, 4100) == b"\xaa" * align + bytes(n) + b"\xaa" * (4100 - n - align)
 
 
 @pytest.fixture(scope="module")

@@ -82,8 +82,11 @@
 #ifndef EDP_DL_MODEL_SHAPE_LAYER
 #define EDP_DL_MODEL_SHAPE_LAYER 50u /* per layer */
 #endif
+#ifndef EDP_DL_MODEL_ZERO
+#define EDP_DL_MODEL_ZERO 65u       /* per buffer edp_model_wipe zeroes (1, int8: 3): edp_model_zero's call */
+#endif
 #ifndef EDP_DL_MODEL_WIPE_BYTE
-#define EDP_DL_MODEL_WIPE_BYTE 7u   /* edp_model_wipe per byte zeroed (edp_wipe: one volatile byte at a time) */
+#define EDP_DL_MODEL_WIPE_BYTE 1u   /* per byte zeroed (memset: a word and more per store) */
 #endif
 /* int8 models (model_s8.c; edgedp.bench.deadline.measure_s8 fits them on
  * synthetic nets, the worst of the clamps' branches). The weights' inner loop
@@ -98,12 +101,13 @@
 #define EDP_DL_S8_INPUT 30u         /* per input feature: its quantisation */
 #endif
 #ifndef EDP_DL_S8_LAYER
-#define EDP_DL_S8_LAYER 65u         /* per layer: the call and its set-up */
+#define EDP_DL_S8_LAYER 72u         /* per layer: the call and its set-up */
 #endif
 #ifndef EDP_DL_S8_UNIT
 #define EDP_DL_S8_UNIT 50u          /* per output, rounded up to even: requantisation or dequantisation */
 #endif
-#define EDP_DL_S8_WORD_DSP 9u       /* per 4 inputs of a layer: the widening (SXTB16) */
+#define EDP_DL_S8_WORD_DSP 9u       /* per 4 inputs of a layer widened (SXTB16; nets without
+                                     * hidden layers share their input's) */
 #define EDP_DL_S8_MAC8_DSP 17u      /* per weight word of an output pair, 8 multiply-adds (SMLAD) */
 #define EDP_DL_S8_WORD_C 17u        /* the same in portable C */
 #define EDP_DL_S8_MAC8_C 40u
@@ -357,17 +361,20 @@ static uint64_t head_insns(const edp_model_t *m)
 }
 
 /* An int8 model: the input's quantisation, and per layer its widened input
- * and its outputs in pairs (an odd last one runs as a pair). */
+ * (once for consecutive first layers) and its outputs in pairs (an odd last
+ * one runs as a pair). */
 static uint64_t model_s8_insns(const edp_model_t *m)
 {
     uint64_t n = EDP_DL_S8_MODEL + (uint64_t)EDP_DL_S8_INPUT * m->n_features;
-    uint32_t i, l;
+    uint32_t i, l, xq_widened = 0;  /* as in edp_model_run_s8: a first layer after a first layer reuses xp */
     for (i = 0; i < m->n_nets; i++) {
         const edp_net_s8_t *net = &m->s8->nets[i];
         n += head_insns(m);
         for (l = 0; l < net->n_layers; l++) {
             const uint64_t words = (net->layers[l].in + 3u) / 4u, pairs = (net->layers[l].out + 1u) / 2u;
-            n += EDP_DL_S8_LAYER + EDP_DL_S8_WORD * words + pairs * (2u * EDP_DL_S8_UNIT + EDP_DL_S8_MAC8 * words);
+            n += EDP_DL_S8_LAYER + pairs * (2u * EDP_DL_S8_UNIT + EDP_DL_S8_MAC8 * words);
+            if (!(l == 0 && xq_widened)) n += EDP_DL_S8_WORD * words;
+            xq_widened = l == 0;
         }
     }
     return n;
@@ -378,6 +385,7 @@ static uint64_t model_s8_insns(const edp_model_t *m)
 static uint64_t model_insns(const edp_model_t *m)
 {
     uint64_t n = EDP_DL_MODEL_SHAPE + (uint64_t)EDP_DL_MODEL_SHAPE_NET * m->n_nets +
+                 (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
                  (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m);
     uint32_t i, l;
     for (i = 0; i < m->n_nets; i++)

@@ -1,7 +1,6 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
 #include "edgedp/model.h"
-#include "edgedp/sha256.h"  /* edp_wipe */
 
 #include <string.h>  /* memset */
 
@@ -130,7 +129,12 @@ uint32_t edp_model_wipe_bytes(const edp_model_t *m)
 void edp_model_wipe(const edp_model_t *m)
 {
     if (m->s8) edp_model_wipe_s8(m);
-    else edp_wipe(m->scratch, edp_model_wipe_bytes(m));
+    else edp_model_zero(m->scratch, edp_model_wipe_bytes(m));
+}
+
+void edp_model_zero(void *p, uint32_t n)
+{
+    memset(p, 0, n);
 }
 
 const float *edp_model_run(const edp_model_t *m, const float *x)

@@ -4,7 +4,6 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
 #include "edgedp/model.h"
-#include "edgedp/sha256.h"  /* edp_wipe */
 
 #include <string.h>  /* memcpy, memset */
 
@@ -93,14 +92,14 @@ static int8_t requant(int32_t acc, int32_t mult, uint32_t s)
 }
 
 /* One layer on x (row(in) int8 values): hidden layers write int8 y, the last
- * float z. The input is widened once into xp; each pass over it feeds two
- * outputs' accumulators (two weight rows). */
-static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t *xp, int8_t *y, float *z)
+ * float z. The input is widened into xp (unless `widened`: xp holds x widened
+ * already); each pass over it feeds two outputs' accumulators (two weight rows). */
+static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t widened, uint32_t *xp, int8_t *y, float *z)
 {
     const uint32_t n4 = row4(l->in) / 4u, row = 4u * n4, out = l->out;
     const int8_t *w = l->wt;
     uint32_t i, j;
-    for (i = 0; i < n4; i++) {
+    for (i = 0; !widened && i < n4; i++) {
         const uint32_t v = load32(x + 4u * i);
         xp[2u * i] = lo16(v);
         xp[2u * i + 1u] = hi16(v);
@@ -124,7 +123,7 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
     const edp_model_s8_t *q = m->s8;
     float *out = m->scratch, *z = out + m->n_classes;
     int8_t *xq = q->act, *ping = xq + row4(m->n_features), *pong = ping + q->hidden_row;
-    uint32_t i, t, l;
+    uint32_t i, t, l, xq_widened = 0;  /* xp holds xq widened: the last layer run was a first one */
     for (i = 0; i < m->n_features; i++) {
         const float v = x[i] * q->in_mul + q->in_add;
         const int32_t u = !(v >= 0.0f) ? 0 : (v >= 255.0f ? 255 : (int32_t)v);  /* floor: v >= 0 */
@@ -136,12 +135,14 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
         const int8_t *in = xq;
         int8_t *a = ping, *b = pong;
         for (l = 0; l + 1u < net->n_layers; l++) {
-            dense_s8(&net->layers[l], in, q->xp, a, NULL);
+            dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, a, NULL);
+            xq_widened = l == 0;
             in = a;
             a = b;
             b = (int8_t *)in;
         }
-        dense_s8(&net->layers[l], in, q->xp, NULL, z);
+        dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, NULL, z);
+        xq_widened = l == 0;
         edp_model_head(m, net->cls, z, net->layers[l].out, out);
     }
     return out;
@@ -175,7 +176,7 @@ void edp_model_wipe_s8(const edp_model_t *m)
 {
     uint32_t size[3];
     wipe_sizes(m, size);
-    edp_wipe(m->scratch, size[0]);
-    edp_wipe(m->s8->act, size[1]);
-    edp_wipe(m->s8->xp, size[2]);
+    edp_model_zero(m->scratch, size[0]);
+    edp_model_zero(m->s8->act, size[1]);
+    edp_model_zero(m->s8->xp, size[2]);
 }

@@ -276,8 +276,8 @@ class S8Paths:
     call: float     # per model: the function's entry, exit and the zeroing of two outputs
     input: float    # per input feature: its quantisation
     net: float      # per net: its loop, the head on two classes, one output pair of the last layer
-    layer: float    # per layer: the call and set-up
-    word: float     # per 4 inputs of a layer: the widening into int16 pairs
+    layer: float    # per layer: the call and set-up (its widening's included)
+    word: float     # per 4 inputs widened into int16 pairs
     mac8: float     # per weight word of an output pair: 8 multiply-adds (SXTB16, SMLAD)
     hidden: float   # per output of a hidden layer (outputs rounded up to even): requantisation
     last: float     # per output of the last layer beyond the first pair: dequantisation, the head, the zeroing
@@ -347,8 +347,12 @@ def _s8_features(shape) -> list[int]:
     widths = [f, *hidden, c]
     row = [(n + 3) // 4 for n in widths[:-1]]
     pairs = [(n + 1) // 2 for n in widths[1:]]
-    return [1, f, n_nets, n_nets * len(row), n_nets * sum(row), n_nets * 2 * sum(pairs[:-1]),
-            2 * (pairs[-1] - 1), n_nets * sum(p * r for p, r in zip(pairs, row))]
+    # the input is widened for every layer but a first one right after another first one (nets
+    # without hidden layers share the widened input)
+    widened, widening = (n_nets * sum(row), n_nets * len(row)) if hidden else (row[0], 1)
+    return [1, f, n_nets, n_nets * len(row), widened, n_nets * 2 * sum(pairs[:-1]),
+            2 * (pairs[-1] - 1), n_nets * sum(p * r for p, r in zip(pairs, row)), widening,
+            0 if hidden else n_nets]
 
 
 def measure_s8(elf: str | Path) -> S8Paths:
@@ -371,8 +375,8 @@ def measure_s8(elf: str | Path) -> S8Paths:
                 raise RuntimeError(f"edp_model_run_s8 is not linear in the shape (bias {bias}, x {x_value})")
             best = np.maximum(best, coef)
     # exact fits: whole instructions, halves per output (a pair's cost over its two outputs)
-    call, inp, net, layer, word, hidden, last, mac8 = (float(v) for v in np.round(2 * best) / 2)
-    return S8Paths(call, inp, net, layer, word, mac8, hidden, last)
+    call, inp, net, layer, word, hidden, last, mac8, widening, single = (float(v) for v in np.round(2 * best) / 2)
+    return S8Paths(call, inp, net + max(single, 0.0), layer + widening, word, mac8, hidden, last)
 
 
 def head_per_class(elf: str | Path) -> dict[str, float]:

@@ -106,6 +106,11 @@ void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, u
  * depends only on the model's shape. */
 void edp_model_wipe(const edp_model_t *m);
 
+/* Zero n bytes of the model's scratch (static buffers of the generated model:
+ * memset's stores to them are kept, unlike those to a dying local), in a time
+ * that depends on n and the alignment of p only. */
+void edp_model_zero(void *p, uint32_t n);
+
 /* The bytes edp_model_wipe zeroes (edp_deadline_answer charges them). */
 uint32_t edp_model_wipe_bytes(const edp_model_t *m);
 
