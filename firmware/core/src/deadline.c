@@ -71,16 +71,16 @@
 #ifndef EDP_DL_MODEL_VOTE
 #define EDP_DL_MODEL_VOTE 13u       /* per class and net of a VOTES head: the argmax */
 #endif
-/* Outside the kernels: edp_model_wipe after the answer, and the loops over the
- * model's shape there and in this file. */
+/* Outside the kernels: this file's loops over the model's shape (per answer),
+ * and edp_model_wipe after the answer (its sizes declared by the model). */
 #ifndef EDP_DL_MODEL_SHAPE
-#define EDP_DL_MODEL_SHAPE 170u     /* per model */
+#define EDP_DL_MODEL_SHAPE 95u      /* per model */
 #endif
 #ifndef EDP_DL_MODEL_SHAPE_NET
-#define EDP_DL_MODEL_SHAPE_NET 55u  /* per net */
+#define EDP_DL_MODEL_SHAPE_NET 30u  /* per net */
 #endif
 #ifndef EDP_DL_MODEL_SHAPE_LAYER
-#define EDP_DL_MODEL_SHAPE_LAYER 50u /* per layer */
+#define EDP_DL_MODEL_SHAPE_LAYER 30u /* per layer */
 #endif
 #ifndef EDP_DL_MODEL_ZERO
 #define EDP_DL_MODEL_ZERO 65u       /* per buffer edp_model_wipe zeroes (1, int8: 3): edp_model_zero's call */
@@ -381,7 +381,7 @@ static uint64_t model_s8_insns(const edp_model_t *m)
 }
 
 /* The model's run, the wipe of its scratch after the answer (edp_model_wipe)
- * and the loops over its shape here and there. */
+ * and the loops over its shape here. */
 static uint64_t model_insns(const edp_model_t *m)
 {
     uint64_t n = EDP_DL_MODEL_SHAPE + (uint64_t)EDP_DL_MODEL_SHAPE_NET * m->n_nets +

@@ -117,19 +117,14 @@ void edp_model_clamp(const edp_model_t *m, float *x)
 
 uint32_t edp_model_wipe_bytes(const edp_model_t *m)
 {
-    uint32_t t, w = 0;
-    if (m->s8) return edp_model_wipe_bytes_s8(m);
-    for (t = 0; t < m->n_nets; t++) {
-        const uint32_t n = net_width(&m->nets[t]);
-        if (n > w) w = n;
-    }
-    return (m->n_classes + 2u * w) * (uint32_t)sizeof *m->scratch;
+    const uint32_t floats = m->scratch_floats * (uint32_t)sizeof *m->scratch;
+    return m->s8 ? floats + edp_model_wipe_bytes_s8(m) : floats;
 }
 
 void edp_model_wipe(const edp_model_t *m)
 {
+    edp_model_zero(m->scratch, m->scratch_floats * (uint32_t)sizeof *m->scratch);
     if (m->s8) edp_model_wipe_s8(m);
-    else edp_model_zero(m->scratch, edp_model_wipe_bytes(m));
 }
 
 void edp_model_zero(void *p, uint32_t n)

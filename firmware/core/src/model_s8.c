@@ -148,35 +148,14 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
     return out;
 }
 
-/* The float scratch's z part, act and xp: n_classes + the widest last layer
- * floats, row(n_features) + 2 hidden_row bytes, row(widest input) / 2 words. */
-static void wipe_sizes(const edp_model_t *m, uint32_t size[3])
-{
-    const edp_model_s8_t *q = m->s8;
-    uint32_t t, l, z = 0, xin = 0;
-    for (t = 0; t < m->n_nets; t++) {
-        const edp_net_s8_t *net = &q->nets[t];
-        if (net->layers[net->n_layers - 1u].out > z) z = net->layers[net->n_layers - 1u].out;
-        for (l = 0; l < net->n_layers; l++)
-            if (row4(net->layers[l].in) > xin) xin = row4(net->layers[l].in);
-    }
-    size[0] = (m->n_classes + z) * (uint32_t)sizeof *m->scratch;
-    size[1] = row4(m->n_features) + 2u * q->hidden_row;
-    size[2] = xin / 2u * (uint32_t)sizeof *q->xp;
-}
-
+/* act and xp: row(n_features) + 2 hidden_row bytes and xp_words words. */
 uint32_t edp_model_wipe_bytes_s8(const edp_model_t *m)
 {
-    uint32_t size[3];
-    wipe_sizes(m, size);
-    return size[0] + size[1] + size[2];
+    return row4(m->n_features) + 2u * m->s8->hidden_row + m->s8->xp_words * (uint32_t)sizeof *m->s8->xp;
 }
 
 void edp_model_wipe_s8(const edp_model_t *m)
 {
-    uint32_t size[3];
-    wipe_sizes(m, size);
-    edp_model_zero(m->scratch, size[0]);
-    edp_model_zero(m->s8->act, size[1]);
-    edp_model_zero(m->s8->xp, size[2]);
+    edp_model_zero(m->s8->act, row4(m->n_features) + 2u * m->s8->hidden_row);
+    edp_model_zero(m->s8->xp, m->s8->xp_words * (uint32_t)sizeof *m->s8->xp);
 }
