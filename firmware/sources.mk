@@ -22,8 +22,10 @@ EDP_CORE_SRCS := \
 	firmware/core/src/store.c \
 	firmware/core/src/arch/armv7m/dlap_armv7m.c \
 	firmware/core/src/arch/armv7m/drbg_armv7m.c \
+	firmware/core/src/arch/armv7m/model_armv7m.c \
 	firmware/core/src/arch/portable/dlap_portable.c \
-	firmware/core/src/arch/portable/drbg_portable.c
+	firmware/core/src/arch/portable/drbg_portable.c \
+	firmware/core/src/arch/portable/model_portable.c
 
 # The model compiled into every image: C data written by `edgedp deploy`
 # (`make firmware MODEL=path/to/model.c`; MODEL=firmware/model/none.c builds an image without

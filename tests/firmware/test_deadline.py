@@ -142,7 +142,7 @@ def test_model_bound_covers_every_bundled_model(model, c):
     wipe = emu.count - before
     assert not any(emu.uc.mem_read(scratch, 4 * n_classes))          # wiped
     macs = _model_shape(emu)[2]
-    assert run > (macs if model.endswith("_int8") else 4 * macs)  # the model really ran
+    assert run > (macs if model.endswith("_int8") else 2 * macs)  # the model really ran (VMUL + VADD each)
     assert bound >= MARGIN * (run + wipe + shape_loops), (model, bound, run, wipe, shape_loops)
     if model.endswith("_int8"):
         # int8 constants: at most 2x the work (the float32 ones gave it 2.6-4x)

@@ -46,3 +46,23 @@ def test_bench_json(tmp_path) -> None:
     assert e2e["in_flight"] == 8 and e2e["request_bytes"] > 40 and e2e["response_bytes"] > 50
     assert 100 < e2e["wire_limit_per_s"] < 11520 / 50
     assert e2e["api_per_s"] > 0 and e2e["api_unpipelined_per_s"] > 0 and e2e["cli_per_s"] > 0
+
+
+def test_bench_peers_json(tmp_path) -> None:
+    """--peers N: the float kernels' peers measured in the same run, in the JSON and the markdown."""
+    from edgedp.bench import peers
+    try:
+        peers.sources(download=True)
+    except peers.PeerError as exc:
+        pytest.skip(f"peer sources not available: {exc}")
+    md = tmp_path / "bench.md"
+    r = CliRunner().invoke(main, ["bench", "--target", "qemu", "--quick", "--k", "1", "--epsilon", "1",
+                                  "--no-footprint", "--no-deadline", "--no-trace", "--plot", str(tmp_path / "b.png"),
+                                  "--markdown", str(md), "--peers", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)["peers"]
+    assert [m["model"] for m in res["models"]] == list(peers.MODELS)
+    for m in res["models"]:
+        assert m["inputs"] == 2 and m["peers"]["edgedp"]["bit_exact"]
+        assert all(p["instructions"] > m["macs"] for p in m["peers"].values())
+    assert "| digits_ensemble | 18,880 |" in md.read_text()

@@ -1,5 +1,6 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
+#include "arch/arch.h"     /* edp_model_dense4, edp_model_dot */
 #include "edgedp/model.h"
 
 #include <string.h>  /* memset */
@@ -31,36 +32,16 @@ float edp_model_exp(float x)
 
 /* y[0..out) = b + x W, accumulated in input order (see model.h); wt is W
  * transposed (row j holds column j of W), so each sum runs over contiguous
- * weights with its accumulator in a register. Four outputs per pass over x
- * (each x[i] loaded once for four multiply-adds); each output keeps its own
- * accumulator and order, so the sums are the same as one output at a time. */
+ * weights. Four outputs per pass over x (arch/: each group of x loaded once for
+ * four rows), then one at a time; each output keeps its own accumulator and order,
+ * so the sums are the same as one output at a time. */
 static void dense(const edp_dense_t *l, const float *x, float *y)
 {
     const uint32_t in = l->in, out = l->out;
     const float *wt = l->wt, *b = l->b;
-    uint32_t i, j = 0;
-    for (; j + 4 <= out; j += 4, wt += 4 * in) {
-        const float *w0 = wt, *w1 = wt + in, *w2 = wt + 2 * in, *w3 = wt + 3 * in, *xp = x;
-        const float *const end = x + in;
-        float a0 = b[j], a1 = b[j + 1], a2 = b[j + 2], a3 = b[j + 3];
-        while (xp != end) {
-            const float xi = *xp++;
-            a0 += xi * *w0++;
-            a1 += xi * *w1++;
-            a2 += xi * *w2++;
-            a3 += xi * *w3++;
-        }
-        y[j] = a0;
-        y[j + 1] = a1;
-        y[j + 2] = a2;
-        y[j + 3] = a3;
-    }
-    for (; j < out; j++, wt += in) {
-        float acc = b[j];
-#pragma GCC unroll 4
-        for (i = 0; i < in; i++) acc += x[i] * wt[i];
-        y[j] = acc;
-    }
+    uint32_t j = 0;
+    for (; j + 4 <= out; j += 4, wt += 4 * in) edp_model_dense4(x, in, wt, b + j, y + j);
+    for (; j < out; j++, wt += in) y[j] = edp_model_dot(x, in, wt, b[j]);
 }
 
 /* Logits of one net; returns where they are (in the scratch ping-pong pair). */

@@ -36,6 +36,10 @@ from .params import CLASSES, EPSILON
 @click.option("--e2e", "e2e_n", type=int, default=0, metavar="N",
               help="Also measure end-to-end answers per second with N k = 10 rows: the API (pipelined "
                    "and not) and the CLI, beside the 115,200-baud wire limit (edgedp.bench.e2e).")
+@click.option("--peers", "peers_n", type=click.IntRange(0), default=0, metavar="N",
+              help="Also run the bundled float models on CMSIS-DSP f32 and emlearn kernels (from PyPI, built "
+                   "into build/peers/ with the image's flags) beside edgedp's, on N digits images, in Unicorn "
+                   "(instructions, flash, RAM, outputs against the reference; edgedp.bench.peers).")
 @click.option("--check", is_flag=True,
               help="Exit with code 1 if a speed or size target is MISSED (for CI; the JSON's \"missed\" lists them).")
 @json_option
@@ -43,7 +47,7 @@ from .params import CLASSES, EPSILON
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, no_deadline: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          models_n: int, e2e_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
+          models_n: int, e2e_n: int, peers_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -66,6 +70,9 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     if epsilons:
         cfg.epsilons = tuple(epsilons)
     say = (lambda msg: None) if not progress(no_progress) else (lambda msg: click.echo(f"  {msg}", err=True))
+    if peers_n > 0:
+        from ..bench import peers as bench_peers
+        bench_peers.sources()  # a missing peer fails here, before the long run
     result = bench_run.run(target, cfg, progress=say)
     if models_n > 0:
         from ..bench import infer as bench_infer
@@ -73,6 +80,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     if e2e_n > 0:
         from ..bench import e2e as bench_e2e
         result["e2e"] = bench_e2e.run(e2e_n, progress=say)
+    if peers_n > 0:
+        result["peers"] = bench_peers.run(peers_n, progress=say)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
     result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
@@ -80,6 +89,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         extra = "\n\n" + bench_infer.markdown(result["infer"]) if models_n > 0 else ""
         if e2e_n > 0:
             extra += "\n\n" + bench_e2e.markdown(result["e2e"])
+        if peers_n > 0:
+            extra += "\n\n" + bench_peers.markdown(result["peers"])
         Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
     if as_json:
         emit_json(result)
@@ -111,6 +122,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         click.echo(bench_infer.markdown(result["infer"]))
     if e2e_n > 0:
         click.echo(bench_e2e.markdown(result["e2e"]))
+    if peers_n > 0:
+        click.echo(bench_peers.markdown(result["peers"]))
     for line in bench_run.describe_targets(result):
         click.echo(line)
     click.echo(f"plot: {png}")

@@ -19,6 +19,13 @@
 #define EDP_ARCH_ARMV7M 0
 #endif
 
+/* The dense kernel's loops (model.c) also need the single-precision FPU (Cortex-M4F/M7). */
+#if EDP_ARCH_ARMV7M && defined(__ARM_FP) && (__ARM_FP & 4)
+#define EDP_ARCH_ARMV7M_FPU 1
+#else
+#define EDP_ARCH_ARMV7M_FPU 0
+#endif
+
 /* The slow paths of the sampling loop edp_dlap_add (dlap.c, out of line): both
  * loops store their bit buffer to r before the call and reload it after.
  *
@@ -29,5 +36,14 @@ int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v);
 /* The high part W for a fast-table entry w with bit 7 set at index idx (a tie
  * of the keep prefix, or the tail outcome). */
 uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uint32_t idx, uint32_t w);
+
+/* Dense layers (model.c; arch/<name>/model_<name>.c). Both compute
+ * b + x_0 w_0 + x_1 w_1 + ... + x_{in-1} w_{in-1} from the left, in input order, every
+ * product and every sum rounded to float32 on its own (no fused multiply-add), so
+ * every version gives the same bits as the NumPy reference (edgedp.model.reference).
+ * edp_model_dense4: four outputs y[0..3], row r's weights at w + r * in, biases b[0..3].
+ * edp_model_dot: one output, weights w[0..in). */
+void edp_model_dense4(const float *x, uint32_t in, const float *w, const float *b, float *y);
+float edp_model_dot(const float *x, uint32_t in, const float *w, float b);
 
 #endif
