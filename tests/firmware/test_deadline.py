@@ -106,7 +106,7 @@ def _old_int8_bound(emu: Emulator, c) -> int:
     wipe = c["EDP_DL_MODEL_SHAPE"] + c["EDP_DL_MODEL_SHAPE_NET"] * n_nets + c["EDP_DL_MODEL_SHAPE_LAYER"] * layers + \
         3 * c["EDP_DL_MODEL_ZERO"] + c["EDP_DL_MODEL_WIPE_BYTE"] * emu.call("edp_model_wipe_bytes", m)
     return n_nets * (c["EDP_DL_MODEL_NET"] + c["EDP_DL_MODEL_CLASS"] * n_classes) + \
-        units * c["EDP_DL_MODEL_UNIT"] + macs * c["EDP_DL_MODEL_MAC"] + wipe
+        units * c["EDP_DL_MODEL_UNIT"] + macs * c["EDP_DL_MODEL_MAC_C"] + wipe  # MAC_C: the 5 it used
 
 
 def _model_bound(emu: Emulator) -> tuple[int, int]:
@@ -172,6 +172,26 @@ def test_int8_constants_cover_the_kernels_longest_paths(dsp, c):
     # the figures are the kernels': 13 instructions per 8 multiply-adds with SMLAD (two rows per
     # pass over the widened input), more in C
     assert (p.mac8 == 13) if dsp else (p.mac8 > 20)
+
+
+def test_float_constants_cover_the_dense_loops(c):
+    """The dense loops (arch/armv7m/model_armv7m.c: four rows per pass, then one at a time) for
+    every input length up to 128: a row's multiply-adds and its share of the loop's own work within
+    EDP_DL_MODEL_MAC per multiply-add and EDP_DL_MODEL_UNIT per output."""
+    from edgedp.bench.infer import model_image
+    emu = Emulator(model_image("digits_mlp", timing=True))
+    s = emu.scratch
+    emu.uc.mem_write(s, bytes(0x3000))
+    mac, unit = c["EDP_DL_MODEL_MAC_FPU"], c["EDP_DL_MODEL_UNIT"]
+    for n in range(1, 129):
+        before = emu.count
+        emu.call("edp_model_dense4", s, n, s + 0x400, s + 0x2000, s + 0x2100)
+        four = emu.count - before
+        before = emu.count
+        emu.call("edp_model_dot", s, n, s + 0x400, fargs=(0.0,))
+        one = emu.count - before
+        assert 4 * (unit + mac * n) >= MARGIN * four and unit + mac * n >= MARGIN * one, (n, four, one)
+    assert 2 * n < one < 4 * n and four < 3 * 4 * n    # n = 128: the VLDMIA loops, 2.5 and 3.1 per multiply-add
 
 
 def test_head_and_wipe_constants_cover_their_paths(c):

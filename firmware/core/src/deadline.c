@@ -1,6 +1,7 @@
 #include "edgedp/options.h"  /* first: EDP_CONFIG may override the constants below */
 #include "edgedp/deadline.h"
 #include "edgedp/mech.h"
+#include "arch/arch.h"  /* EDP_ARCH_ARMV7M_FPU: which dense loops the model runs */
 #include "util.h"
 
 /* Instruction constants (deadline.h), checked by tests/firmware/test_deadline.py
@@ -59,8 +60,16 @@
 #ifndef EDP_DL_MODEL_NET
 #define EDP_DL_MODEL_NET 150u       /* per net of the model */
 #endif
+/* Per multiply-add of a dense layer: the VLDMIA loops of arch/armv7m/model_armv7m.c
+ * (2.5 per multiply-add four rows at a time, 3.1 for one), or the portable C. */
+#define EDP_DL_MODEL_MAC_FPU 4u
+#define EDP_DL_MODEL_MAC_C 5u
 #ifndef EDP_DL_MODEL_MAC
-#define EDP_DL_MODEL_MAC 5u         /* per multiply-add of a dense layer */
+#if EDP_ARCH_ARMV7M_FPU
+#define EDP_DL_MODEL_MAC EDP_DL_MODEL_MAC_FPU
+#else
+#define EDP_DL_MODEL_MAC EDP_DL_MODEL_MAC_C
+#endif
 #endif
 #ifndef EDP_DL_MODEL_UNIT
 #define EDP_DL_MODEL_UNIT 30u       /* per output of a dense layer (bias, ReLU, store) */
