@@ -104,10 +104,10 @@
  * same core with -U__ARM_FEATURE_DSP). The head is the float one above
  * (EDP_DL_MODEL_NET, EDP_DL_MODEL_CLASS). */
 #ifndef EDP_DL_S8_MODEL
-#define EDP_DL_S8_MODEL 90u         /* edp_model_run_s8's entry and exit, once per INFER */
+#define EDP_DL_S8_MODEL 95u         /* edp_model_run_s8's entry and exit, once per INFER */
 #endif
 #ifndef EDP_DL_S8_INPUT
-#define EDP_DL_S8_INPUT 30u         /* per input feature: its quantisation */
+#define EDP_DL_S8_INPUT 22u         /* per input feature: its quantisation */
 #endif
 #ifndef EDP_DL_S8_LAYER
 #define EDP_DL_S8_LAYER 72u         /* per layer: the call and its set-up */

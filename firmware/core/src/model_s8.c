@@ -123,9 +123,11 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
     const edp_model_s8_t *q = m->s8;
     float *out = m->scratch, *z = out + m->n_classes;
     int8_t *xq = q->act, *ping = xq + row4(m->n_features), *pong = ping + q->hidden_row;
+    const float in_mul = q->in_mul, in_add = q->in_add;  /* locals: the int8 stores may alias them */
+    const uint32_t n = m->n_features;
     uint32_t i, t, l, xq_widened = 0;  /* xp holds xq widened: the last layer run was a first one */
-    for (i = 0; i < m->n_features; i++) {
-        const float v = x[i] * q->in_mul + q->in_add;
+    for (i = 0; i < n; i++) {
+        const float v = x[i] * in_mul + in_add;
         const int32_t u = !(v >= 0.0f) ? 0 : (v >= 255.0f ? 255 : (int32_t)v);  /* floor: v >= 0 */
         xq[i] = (int8_t)(u - 128);
     }
