@@ -283,14 +283,15 @@ class S8Paths:
     last: float     # per output of the last layer beyond the first pair: dequantisation, the head, the zeroing
 
 
-# Synthetic int8 nets: (features, hidden layer widths, last layer width = classes), 1 or 2 nets.
-S8_SHAPES = [(f, hidden, c, nets) for nets in (1, 2) for f, hidden in
+# Synthetic int8 nets: (features, hidden layer widths, last layer width = classes, nets).
+S8Shape = tuple[int, tuple[int, ...], int, int]
+S8_SHAPES: list[S8Shape] = [(f, hidden, c, nets) for nets in (1, 2) for f, hidden in
              ((4, ()), (5, ()), (8, ()), (16, ()), (4, (4,)), (8, (4,)), (4, (8,)), (12, (6,)),
               (4, (2, 6)), (8, (10, 4)), (16, (16,)))
              for c in ((2, 4) if nets == 1 else (2,))]
 
 
-def _layout_s8(emu: Emulator, proto: int, shape, bias: int, x_value: float) -> int:
+def _layout_s8(emu: Emulator, proto: int, shape: S8Shape, bias: int, x_value: float) -> int:
     """An int8 model in the scratch buffer with the given shape, all weights 0 (every hidden
     accumulator is `bias`, every logit 0), the image's own model `proto` for the rest; the input
     x_value everywhere (quantised with in_mul 100, in_add 0). Returns the model's address."""
@@ -301,7 +302,7 @@ def _layout_s8(emu: Emulator, proto: int, shape, bias: int, x_value: float) -> i
     act, xp, flt, x = base + 0x2000, base + 0x2400, base + 0x2800, base + 0x3000
     uc.mem_write(model, bytes(uc.mem_read(proto, img.offset("edp_model_t", "__size__"))))
 
-    def put(addr: int, struct_name: str, member: str, fmt: str, value) -> None:
+    def put(addr: int, struct_name: str, member: str, fmt: str, value: float) -> None:
         uc.mem_write(addr + img.offset(struct_name, member), struct.pack("<" + fmt, value))
 
     def alloc(blob: bytes) -> int:
@@ -342,7 +343,7 @@ def _layout_s8(emu: Emulator, proto: int, shape, bias: int, x_value: float) -> i
     return model
 
 
-def _s8_features(shape) -> list[int]:
+def _s8_features(shape: S8Shape) -> list[int]:
     f, hidden, c, n_nets = shape
     widths = [f, *hidden, c]
     row = [(n + 3) // 4 for n in widths[:-1]]

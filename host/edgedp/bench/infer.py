@@ -152,7 +152,7 @@ def run(n: int = 20, mode: str = "label", qemu: bool = True, deadline: bool = Tr
     return {"models": rows, "query_frames": _query_frames(key, 3)}
 
 
-def _count(v) -> str:
+def _count(v: int | None) -> str:
     return "-" if v is None else f"{v:,}"
 
 
