@@ -102,7 +102,7 @@
  * and the input's widening depend on the DSP extension (SXTB16 and SMLAD on
  * the Cortex-M4, the default ports; the portable C otherwise, measured on the
  * same core with -U__ARM_FEATURE_DSP). The head is the float one above
- * (EDP_DL_MODEL_NET, EDP_DL_MODEL_CLASS). */
+ * (EDP_DL_MODEL_NET, EDP_DL_MODEL_CLASS or EDP_DL_MODEL_VOTE). */
 #ifndef EDP_DL_S8_MODEL
 #define EDP_DL_S8_MODEL 95u         /* edp_model_run_s8's entry and exit, once per INFER */
 #endif
