@@ -118,6 +118,15 @@ build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firm
 	cp firmware/model/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
+# The test image with a bundled model built without the DSP extension (-U__ARM_FEATURE_DSP): the
+# int8 kernels' portable C on the same core, whose deadline constants (EDP_DL_S8_*_C)
+# tests/firmware/test_deadline.py checks.
+build/qemu-nodsp-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -U__ARM_FEATURE_DSP -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) firmware/model/$*.c \
+	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	arm-none-eabi-size $@
+
 build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/stm32f4/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) $(EDP_STM32F4_DEFS) $(addprefix -I,$(EDP_INCLUDES)) $(STM32F4_SRCS) $(EDP_ARM_LDFLAGS) \

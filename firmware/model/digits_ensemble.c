@@ -3500,6 +3500,6 @@ static const edp_model_t model = {
     "digits-ensemble", 1, 64, 10, 30, nets, scratch,
     0.0f, 0x1.ep+4f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
-    NULL,
+    NULL, 30,
 };
 const edp_model_t *const edp_app_model = &model;

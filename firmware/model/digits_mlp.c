@@ -831,6 +831,6 @@ static const edp_model_t model = {
     "digits-mlp", 0, 64, 10, 1, nets, scratch,
     0.0f, 0x1p+0f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
-    NULL,
+    NULL, 138,
 };
 const edp_model_t *const edp_app_model = &model;

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.hil
 def test_bench_json(tmp_path) -> None:
     png = tmp_path / "bench.png"
     r = CliRunner().invoke(main, ["bench", "--target", "qemu", "--quick", "--k", "1", "--k", "10",
-                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--json",
+                                  "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--models", "1", "--json",
                                   "--check"])
     out = json.loads(r.stdout)
     assert out["missed"] == [name for name, v in out["targets"].items() if not v["ok"]]
@@ -30,6 +30,16 @@ def test_bench_json(tmp_path) -> None:
         assert 0 < row["max_work_instructions"] < row["deadline_instructions"]
         assert row["deadline_instructions"] < 100_000           # k <= 10 (docs/benchmarks.md section 9)
         assert row["max_work_instructions"] < row["first_work_instructions"] < row["first_deadline_instructions"]
+    # every bundled model's INFER on its production timing image: the deadline above the longest
+    # window and within 2x the optimum's estimate (docs/benchmarks.md section 9)
+    models = {row["model"]: row for row in out["infer"]["models"]}
+    assert {"digits_mlp", "digits_mlp_int8", "digits_ensemble_int8", "digits_logreg_int8"} <= set(models)
+    for name, row in models.items():
+        assert 0 < row["max_work_instructions"] < row["optimum_instructions"] < row["deadline_instructions"], name
+        assert row["deadline_over_optimum"] <= 2.0, name
+        assert row["first_work_instructions"] < row["first_deadline_instructions"], name
+    # the int8 kernels' own constants: the int8 MLP's deadline below the float32 MLP's
+    assert models["digits_mlp_int8"]["deadline_instructions"] < models["digits_mlp"]["deadline_instructions"]
     assert out["trace"]["lockstep"] and out["host"]["reference_samples_per_second"] > 0
     assert png.stat().st_size > 1000
     e2e = out["e2e"]                         # API (pipelined and not) and CLI beside the wire limit

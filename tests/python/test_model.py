@@ -69,6 +69,35 @@ def test_generated_c_reads_back_identically(tmp_path: Path) -> None:
     assert np.array_equal(reference.run(back, S.X_test).view(np.uint32), reference.run(dm, S.X_test).view(np.uint32))
 
 
+@pytest.mark.parametrize("name", ["digits_logreg", "digits_mlp_int8"])
+def test_model_file_declares_the_scratch_sizes_the_wipe_zeroes(name: str, tmp_path: Path) -> None:
+    """edp_model_wipe zeroes the sizes the model file declares (edp_model_t.scratch_floats,
+    edp_model_s8_t.xp_words): a file whose sizes are not its arrays' is refused, and one without
+    them (written before the fields) does not compile."""
+    import shutil
+    import subprocess
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "firmware/model" / f"{name}.c").read_text()
+    model = cgen.read(root / "firmware/model" / f"{name}.c")
+    declared = f"    {'&s8' if model.int8 else 'NULL'}, {model.scratch_floats},\n}};"
+    assert declared in text
+    for bad in (text.replace(declared, declared.replace(f" {model.scratch_floats},", " 3,")),
+                text.replace(f"static float scratch[{model.scratch_floats}];", "static float scratch[3];"),
+                text.replace(", act, xp, 32};", ", act, xp, 2};")):
+        if bad == text:
+            continue
+        (tmp_path / "bad.c").write_text(bad)
+        with pytest.raises(ValueError, match="scratch sizes"):
+            cgen.read(tmp_path / "bad.c")
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("arm-none-eabi-gcc not installed: the stale file's compile is not checked")
+    (tmp_path / "stale.c").write_text(text.replace(declared, declared.replace(f" {model.scratch_floats},", "")))
+    r = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror",
+                        f"-I{root}/firmware/core/include", "-fsyntax-only", str(tmp_path / "stale.c")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "scratch_floats" in r.stderr
+
+
 def test_signed_zero_and_extremes_survive_c_literals(tmp_path: Path) -> None:
     w = np.float32([[-0.0, 3.4028235e38, 1e-45, -1.17549435e-38]])
     dm = DeviceModel("z", "softmax", 4, (Net((Dense(w, np.zeros(4)),), np.arange(4)),), 0.0, 1.0,

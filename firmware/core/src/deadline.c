@@ -1,6 +1,7 @@
 #include "edgedp/options.h"  /* first: EDP_CONFIG may override the constants below */
 #include "edgedp/deadline.h"
 #include "edgedp/mech.h"
+#include "arch/arch.h"  /* EDP_ARCH_ARMV7M_FPU: which dense loops the model runs */
 #include "util.h"
 
 /* Instruction constants (deadline.h), checked by tests/firmware/test_deadline.py
@@ -62,14 +63,80 @@
 #ifndef EDP_DL_MODEL_NET
 #define EDP_DL_MODEL_NET 150u       /* per net of the model */
 #endif
+/* Per multiply-add of a dense layer: the VLDMIA loops of arch/armv7m/model_armv7m.c
+ * (2.5 per multiply-add four rows at a time, 3.1 for one), or the portable C. */
+#define EDP_DL_MODEL_MAC_FPU 4u
+#define EDP_DL_MODEL_MAC_C 5u
 #ifndef EDP_DL_MODEL_MAC
-#define EDP_DL_MODEL_MAC 5u         /* per multiply-add of a dense layer */
+#if EDP_ARCH_ARMV7M_FPU
+#define EDP_DL_MODEL_MAC EDP_DL_MODEL_MAC_FPU
+#else
+#define EDP_DL_MODEL_MAC EDP_DL_MODEL_MAC_C
+#endif
 #endif
 #ifndef EDP_DL_MODEL_UNIT
 #define EDP_DL_MODEL_UNIT 30u       /* per output of a dense layer (bias, ReLU, store) */
 #endif
 #ifndef EDP_DL_MODEL_CLASS
-#define EDP_DL_MODEL_CLASS 80u      /* per class and net: softmax exp and division, or the vote */
+#define EDP_DL_MODEL_CLASS 80u      /* per class and net of a SOFTMAX head: exp and division */
+#endif
+#ifndef EDP_DL_MODEL_VOTE
+#define EDP_DL_MODEL_VOTE 13u       /* per class and net of a VOTES head: the argmax */
+#endif
+/* Outside the kernels: this file's loops over the model's shape (per answer),
+ * and edp_model_wipe after the answer (its sizes declared by the model). */
+#ifndef EDP_DL_MODEL_SHAPE
+#define EDP_DL_MODEL_SHAPE 95u      /* per model */
+#endif
+#ifndef EDP_DL_MODEL_SHAPE_NET
+#define EDP_DL_MODEL_SHAPE_NET 30u  /* per net */
+#endif
+#ifndef EDP_DL_MODEL_SHAPE_LAYER
+#define EDP_DL_MODEL_SHAPE_LAYER 30u /* per layer */
+#endif
+#ifndef EDP_DL_MODEL_ZERO
+#define EDP_DL_MODEL_ZERO 65u       /* per buffer edp_model_wipe zeroes (1, int8: 3): edp_model_zero's call */
+#endif
+#ifndef EDP_DL_MODEL_WIPE_BYTE
+#define EDP_DL_MODEL_WIPE_BYTE 1u   /* per byte zeroed (memset: a word and more per store) */
+#endif
+/* int8 models (model_s8.c; edgedp.bench.deadline.measure_s8 fits them on
+ * synthetic nets, the worst of the clamps' branches). The weights' inner loop
+ * and the input's widening depend on the DSP extension (SXTB16 and SMLAD on
+ * the Cortex-M4, the default ports; the portable C otherwise, measured on the
+ * same core with -U__ARM_FEATURE_DSP). The head is the float one above
+ * (EDP_DL_MODEL_NET, EDP_DL_MODEL_CLASS or EDP_DL_MODEL_VOTE). */
+#ifndef EDP_DL_S8_MODEL
+#define EDP_DL_S8_MODEL 95u         /* edp_model_run_s8's entry and exit, once per INFER */
+#endif
+#ifndef EDP_DL_S8_INPUT
+#define EDP_DL_S8_INPUT 22u         /* per input feature: its quantisation */
+#endif
+#ifndef EDP_DL_S8_LAYER
+#define EDP_DL_S8_LAYER 72u         /* per layer: the call and its set-up */
+#endif
+#ifndef EDP_DL_S8_UNIT
+#define EDP_DL_S8_UNIT 50u          /* per output, rounded up to even: requantisation or dequantisation */
+#endif
+#define EDP_DL_S8_WORD_DSP 9u       /* per 4 inputs of a layer widened (SXTB16; nets without
+                                     * hidden layers share their input's) */
+#define EDP_DL_S8_MAC8_DSP 17u      /* per weight word of an output pair, 8 multiply-adds (SMLAD) */
+#define EDP_DL_S8_WORD_C 17u        /* the same in portable C */
+#define EDP_DL_S8_MAC8_C 40u
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#ifndef EDP_DL_S8_WORD
+#define EDP_DL_S8_WORD EDP_DL_S8_WORD_DSP
+#endif
+#ifndef EDP_DL_S8_MAC8
+#define EDP_DL_S8_MAC8 EDP_DL_S8_MAC8_DSP
+#endif
+#else
+#ifndef EDP_DL_S8_WORD
+#define EDP_DL_S8_WORD EDP_DL_S8_WORD_C
+#endif
+#ifndef EDP_DL_S8_MAC8
+#define EDP_DL_S8_MAC8 EDP_DL_S8_MAC8_C
+#endif
 #endif
 
 #define DL_LN2 0.69314718055994531
@@ -298,20 +365,49 @@ uint32_t edp_deadline_prepare(const edp_dlap_t *d)
     return sat32(EDP_DL_PREP_BASE + (uint64_t)EDP_DL_PREP_PER_L * d->L);
 }
 
+/* The head of one net (edp_model_head). */
+static uint64_t head_insns(const edp_model_t *m)
+{
+    return EDP_DL_MODEL_NET +
+           (uint64_t)(m->head == EDP_MODEL_VOTES ? EDP_DL_MODEL_VOTE : EDP_DL_MODEL_CLASS) * m->n_classes;
+}
+
+/* An int8 model: the input's quantisation, and per layer its widened input
+ * (once for consecutive first layers) and its outputs in pairs (an odd last
+ * one runs as a pair). */
+static uint64_t model_s8_insns(const edp_model_t *m)
+{
+    uint64_t n = EDP_DL_S8_MODEL + (uint64_t)EDP_DL_S8_INPUT * m->n_features;
+    uint32_t i, l, xq_widened = 0;  /* as in edp_model_run_s8: a first layer after a first layer reuses xp */
+    for (i = 0; i < m->n_nets; i++) {
+        const edp_net_s8_t *net = &m->s8->nets[i];
+        n += head_insns(m);
+        for (l = 0; l < net->n_layers; l++) {
+            const uint64_t words = (net->layers[l].in + 3u) / 4u, pairs = (net->layers[l].out + 1u) / 2u;
+            n += EDP_DL_S8_LAYER + pairs * (2u * EDP_DL_S8_UNIT + EDP_DL_S8_MAC8 * words);
+            if (!(l == 0 && xq_widened)) n += EDP_DL_S8_WORD * words;
+            xq_widened = l == 0;
+        }
+    }
+    return n;
+}
+
+/* The model's run, the wipe of its scratch after the answer (edp_model_wipe)
+ * and the loops over its shape here. */
 static uint64_t model_insns(const edp_model_t *m)
 {
-    uint64_t n = 0;
+    uint64_t n = EDP_DL_MODEL_SHAPE + (uint64_t)EDP_DL_MODEL_SHAPE_NET * m->n_nets +
+                 (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
+                 (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m);
     uint32_t i, l;
-    /* int8 models: the float32 kernels' per-MAC and per-output costs bound the
-     * int8 ones too (two MACs per SMLAD), plus the input quantisation. */
-    if (m->s8) n += (uint64_t)EDP_DL_MODEL_UNIT * m->n_features;
+    for (i = 0; i < m->n_nets; i++)
+        n += (uint64_t)EDP_DL_MODEL_SHAPE_LAYER * (m->s8 ? m->s8->nets[i].n_layers : m->nets[i].n_layers);
+    if (m->s8) return n + model_s8_insns(m);
     for (i = 0; i < m->n_nets; i++) {
-        const uint32_t n_layers = m->s8 ? m->s8->nets[i].n_layers : m->nets[i].n_layers;
-        n += EDP_DL_MODEL_NET + (uint64_t)EDP_DL_MODEL_CLASS * m->n_classes;
-        for (l = 0; l < n_layers; l++) {
-            const uint32_t in = m->s8 ? m->s8->nets[i].layers[l].in : m->nets[i].layers[l].in;
-            const uint32_t out = m->s8 ? m->s8->nets[i].layers[l].out : m->nets[i].layers[l].out;
-            n += (uint64_t)out * (EDP_DL_MODEL_UNIT + (uint64_t)EDP_DL_MODEL_MAC * in);
+        n += head_insns(m);
+        for (l = 0; l < m->nets[i].n_layers; l++) {
+            const edp_dense_t *d = &m->nets[i].layers[l];
+            n += (uint64_t)d->out * (EDP_DL_MODEL_UNIT + (uint64_t)EDP_DL_MODEL_MAC * d->in);
         }
     }
     return n;

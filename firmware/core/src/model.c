@@ -2,7 +2,6 @@
 
 #include "arch/arch.h"     /* edp_model_dense4, edp_model_dot */
 #include "edgedp/model.h"
-#include "edgedp/sha256.h"  /* edp_wipe */
 
 #include <string.h>  /* memset */
 
@@ -97,18 +96,21 @@ void edp_model_clamp(const edp_model_t *m, float *x)
     }
 }
 
+uint32_t edp_model_wipe_bytes(const edp_model_t *m)
+{
+    const uint32_t floats = m->scratch_floats * (uint32_t)sizeof *m->scratch;
+    return m->s8 ? floats + edp_model_wipe_bytes_s8(m) : floats;
+}
+
 void edp_model_wipe(const edp_model_t *m)
 {
-    uint32_t t, w = 0;
-    if (m->s8) {
-        edp_model_wipe_s8(m);
-        return;
-    }
-    for (t = 0; t < m->n_nets; t++) {
-        const uint32_t n = net_width(&m->nets[t]);
-        if (n > w) w = n;
-    }
-    edp_wipe(m->scratch, (m->n_classes + 2u * (size_t)w) * sizeof *m->scratch);
+    edp_model_zero(m->scratch, m->scratch_floats * (uint32_t)sizeof *m->scratch);
+    if (m->s8) edp_model_wipe_s8(m);
+}
+
+void edp_model_zero(void *p, uint32_t n)
+{
+    memset(p, 0, n);
 }
 
 const float *edp_model_run(const edp_model_t *m, const float *x)

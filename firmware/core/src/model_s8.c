@@ -4,7 +4,6 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
 #include "edgedp/model.h"
-#include "edgedp/sha256.h"  /* edp_wipe */
 
 #include <string.h>  /* memcpy, memset */
 
@@ -93,14 +92,14 @@ static int8_t requant(int32_t acc, int32_t mult, uint32_t s)
 }
 
 /* One layer on x (row(in) int8 values): hidden layers write int8 y, the last
- * float z. The input is widened once into xp; each pass over it feeds two
- * outputs' accumulators (two weight rows). */
-static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t *xp, int8_t *y, float *z)
+ * float z. The input is widened into xp (unless `widened`: xp holds x widened
+ * already); each pass over it feeds two outputs' accumulators (two weight rows). */
+static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t widened, uint32_t *xp, int8_t *y, float *z)
 {
     const uint32_t n4 = row4(l->in) / 4u, row = 4u * n4, out = l->out;
     const int8_t *w = l->wt;
     uint32_t i, j;
-    for (i = 0; i < n4; i++) {
+    for (i = 0; !widened && i < n4; i++) {
         const uint32_t v = load32(x + 4u * i);
         xp[2u * i] = lo16(v);
         xp[2u * i + 1u] = hi16(v);
@@ -124,9 +123,11 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
     const edp_model_s8_t *q = m->s8;
     float *out = m->scratch, *z = out + m->n_classes;
     int8_t *xq = q->act, *ping = xq + row4(m->n_features), *pong = ping + q->hidden_row;
-    uint32_t i, t, l;
-    for (i = 0; i < m->n_features; i++) {
-        const float v = x[i] * q->in_mul + q->in_add;
+    const float in_mul = q->in_mul, in_add = q->in_add;  /* locals: the int8 stores may alias them */
+    const uint32_t n = m->n_features;
+    uint32_t i, t, l, xq_widened = 0;  /* xp holds xq widened: the last layer run was a first one */
+    for (i = 0; i < n; i++) {
+        const float v = x[i] * in_mul + in_add;
         const int32_t u = !(v >= 0.0f) ? 0 : (v >= 255.0f ? 255 : (int32_t)v);  /* floor: v >= 0 */
         xq[i] = (int8_t)(u - 128);
     }
@@ -136,28 +137,27 @@ const float *edp_model_run_s8(const edp_model_t *m, const float *x)
         const int8_t *in = xq;
         int8_t *a = ping, *b = pong;
         for (l = 0; l + 1u < net->n_layers; l++) {
-            dense_s8(&net->layers[l], in, q->xp, a, NULL);
+            dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, a, NULL);
+            xq_widened = l == 0;
             in = a;
             a = b;
             b = (int8_t *)in;
         }
-        dense_s8(&net->layers[l], in, q->xp, NULL, z);
+        dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, NULL, z);
+        xq_widened = l == 0;
         edp_model_head(m, net->cls, z, net->layers[l].out, out);
     }
     return out;
 }
 
+/* act and xp: row(n_features) + 2 hidden_row bytes and xp_words words. */
+uint32_t edp_model_wipe_bytes_s8(const edp_model_t *m)
+{
+    return row4(m->n_features) + 2u * m->s8->hidden_row + m->s8->xp_words * (uint32_t)sizeof *m->s8->xp;
+}
+
 void edp_model_wipe_s8(const edp_model_t *m)
 {
-    const edp_model_s8_t *q = m->s8;
-    uint32_t t, l, z = 0, xin = 0;
-    for (t = 0; t < m->n_nets; t++) {
-        const edp_net_s8_t *net = &q->nets[t];
-        if (net->layers[net->n_layers - 1u].out > z) z = net->layers[net->n_layers - 1u].out;
-        for (l = 0; l < net->n_layers; l++)
-            if (row4(net->layers[l].in) > xin) xin = row4(net->layers[l].in);
-    }
-    edp_wipe(m->scratch, (m->n_classes + (size_t)z) * sizeof *m->scratch);
-    edp_wipe(q->act, row4(m->n_features) + 2u * (size_t)q->hidden_row);
-    edp_wipe(q->xp, (size_t)xin / 2u * sizeof *q->xp);
+    edp_model_zero(m->s8->act, row4(m->n_features) + 2u * m->s8->hidden_row);
+    edp_model_zero(m->s8->xp, m->s8->xp_words * (uint32_t)sizeof *m->s8->xp);
 }

@@ -256,7 +256,8 @@ def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: in
 
 
 def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsilon: float = 1.0) -> dict:
-    """The first INFER after a CONFIG (the plan prepared) and one per further image."""
+    """The first INFER after a CONFIG (the plan prepared) and one per further image; with the
+    plan's noise bound (`noise_bound`, edp_mech_plan_t.noise_insns)."""
     from ..mech.lattice import to_micro
     probe = WindowProbe(elf, model=True)
     probe.configure(MechConfig(to_micro(epsilon), 0.0, 1.0, 1.0, None))
@@ -266,4 +267,149 @@ def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsi
         if i == 0:
             probe.force_reseed()
         probe.run(lambda d, x=x: d.infer(x, mode), warm)
-    return {"first": first.as_dict(), "warm": warm.as_dict()}
+    img = probe.emu.image
+    plan = probe.emu.device + img.offset("edp_device_t", "infer_plan")
+    noise_bound = struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
+    return {"first": first.as_dict(), "warm": warm.as_dict(), "noise_bound": noise_bound}
+
+
+def optimum_estimate(window: dict, noise_bound: int) -> float:
+    """The best fixed deadline's estimate for a window (issue 22): its measured work outside the
+    noise, and the noise bound with the measured path costs (each draw its fast path, the slow
+    paths with their own tails) in place of the constants, which are at least MARGIN (1.25)
+    times those costs: noise_bound / 1.25 at most."""
+    return window["rest"] + noise_bound / 1.25
+
+
+@dataclass
+class S8Paths:
+    """Per-unit instructions of the int8 kernels (edp_model_run_s8, model_s8.c), each the largest
+    over the data paths (the input's three quantisation branches, the requantisation's three
+    clamps): what deadline.c's EDP_DL_S8_* constants must cover."""
+
+    call: float     # per model: the function's entry, exit and the zeroing of two outputs
+    input: float    # per input feature: its quantisation
+    net: float      # per net: its loop, the head on two classes, one output pair of the last layer
+    layer: float    # per layer: the call and set-up (its widening's included)
+    word: float     # per 4 inputs widened into int16 pairs
+    mac8: float     # per weight word of an output pair: 8 multiply-adds (SXTB16, SMLAD)
+    hidden: float   # per output of a hidden layer (outputs rounded up to even): requantisation
+    last: float     # per output of the last layer beyond the first pair: dequantisation, the head, the zeroing
+
+
+# Synthetic int8 nets: (features, hidden layer widths, last layer width = classes, nets).
+S8Shape = tuple[int, tuple[int, ...], int, int]
+S8_SHAPES: list[S8Shape] = [(f, hidden, c, nets) for nets in (1, 2) for f, hidden in
+             ((4, ()), (5, ()), (8, ()), (16, ()), (4, (4,)), (8, (4,)), (4, (8,)), (12, (6,)),
+              (4, (2, 6)), (8, (10, 4)), (16, (16,)))
+             for c in ((2, 4) if nets == 1 else (2,))]
+
+
+def _layout_s8(emu: Emulator, proto: int, shape: S8Shape, bias: int, x_value: float) -> int:
+    """An int8 model in the scratch buffer with the given shape, all weights 0 (every hidden
+    accumulator is `bias`, every logit 0), the image's own model `proto` for the rest; the input
+    x_value everywhere (quantised with in_mul 100, in_add 0). Returns the model's address."""
+    img, uc = emu.image, emu.uc
+    f, hidden, c, n_nets = shape
+    base = emu.scratch
+    model, s8, nets, layers, data = base, base + 0x80, base + 0x100, base + 0x200, base + 0x400
+    act, xp, flt, x = base + 0x2000, base + 0x2400, base + 0x2800, base + 0x3000
+    uc.mem_write(model, bytes(uc.mem_read(proto, img.offset("edp_model_t", "__size__"))))
+
+    def put(addr: int, struct_name: str, member: str, fmt: str, value: float) -> None:
+        uc.mem_write(addr + img.offset(struct_name, member), struct.pack("<" + fmt, value))
+
+    def alloc(blob: bytes) -> int:
+        nonlocal data
+        addr, data = data, (data + len(blob) + 3) & ~3
+        uc.mem_write(addr, blob)
+        return addr
+
+    for name, fmt, value in (("head", "B", 1), ("n_features", "H", f), ("n_classes", "H", c),
+                             ("n_nets", "H", n_nets), ("scratch", "I", flt), ("s8", "I", s8)):
+        put(model, "edp_model_t", name, fmt, value)
+    widths = [f, *hidden, c]
+    put(s8, "edp_model_s8_t", "in_mul", "f", 100.0)
+    put(s8, "edp_model_s8_t", "in_add", "f", 0.0)
+    put(s8, "edp_model_s8_t", "nets", "I", nets)
+    put(s8, "edp_model_s8_t", "hidden_row", "H", max([(h + 3) & ~3 for h in hidden], default=0))
+    put(s8, "edp_model_s8_t", "act", "I", act)
+    put(s8, "edp_model_s8_t", "xp", "I", xp)
+    net_size, layer_size = img.offset("edp_net_s8_t", "__size__"), img.offset("edp_dense_s8_t", "__size__")
+    cls = alloc(struct.pack(f"<{c}H", *range(c)))
+    for t in range(n_nets):
+        first = layers + t * len(widths[1:]) * layer_size
+        for j, (n_in, n_out) in enumerate(zip(widths, widths[1:])):
+            lay = first + j * layer_size
+            last = j == len(widths) - 2
+            put(lay, "edp_dense_s8_t", "in", "H", n_in)
+            put(lay, "edp_dense_s8_t", "out", "H", n_out)
+            put(lay, "edp_dense_s8_t", "wt", "I", alloc(bytes(n_out * ((n_in + 3) & ~3))))
+            put(lay, "edp_dense_s8_t", "b", "I", alloc(struct.pack(f"<{n_out}i", *[0 if last else bias] * n_out)))
+            put(lay, "edp_dense_s8_t", "mult", "I", 0 if last else alloc(struct.pack(f"<{n_out}i", *[1 << 30] * n_out)))
+            put(lay, "edp_dense_s8_t", "shift", "I", 0 if last else alloc(bytes([40] * n_out)))
+            put(lay, "edp_dense_s8_t", "scale", "I", alloc(struct.pack(f"<{n_out}f", *[1.0] * n_out)) if last else 0)
+        net = nets + t * net_size
+        put(net, "edp_net_s8_t", "n_layers", "H", len(widths) - 1)
+        put(net, "edp_net_s8_t", "layers", "I", first)
+        put(net, "edp_net_s8_t", "cls", "I", cls)
+    uc.mem_write(x, struct.pack(f"<{f}f", *[x_value] * f))
+    return model
+
+
+def _s8_features(shape: S8Shape) -> list[int]:
+    f, hidden, c, n_nets = shape
+    widths = [f, *hidden, c]
+    row = [(n + 3) // 4 for n in widths[:-1]]
+    pairs = [(n + 1) // 2 for n in widths[1:]]
+    # the input is widened for every layer but a first one right after another first one (nets
+    # without hidden layers share the widened input)
+    widened, widening = (n_nets * sum(row), n_nets * len(row)) if hidden else (row[0], 1)
+    return [1, f, n_nets, n_nets * len(row), widened, n_nets * 2 * sum(pairs[:-1]),
+            2 * (pairs[-1] - 1), n_nets * sum(p * r for p, r in zip(pairs, row)), widening,
+            0 if hidden else n_nets]
+
+
+def measure_s8(elf: str | Path) -> S8Paths:
+    """Fit edp_model_run_s8's instructions on synthetic int8 models (S8_SHAPES) to the per-unit
+    costs, for each data path: inputs quantised to the middle, below 0 and above 255, hidden
+    accumulators requantised to the middle, below -128 and above 127. The code has no other
+    data-dependent branch, so each fit must be exact (residual below one instruction)."""
+    emu = Emulator(elf)
+    proto = struct.unpack("<I", emu.uc.mem_read(emu.image.symbol("edp_app_model"), 4))[0]
+    X = np.array([_s8_features(s) for s in S8_SHAPES], dtype=float)
+    best = np.zeros(X.shape[1])
+    for bias in (1 << 17, 1 << 30, -(1 << 30)):       # y in range, above 127, below -128
+        for x_value in (0.5, -1.0, 3.0):               # v = 50, v < 0, v >= 255
+            y = []
+            for shape in S8_SHAPES:
+                m = _layout_s8(emu, proto, shape, bias, x_value)
+                y.append(_counted(emu, "edp_model_run_s8", m, emu.scratch + 0x3000))
+            coef, *_ = np.linalg.lstsq(X, np.array(y, dtype=float), rcond=None)
+            if np.max(np.abs(X @ coef - y)) > 0.5:
+                raise RuntimeError(f"edp_model_run_s8 is not linear in the shape (bias {bias}, x {x_value})")
+            best = np.maximum(best, coef)
+    # exact fits: whole instructions, halves per output (a pair's cost over its two outputs)
+    call, inp, net, layer, word, hidden, last, mac8, widening, single = (float(v) for v in np.round(2 * best) / 2)
+    return S8Paths(call, inp, net + max(single, 0.0), layer + widening, word, mac8, hidden, last)
+
+
+def head_per_class(elf: str | Path) -> dict[str, float]:
+    """edp_model_head's instructions per class, by head ("votes", "softmax"), on logits that
+    rise with the class (the argmax moves at every one: its longest path): the difference
+    between 12 and 2 classes over 10."""
+    emu = Emulator(elf)
+    proto = struct.unpack("<I", emu.uc.mem_read(emu.image.symbol("edp_app_model"), 4))[0]
+    m, cls, z, out = emu.scratch, emu.scratch + 0x100, emu.scratch + 0x200, emu.scratch + 0x300
+    emu.uc.mem_write(m, bytes(emu.uc.mem_read(proto, emu.image.offset("edp_model_t", "__size__"))))
+    emu.uc.mem_write(cls, struct.pack("<12H", *range(12)))
+    emu.uc.mem_write(z, struct.pack("<12f", *[0.25 * j for j in range(12)]))
+    res = {}
+    for name, head in (("softmax", 0), ("votes", 1)):
+        emu.uc.mem_write(m + emu.image.offset("edp_model_t", "head"), bytes([head]))
+        n = {}
+        for k in (2, 12):
+            emu.uc.mem_write(out, bytes(48))
+            n[k] = _counted(emu, "edp_model_head", m, cls, z, k, out)
+        res[name] = (n[12] - n[2]) / 10
+    return res

@@ -108,9 +108,24 @@ def _query_frames(key: bytes, queries: int) -> list[dict]:
     return rows
 
 
-def run(n: int = 20, mode: str = "label", qemu: bool = True, progress=None) -> dict:
+def _deadline(name: str, X: np.ndarray, mode: str) -> dict:
+    """The model's INFER release deadline on its production timing image (docs/benchmarks.md
+    section 9): the first INFER after a CONFIG (it prepares the plan) and up to 3 more, the first
+    of them with a forced reseed; the bound and the longest window of each."""
+    from .deadline import infer_windows, optimum_estimate
+    w = infer_windows(model_image(name, timing=True), X[:4], mode)
+    optimum = optimum_estimate(w["warm"], w["noise_bound"])
+    return {"deadline_instructions": w["warm"]["deadline"], "max_work_instructions": w["warm"]["work"],
+            "first_deadline_instructions": w["first"]["deadline"],
+            "first_work_instructions": w["first"]["work"], "optimum_instructions": optimum,
+            "deadline_over_optimum": w["warm"]["deadline"] / optimum}
+
+
+def run(n: int = 20, mode: str = "label", qemu: bool = True, deadline: bool = True, progress=None) -> dict:
     """Per model: size, inference and DP-step instructions (QEMU ticks and exact trace), frame
-    instructions; and QUERY frames at k = 10 and 1000 (framing vs DP step)."""
+    instructions, the production release deadline, the longest window and the optimum's estimate
+    (`deadline`, edgedp.bench.deadline.optimum_estimate); and QUERY
+    frames at k = 10 and 1000 (framing vs DP step)."""
     from ..model import cgen
     say = progress or (lambda msg: None)
     key = load_key(project_root() / TEST_KEY)
@@ -127,6 +142,8 @@ def run(n: int = 20, mode: str = "label", qemu: bool = True, progress=None) -> d
                "trace_inference": tr["inference"], "trace_dp_step": tr["dp_step"], "frame": tr["frame"],
                "framing": tr["frame"] - tr["inference"] - tr["dp_step"],
                "dp_share_of_inference": tr["dp_step"] / tr["inference"]}
+        if deadline:
+            row.update(_deadline(name, X if len(X) > 1 else np.repeat(X, 2, axis=0), mode))
         if qemu:
             q = _qemu(elf, key, X, mode, name)
             row.update(qemu_inference=q["inference"], qemu_dp_step=q["dp_step"])
@@ -135,16 +152,21 @@ def run(n: int = 20, mode: str = "label", qemu: bool = True, progress=None) -> d
     return {"models": rows, "query_frames": _query_frames(key, 3)}
 
 
+def _count(v: int | None) -> str:
+    return "-" if v is None else f"{v:,}"
+
+
 def markdown(res: dict) -> str:
     out = ["| model | nets | multiply-adds | weights (flash) | scratch RAM | inference instr. (QEMU / trace) | "
-           "DP step instr. (QEMU / trace) | DP / inference | whole INFER frame | framing |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "DP step instr. (QEMU / trace) | DP / inference | whole INFER frame | framing | deadline | max work |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["models"]:
         q_inf = f"{r['qemu_inference']:,.0f}" if "qemu_inference" in r else "-"
         q_dp = f"{r['qemu_dp_step']:,.0f}" if "qemu_dp_step" in r else "-"
         out.append(f"| {r['model']} | {r['nets']} | {r['macs']:,} | {r['weight_bytes']:,} B | {r['scratch_bytes']} B | "
                    f"{q_inf} / {r['trace_inference']:,.0f} | {q_dp} / {r['trace_dp_step']:,.0f} | "
-                   f"{r['dp_share_of_inference']:.1%} | {r['frame']:,.0f} | {r['framing']:,.0f} |")
+                   f"{r['dp_share_of_inference']:.1%} | {r['frame']:,.0f} | {r['framing']:,.0f} | "
+                   f"{_count(r.get('deadline_instructions'))} | {_count(r.get('max_work_instructions'))} |")
     out += ["", "| QUERY frame | DP step | whole frame | framing | framing per class | DP per class |",
             "|---|---|---|---|---|---|"]
     for r in res["query_frames"]:

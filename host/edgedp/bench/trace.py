@@ -388,14 +388,18 @@ class Emulator:
     # ---- calls --------------------------------------------------------------------------
     def call(self, name_or_addr: str | int, *args: int, fargs: tuple[float, ...] = (),
              limit: int = 200_000_000) -> int:
-        """Call a function with integer args r0-r3 and float args s0.. (hard-float ABI); returns r0."""
+        """Call a function with integer args (r0-r3, the rest on the stack) and float args s0..
+        (hard-float ABI); returns r0."""
         addr = self.image.symbol(name_or_addr) if isinstance(name_or_addr, str) else name_or_addr
         uc = self.uc
         for reg, v in zip((UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3), args):
             uc.reg_write(reg, v & 0xFFFFFFFF)
         for i, v in enumerate(fargs):
             uc.reg_write(UC_ARM_REG_S0 + i, struct.unpack("<I", struct.pack("<f", v))[0])
-        uc.reg_write(UC_ARM_REG_SP, self.stack_top)
+        rest = [v & 0xFFFFFFFF for v in args[4:]]
+        sp = self.stack_top - 8 * ((len(rest) + 1) // 2)      # 8-byte aligned
+        uc.mem_write(sp, struct.pack(f"<{len(rest)}I", *rest))
+        uc.reg_write(UC_ARM_REG_SP, sp)
         uc.reg_write(UC_ARM_REG_LR, RETURN_ADDR | 1)
         self._prev = None
         try:

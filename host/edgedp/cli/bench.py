@@ -31,7 +31,8 @@ from .params import CLASSES, EPSILON
               help="Device HMAC key for CONFIG [default: tests/keys/test-device.key].")
 @click.option("--models", "models_n", type=int, default=0, metavar="N",
               help="Also measure INFER on each bundled model's QEMU test image with N digits images "
-                   "(inference vs DP step vs whole frame; edgedp.bench.infer).")
+                   "(inference vs DP step vs whole frame, and each model's production INFER deadline; "
+                   "edgedp.bench.infer).")
 @click.option("--e2e", "e2e_n", type=int, default=0, metavar="N",
               help="Also measure end-to-end answers per second with N k = 10 rows: the API (pipelined "
                    "and not) and the CLI, beside the 115,200-baud wire limit (edgedp.bench.e2e).")
@@ -75,7 +76,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     result = bench_run.run(target, cfg, progress=say)
     if models_n > 0:
         from ..bench import infer as bench_infer
-        result["infer"] = bench_infer.run(models_n, progress=say)
+        result["infer"] = bench_infer.run(models_n, deadline=not no_deadline, progress=say)
     if e2e_n > 0:
         from ..bench import e2e as bench_e2e
         result["e2e"] = bench_e2e.run(e2e_n, progress=say)

@@ -110,7 +110,7 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         hidden = (model.act_bytes - row4(model.n_features)) // 2
         out.append(f"static int8_t act[{model.act_bytes}];\nstatic uint32_t xp[{model.xp_words}];\n"
                    f"static const edp_model_s8_t s8 = {{{_f(np.float32(model.quant.mul))}, "
-                   f"{_f(np.float32(model.quant.add))}, nets, {hidden}, act, xp}};\n")
+                   f"{_f(np.float32(model.quant.add))}, nets, {hidden}, act, xp, {model.xp_words}}};\n")
     out.append("\n")
     m = "EDP_M_AUTO" if model.m is None else str(model.m)
     out.append(
@@ -120,7 +120,7 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         f"    {_f(np.float32(model.lo))}, {_f(np.float32(model.hi))}, "
         f"{_f(np.float32(model.sensitivity))}, {m},\n"
         f"    {_f(np.float32(in_lo))}, {_f(np.float32(in_hi))},\n"
-        f"    {'&s8' if model.int8 else 'NULL'},\n}};\n"
+        f"    {'&s8' if model.int8 else 'NULL'}, {model.scratch_floats},\n}};\n"
         "const edp_model_t *const edp_app_model = &model;\n")
     return "".join(out)
 
@@ -129,9 +129,10 @@ _ARRAY = re.compile(r"static const (float|uint16_t|int8_t|int32_t|uint8_t) (\w+)
 _LAYERS = re.compile(r"static const edp_dense(_s8)?_t layers(\d+)\[\d+\] = \{(.*)\};")
 _LAYER = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+)\}")
 _LAYER8 = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+), (\w+), (\w+), (\w+)\}")
-_S8 = re.compile(r"static const edp_model_s8_t s8 = \{(\S+), (\S+), nets, \d+, act, xp\};")
+_S8 = re.compile(r"static const edp_model_s8_t s8 = \{(\S+), (\S+), nets, \d+, act, xp, (\d+)\};")
 _MODEL = re.compile(r'static const edp_model_t model = \{\s*"([^"]+)", (\d+), (\d+), (\d+), (\d+), (?:nets|NULL), '
-                    r"scratch,\s*(\S+), (\S+), (\S+), (\S+),\s*(\S+), (\S+),\s*(?:(?:NULL|&s8),\s*)?\};")
+                    r"scratch,\s*(\S+), (\S+), (\S+), (\S+),\s*(\S+), (\S+),\s*(?:NULL|&s8), (\d+),\s*\};")
+_SIZES = re.compile(r"static float scratch\[(\d+)\];(?:\nstatic int8_t act\[\d+\];\nstatic uint32_t xp\[(\d+)\];)?")
 
 
 def _value(text: str) -> float:
@@ -169,7 +170,7 @@ def read(path: str | Path) -> DeviceModel:
     m = _MODEL.search(text)
     if m is None or not nets:
         raise ValueError(f"{path}: not a model file written by `edgedp deploy`")
-    name, head, n_features, n_classes, n_nets, lo, hi, sens, mm, in_lo, in_hi = m.groups()
+    name, head, n_features, n_classes, n_nets, lo, hi, sens, mm, in_lo, in_hi, scratch_floats = m.groups()
     if int(n_nets) != len(nets):
         raise ValueError(f"{path}: {n_nets} nets declared, {len(nets)} found")
     model = DeviceModel(name, HEADS[int(head)], int(n_classes), tuple(nets), _value(lo), _value(hi),
@@ -178,4 +179,11 @@ def read(path: str | Path) -> DeviceModel:
                         InputQuant(_value(q.group(1)), _value(q.group(2))) if q else None)
     if model.n_features != int(n_features):
         raise ValueError(f"{path}: inputs declared {n_features}, layers take {model.n_features}")
+    # edp_model_wipe zeroes the sizes declared: they must be the arrays', and what the model needs
+    sizes = _SIZES.search(text)
+    declared = (int(scratch_floats), int(q.group(3)) if q else 0)
+    arrays_ = (int(sizes.group(1)), int(sizes.group(2) or 0)) if sizes else None
+    if not declared == arrays_ == (model.scratch_floats, model.xp_words):
+        raise ValueError(f"{path}: scratch sizes declared {declared}, arrays {arrays_}, "
+                         f"the model needs {(model.scratch_floats, model.xp_words)}")
     return model

@@ -29,7 +29,8 @@
  *    a refill every 56 keystream words;
  *  - the rest is deterministic given the request and the configuration:
  *    the request's COBS decoding, CRC and parsing, the plan when this request
- *    prepared it (edp_deadline_prepare), the model, the charge (with a reseed
+ *    prepared it (edp_deadline_prepare), the model (its run, float32 or int8,
+ *    and the wipe of its scratch), the charge (with a reseed
  *    and the store and flash-log writes: the port's window_fixed, port.h),
  *    quantize, the output mode, the response's CRC and the encoding before the
  *    first UART write.

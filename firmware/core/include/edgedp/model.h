@@ -63,6 +63,7 @@ typedef struct {
     uint16_t hidden_row;        /* row(widest hidden layer output), 0 without hidden layers */
     int8_t *act;                /* row(n_features) + 2 * hidden_row bytes */
     uint32_t *xp;               /* row(widest layer input) / 2 words: an input widened to int16 pairs */
+    uint16_t xp_words;          /* the words at xp (the generator's array) */
 } edp_model_s8_t;
 
 typedef struct {
@@ -82,6 +83,8 @@ typedef struct {
      * finite, in_lo <= in_hi. Every input is clamped to it before the model runs. */
     float in_lo, in_hi;
     const edp_model_s8_t *s8; /* NULL: float32 nets; else int8 nets (nets unused, NULL) */
+    uint16_t scratch_floats;  /* the floats at scratch (the generator's array), all of which
+                               * edp_model_wipe zeroes: its size is declared, not searched for */
 } edp_model_t;
 
 /* Clamp x[0..n_features) in place to [m->in_lo, m->in_hi] (x finite: the
@@ -106,8 +109,18 @@ void edp_model_head(const edp_model_t *m, const uint16_t *cls, const float *z, u
  * depends only on the model's shape. */
 void edp_model_wipe(const edp_model_t *m);
 
-/* edp_model_wipe's int8 part (model_s8.c): its float scratch, act and xp. */
+/* Zero n bytes of the model's scratch (static buffers of the generated model:
+ * memset's stores to them are kept, unlike those to a dying local), in a time
+ * that depends on n and the alignment of p only. */
+void edp_model_zero(void *p, uint32_t n);
+
+/* The bytes edp_model_wipe zeroes (edp_deadline_answer charges them). */
+uint32_t edp_model_wipe_bytes(const edp_model_t *m);
+
+/* edp_model_wipe's int8 part (model_s8.c): act and xp, edp_model_wipe_bytes_s8
+ * bytes in all. */
 void edp_model_wipe_s8(const edp_model_t *m);
+uint32_t edp_model_wipe_bytes_s8(const edp_model_t *m);
 
 /* exp(x) in float32 for x <= 0 (0 below -87 and for NaN): 2^n p(r) with r = x - n ln 2,
  * p the degree-7 Taylor polynomial by Horner; within 4 ulps of exp (tested). */
