@@ -63,8 +63,13 @@ def test_step_trace_is_consistent(emulator: Emulator, test_key: bytes) -> None:
 
 
 def test_footprint_per_module(qemu_elf) -> None:
-    from edgedp.bench.footprint import DP_MODULES, measure
-    fp = measure(qemu_elf)
+    """The DP core as it ships: the production image (what `edgedp bench` reports), not the test
+    image, whose test-only commands (SAMPLE, LOCAL) link more of the core's code."""
+    from edgedp.bench.footprint import DP_MODULES, default_image, measure
+    from edgedp.device.targets.qemu import ensure_image
+    prod = ensure_image("stm32f4")
+    assert default_image() == prod
+    fp = measure(prod)
     mods = {m.module: m for m in fp.modules}
     assert set(DP_MODULES) <= set(mods)
     # The linker keeps at most what each DP module compiled to (production flags, --gc-sections).

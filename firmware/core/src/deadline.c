@@ -22,7 +22,7 @@
 #define EDP_DL_STORE 23u            /* quantising one input, adding its sample (region _store), per class */
 #endif
 #ifndef EDP_DL_ACCEPT
-#define EDP_DL_ACCEPT 232u          /* acceptance past the K fixed bits: region _accept, load, flush, accept_rest, band */
+#define EDP_DL_ACCEPT 290u          /* acceptance past the K fixed bits: region _accept (tier 1 inline), load, flush, accept_rest, band */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK
 #define EDP_DL_EXACT_PER_CHUNK 240u /* exact product: accept_exact, less_than over 2 limbs per chunk */

@@ -13,8 +13,8 @@
  * table), r8 = imask, r9 = n1, r10 = s1, r11 = mk, s16 = q->scale2, s17 = 0
  * (stored over each keystream word as it is read, drbg.h); stack:
  * [sp] d, [sp+4] r, [sp+8] the end of r->block, [sp+12] q->lo2, [sp+16]
- * q->hi2, [sp+20] r3 and [sp+24] lr across calls; y and k at [sp+72] and
- * [sp+76]. The local subroutines at the end store the bit buffer to r
+ * q->hi2, [sp+20] r3 and [sp+24] lr across calls, [sp+28] r4 and [sp+32] r5
+ * in the acceptance's tier 1; y and k at [sp+80] and [sp+84]. The local subroutines at the end store the bit buffer to r
  * (flush: leaves ip = r, uses r3) and reload it (load: uses ip and r3).
  * r->acc holds up to 64 bits, the loop's buffer 32: storing it writes cur as
  * acc's high word; loading 32 + e bits (e >= 1) hands the last word read back
@@ -36,6 +36,8 @@ EDP_STATIC_ASSERT(word, offsetof(edp_drbg_t, word) == 320);
 EDP_STATIC_ASSERT(acc, offsetof(edp_drbg_t, acc) == 328);
 EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == 336);
 EDP_STATIC_ASSERT(batch, EDP_DRBG_BATCH_WORDS == 64);
+EDP_STATIC_ASSERT(K, offsetof(edp_dlap_t, K) == 64 + 1028);
+EDP_STATIC_ASSERT(c1, offsetof(edp_dlap_t, c1) == 64 + 1040);
 EDP_STATIC_ASSERT(scale2, offsetof(edp_dlap_quant_t, scale2) == 0);
 EDP_STATIC_ASSERT(lo2, offsetof(edp_dlap_quant_t, lo2) == 4);
 EDP_STATIC_ASSERT(hi2, offsetof(edp_dlap_quant_t, hi2) == 8);
@@ -47,7 +49,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
     __asm__ volatile(
         "push {r4-r11, lr}\n\t"
         "vpush {s16, s17}\n\t"
-        "sub sp, sp, #28\n\t"
+        "sub sp, sp, #36\n\t"
         "strd r0, r1, [sp]\n\t"
         "add ip, r1, #320\n\t"
         "str ip, [sp, #8]\n\t"
@@ -62,7 +64,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "ldr r11, [r0, #8]\n\t"
         "ldr r8, [r0, #12]\n\t"
         "bl 30f\n\t"
-        "ldrd ip, lr, [sp, #72]\n\t"    /* y, k */
+        "ldrd ip, lr, [sp, #80]\n\t"    /* y, k */
         "add r5, r4, lr, lsl #2\n\t"
         "sub r3, ip, r4\n\t"
         "subs r3, #4\n\t"
@@ -136,7 +138,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "9:\n\t"
         "edp_dlap_noisy_exit:\n\t"
         "bl 31f\n\t"
-        "add sp, sp, #28\n\t"
+        "add sp, sp, #36\n\t"
         "vpop {s16, s17}\n\t"
         "pop {r4-r11, pc}\n\t"
         /* a new keystream batch: continue at r->block + r->word */
@@ -172,8 +174,60 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "lsls r0, #1\n\t"
         "subs r1, #1\n\t"
         "b 1b\n\t"
-        "12:\n\t"                      /* the bits agree: compare further */
+        /* the bits agree: tier 1 of edp_dlap_accept_rest (dlap.c) on the
+         * buffered bits, the same decision and consumption: a_V between
+         * edp_dlap_band's lo and hi, decided at the first bit where the
+         * stream leaves lo if lo and hi agree through it and it is buffered */
+        "12:\n\t"
         "str r3, [sp, #20]\n\t"
+        "strd r4, r5, [sp, #28]\n\t"
+        "ldr ip, [r7, #-44]\n\t"
+        "lsr ip, r6, ip\n\t"           /* V */
+        "ldr r3, [r7, #1040]\n\t"
+        "mul r3, ip, r3\n\t"           /* p = V c1 */
+        "add r4, r3, ip\n\t"           /* s = p + V */
+        "umull ip, r5, r4, r4\n\t"     /* s2 */
+        "lsr lr, r5, #1\n\t"
+        "add lr, lr, #3\n\t"
+        "subs lr, lr, r3\n\t"          /* hi = 2^32 - p + s2/2 + 3, saturated */
+        "it cs\n\t"
+        "movcs lr, #-1\n\t"
+        "umull ip, r5, r5, r4\n\t"     /* s3 */
+        "umull ip, r3, r3, r3\n\t"     /* p2 */
+        "rsb r4, r4, #0\n\t"
+        "add r4, r4, r3, lsr #1\n\t"
+        "sub r4, r4, r5, lsr #2\n\t"
+        "sub r4, r4, #3\n\t"           /* lo = 2^32 - s + p2/2 - s3/4 - 3 */
+        "ldr ip, [r7, #1028]\n\t"      /* K */
+        "rsb r5, ip, #32\n\t"
+        "mvn r3, #0\n\t"
+        "lsl r3, r3, r5\n\t"
+        "lsr r5, r0, ip\n\t"
+        "orr r3, r3, r5\n\t"           /* the K ones and the buffered bits */
+        "eors r3, r3, r4\n\t"
+        "beq 14f\n\t"
+        "clz r3, r3\n\t"
+        "add r3, r3, #1\n\t"           /* pos: the first bit that differs from lo */
+        "cmp r3, ip\n\t"
+        "bls 14f\n\t"
+        "add r5, ip, r1\n\t"
+        "cmp r3, r5\n\t"
+        "bhi 14f\n\t"                  /* not buffered: the C tier 1 reads on */
+        "eor r5, r4, lr\n\t"
+        "rsb lr, r3, #32\n\t"
+        "lsrs r5, r5, lr\n\t"
+        "bne 14f\n\t"                  /* lo and hi differ by then */
+        "sub ip, r3, ip\n\t"
+        "lsl r0, r0, ip\n\t"           /* consume through pos */
+        "sub r1, r1, ip\n\t"
+        "lsr r4, r4, lr\n\t"
+        "tst r4, #1\n\t"               /* lo's bit at pos: 1 accepts */
+        "ldr r3, [sp, #20]\n\t"
+        "ldrd r4, r5, [sp, #28]\n\t"
+        "beq 1b\n\t"
+        "b 4b\n\t"
+        "14:\n\t"                      /* undecided: edp_dlap_accept_rest */
+        "ldrd r4, r5, [sp, #28]\n\t"
         "bl 31f\n\t"
         "mov r1, ip\n\t"
         "ldr r0, [sp]\n\t"
