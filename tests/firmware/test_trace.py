@@ -88,7 +88,9 @@ def test_footprint_per_module(qemu_elf) -> None:
 def test_query_frame_framing_within_dp_step(emulator: Emulator, test_key: bytes) -> None:
     """Issue 11: a k = 1000 FULL QUERY frame spends at most the DP step's instructions outside
     the step (receive loop, COBS both ways, CRC both ways, input checks, budget commit, UART
-    writes), counted exactly in the trace the way `edgedp bench` does (frame - DP step)."""
+    writes), counted exactly in the trace the way `edgedp bench` does (frame - DP step). The
+    step was 128-137 instructions per class then; issue 22 made it cheaper than the framing, so
+    the bound keeps its value then, 130 per class."""
     dev = Device(TraceLink(emulator))
     dev.configure(test_key, MechConfig(), Caps(daily=10**12))
     x = np.random.default_rng(1000).dirichlet(np.ones(1000)).astype(np.float32)
@@ -100,4 +102,4 @@ def test_query_frame_framing_within_dp_step(emulator: Emulator, test_key: bytes)
     (step,) = emulator.steps()
     assert r.k == 1000 and len(r.lattice) == 1000
     assert 0 < step.instructions < frame
-    assert frame - step.instructions <= step.instructions, (frame, step.instructions)
+    assert frame - step.instructions <= 130 * 1000, (frame, step.instructions)

@@ -25,16 +25,16 @@
 #define EDP_DL_ACCEPT 290u          /* acceptance past the K fixed bits: region _accept (tier 1 inline), load, flush, accept_rest, band */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK
-#define EDP_DL_EXACT_PER_CHUNK 240u /* exact product: accept_exact, less_than over 2 limbs per chunk */
+#define EDP_DL_EXACT_PER_CHUNK 250u /* exact product: accept_exact, less_than over 2 limbs per chunk */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK2
-#define EDP_DL_EXACT_PER_CHUNK2 25u /* the product, quadratic in the chunks */
+#define EDP_DL_EXACT_PER_CHUNK2 27u /* the product, quadratic in the chunks */
 #endif
 #ifndef EDP_DL_HIGH
-#define EDP_DL_HIGH 324u            /* a tie or tail outcome: region _high, load, flush, one pass of high_part */
+#define EDP_DL_HIGH 370u            /* a tie or tail outcome: region _high (ties inline), load, flush, one pass of high_part */
 #endif
 #ifndef EDP_DL_ROUND
-#define EDP_DL_ROUND 272u           /* one more tail round: one pass of high_part */
+#define EDP_DL_ROUND 280u           /* one more tail round: one pass of high_part */
 #endif
 #ifndef EDP_DL_REFILL
 #define EDP_DL_REFILL 4000u         /* region _refill and edp_drbg_next_block */

@@ -47,9 +47,17 @@ void edp_drbg_next_block(edp_drbg_t *d);
 /* Refill so that at least 32 bits are buffered. */
 void edp_drbg_refill(edp_drbg_t *d);
 
+#if defined(__GNUC__)
+#define EDP_DRBG_INLINE static inline __attribute__((always_inline))
+#else
+#define EDP_DRBG_INLINE static inline
+#endif
+
 /* The next unread 32-bit word of the keystream, bypassing the bit buffer (the
- * caller keeps its own buffer and must not mix this with buffered bits). */
-static inline uint32_t edp_drbg_word(edp_drbg_t *d)
+ * caller keeps its own buffer and must not mix this with buffered bits).
+ * Always inlined: the release deadline counts the slow paths that call it
+ * as their own instructions (deadline.c). */
+EDP_DRBG_INLINE uint32_t edp_drbg_word(edp_drbg_t *d)
 {
     uint32_t w;
     if (d->word >= EDP_DRBG_BATCH_WORDS) edp_drbg_next_block(d);

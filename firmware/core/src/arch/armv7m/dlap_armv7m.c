@@ -38,6 +38,10 @@ EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == 336);
 EDP_STATIC_ASSERT(batch, EDP_DRBG_BATCH_WORDS == 64);
 EDP_STATIC_ASSERT(K, offsetof(edp_dlap_t, K) == 64 + 1028);
 EDP_STATIC_ASSERT(c1, offsetof(edp_dlap_t, c1) == 64 + 1040);
+EDP_STATIC_ASSERT(KP, offsetof(edp_dlap_t, KP) == 64 + 1032);
+EDP_STATIC_ASSERT(alias, offsetof(edp_dlap_t, alias) == 64 + 1048);
+EDP_STATIC_ASSERT(keep, offsetof(edp_dlap_t, keep) == 64 + 1112);
+EDP_STATIC_ASSERT(keep_hi, offsetof(edp_threshold_t, hi) == 0 && sizeof(edp_threshold_t) == 8);
 EDP_STATIC_ASSERT(scale2, offsetof(edp_dlap_quant_t, scale2) == 0);
 EDP_STATIC_ASSERT(lo2, offsetof(edp_dlap_quant_t, lo2) == 4);
 EDP_STATIC_ASSERT(hi2, offsetof(edp_dlap_quant_t, hi2) == 8);
@@ -56,9 +60,9 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "ldrd ip, lr, [r2, #4]\n\t"
         "strd ip, lr, [sp, #12]\n\t"
         "vldr s16, [r2]\n\t"
-        "mov ip, #0\n\t"
-        "vmov s17, ip\n\t"
         "mov r4, r3\n\t"
+        "movs r3, #0\n\t"
+        "vmov s17, r3\n\t"
         "add r7, r0, #64\n\t"
         "ldrd r9, r10, [r0, #0]\n\t"
         "ldr r11, [r0, #8]\n\t"
@@ -194,20 +198,20 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "movcs lr, #-1\n\t"
         "umull ip, r5, r5, r4\n\t"     /* s3 */
         "umull ip, r3, r3, r3\n\t"     /* p2 */
-        "rsb r4, r4, #0\n\t"
+        "negs r4, r4\n\t"
         "add r4, r4, r3, lsr #1\n\t"
         "sub r4, r4, r5, lsr #2\n\t"
-        "sub r4, r4, #3\n\t"           /* lo = 2^32 - s + p2/2 - s3/4 - 3 */
+        "subs r4, #3\n\t"               /* lo = 2^32 - s + p2/2 - s3/4 - 3 */
         "ldr ip, [r7, #1028]\n\t"      /* K */
         "rsb r5, ip, #32\n\t"
         "mvn r3, #0\n\t"
-        "lsl r3, r3, r5\n\t"
+        "lsls r3, r5\n\t"
         "lsr r5, r0, ip\n\t"
-        "orr r3, r3, r5\n\t"           /* the K ones and the buffered bits */
+        "orrs r3, r5\n\t"               /* the K ones and the buffered bits */
         "eors r3, r3, r4\n\t"
         "beq 14f\n\t"
         "clz r3, r3\n\t"
-        "add r3, r3, #1\n\t"           /* pos: the first bit that differs from lo */
+        "adds r3, #1\n\t"               /* pos: the first bit that differs from lo */
         "cmp r3, ip\n\t"
         "bls 14f\n\t"
         "add r5, ip, r1\n\t"
@@ -245,6 +249,41 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "7:\n\t"
         "edp_dlap_noisy_high:\n\t"
         "str r3, [sp, #20]\n\t"
+        /* a tie: the stream against keep[col] after its KP-bit prefix, on the
+         * buffered bits (tie() in dlap.c: the same decision and consumption) */
+        "cmp lr, #0xFF\n\t"
+        "bne 15f\n\t"
+        "ldr r3, [r7, #1032]\n\t"      /* KP */
+        "and ip, r6, r8\n\t"
+        "lsr ip, ip, r3\n\t"           /* col */
+        "add lr, r7, ip, lsl #3\n\t"
+        "ldr lr, [lr, #1112]\n\t"      /* keep[col].hi */
+        "lsl lr, lr, r3\n\t"
+        "eor lr, lr, r0\n\t"
+        "lsr lr, lr, r3\n\t"
+        "lsls lr, lr, r3\n\t"          /* where the stream differs from keep, past the prefix */
+        "beq 16f\n\t"
+        "clz lr, lr\n\t"
+        "cmp lr, r1\n\t"
+        "bhs 16f\n\t"                  /* not buffered: high_part reads on */
+        "lsl r0, r0, lr\n\t"
+        "sub r1, r1, lr\n\t"
+        "lsls r0, r0, #1\n\t"          /* C: the stream's bit there, 1 = above keep */
+        "sub r1, r1, #1\n\t"
+        "mov lr, ip\n\t"
+        "bcc 17f\n\t"
+        "add lr, r7, ip\n\t"
+        "ldrb lr, [lr, #1048]\n\t"     /* alias[col] */
+        "17:\n\t"
+        "ldr r3, [r7, #-36]\n\t"       /* tail */
+        "cmp lr, r3\n\t"
+        "ldr r3, [sp, #20]\n\t"
+        "bne 5b\n\t"
+        "orr lr, lr, #0x80\n\t"        /* the tail outcome: high_part's rounds */
+        "b 15f\n\t"
+        "16:\n\t"
+        "mov lr, #0xFF\n\t"
+        "15:\n\t"
         "str lr, [sp, #24]\n\t"
         "bl 31f\n\t"
         "mov r1, ip\n\t"
