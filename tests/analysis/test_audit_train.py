@@ -56,6 +56,7 @@ def test_flags_per_batch_clipping_and_passes_per_example(tmp_path: Path) -> None
         cfg = tmp_path / f"{clipping}.toml"
         cfg.write_text(CONFIG.format(clipping=clipping))
         r = CliRunner().invoke(main, ["audit-train", str(cfg), "--json", "--no-progress"])
+        assert r.output.strip(), f"audit-train printed nothing (exit {r.exit_code}): {r.exception!r}"
         docs[clipping] = (r.exit_code, json.loads(r.output.splitlines()[-1]))
     code, good = docs["per-example"]
     assert code == 0 and good["epsilon_stated"] == 1.0 and good["epsilon_lower_bound"] <= 1.0, good

@@ -43,6 +43,7 @@ def c():
 def test_sampler_constants_cover_the_longest_paths(worst, c):
     assert c["EDP_DL_CALL"] >= MARGIN * worst.call()
     assert c["EDP_DL_DRAW"] >= MARGIN * worst.draw()
+    assert c["EDP_DL_STORE"] >= MARGIN * worst.store()
     assert c["EDP_DL_ACCEPT"] >= MARGIN * worst.accept()
     for nc in range(1, 7):
         fw = c["EDP_DL_EXACT_PER_CHUNK"] * nc + c["EDP_DL_EXACT_PER_CHUNK2"] * nc * nc
@@ -53,7 +54,25 @@ def test_sampler_constants_cover_the_longest_paths(worst, c):
     # the measured paths are real: the product grows with the chunks, every limb costs, the
     # fast path is the loop's body (a few dozen instructions)
     assert worst.product[6] > worst.product[1] and worst.less_than[12] > worst.less_than[1] + 11 * 30
-    assert 30 <= worst.draw() <= 60
+    assert 30 <= worst.draw() <= 60 and 10 <= worst.store() <= 30
+
+
+def test_slow_paths_call_only_what_the_bound_counts():
+    """The constants count a slow path's own instructions (its helpers inlined, even in the
+    size-optimised cold functions) plus the callees measured on their own: a helper the compiler
+    kept out of line would be missed, so the call graph may hold nothing else."""
+    from edgedp.bench.deadline import LOOP, SLOW
+    from edgedp.bench.footprint import call_graph, linked_symbols
+    elf = ROOT / "build" / "qemu" / "edgedp.elf"
+    graph = call_graph(elf, linked_symbols(elf))
+    measured = {"edp_drbg_next_block", "less_than", "product"}
+    allowed = {"edp_dlap_accept_rest": {"accept_exact", "edp_dlap_band"} | measured,
+               "edp_dlap_band": set(), "accept_exact": measured, "edp_dlap_high_part": measured,
+               LOOP: {"edp_dlap_accept_rest", "edp_dlap_high_part", "edp_drbg_next_block"}}
+    assert set(allowed) == set(SLOW) | {LOOP}
+    for f, ok in allowed.items():
+        assert graph.get(f, set()) <= ok, (f, graph.get(f))
+    assert "accept_exact" in graph["edp_dlap_accept_rest"]   # the graph sees calls
 
 
 def test_setup_bound_covers_every_table_size(worst, c):

@@ -78,3 +78,33 @@ def test_int8_model_leaves_no_activation_or_output_in_ram() -> None:
     assert not found(mem, reference.logits8(model.nets[0], xq)[0]), "the logits stay in RAM"
     dev.infer_local(x)  # the local path keeps them until the next call: the search works
     assert hidden in ram(emu)
+
+
+def test_keystream_that_made_the_noise_is_gone_from_ram(logreg_emulator: Emulator) -> None:
+    """The keystream words a QUERY's noise was drawn from would let a later RAM read replay the
+    noise and subtract it from the answer: none of them may stay anywhere in SRAM. They are read
+    from the generator's buffer before the query (the words it will consume next) and searched
+    for after it; the unread rest of the batch is still there (so the search can find words)."""
+    emu = logreg_emulator
+    img = emu.image
+    drbg = emu.device + img.offset("edp_device_t", "drbg")
+    block, word = drbg + img.offset("edp_drbg_t", "block"), drbg + img.offset("edp_drbg_t", "word")
+    dev = Device(TraceLink(emu), timeout=60)
+    dev.configure(load_key(), MechConfig(), Caps(10**12))
+    rng = np.random.default_rng(5)
+    dev.query(rng.random(10, dtype=np.float32), "full")   # the plan, and a batch under way
+
+    def read_words() -> tuple[list[int], int]:
+        return (list(np.frombuffer(emu.uc.mem_read(block, 256), dtype="<u4")),
+                int(np.frombuffer(emu.uc.mem_read(word, 4), dtype="<u4")[0]))
+
+    before, w0 = read_words()
+    dev.query(rng.random(10, dtype=np.float32), "full")
+    after, w1 = read_words()
+    assert w0 < w1 <= 64, (w0, w1)       # this query read words w0..w1 of the same batch
+    used = [v for v in before[w0:w1] if v]
+    unread = [v for v in before[w1:] if v]
+    assert len(used) >= 5 and unread      # k = 10 samples of ~20 bits each
+    mem = ram(emu)
+    assert [v for v in used if int(v).to_bytes(4, "little") in mem] == [], "consumed keystream stays in RAM"
+    assert all(int(v).to_bytes(4, "little") in mem for v in unread)

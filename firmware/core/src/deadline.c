@@ -13,25 +13,28 @@
  * firmware built otherwise overrides them (-DEDP_DL_DRAW=..., or the EDP_CONFIG
  * header) with figures measured on its own image, see docs/vendoring.md. */
 #ifndef EDP_DL_CALL
-#define EDP_DL_CALL 36u             /* edp_dlap_add's entry and exit, once per noise */
+#define EDP_DL_CALL 70u             /* edp_dlap_noisy's entry and exit (a load, a flush), once per noise */
 #endif
 #ifndef EDP_DL_DRAW
-#define EDP_DL_DRAW 57u             /* one fixed draw's fast path (region edp_dlap_add_draw) */
+#define EDP_DL_DRAW 43u             /* one fixed draw's fast path (region edp_dlap_noisy_draw) */
+#endif
+#ifndef EDP_DL_STORE
+#define EDP_DL_STORE 23u            /* quantising one input, adding its sample (region _store), per class */
 #endif
 #ifndef EDP_DL_ACCEPT
-#define EDP_DL_ACCEPT 205u          /* acceptance past the K fixed bits: region _accept, accept_rest, band */
+#define EDP_DL_ACCEPT 290u          /* acceptance past the K fixed bits: region _accept (tier 1 inline), load, flush, accept_rest, band */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK
-#define EDP_DL_EXACT_PER_CHUNK 240u /* exact product: accept_exact, less_than over 2 limbs per chunk */
+#define EDP_DL_EXACT_PER_CHUNK 250u /* exact product: accept_exact, less_than over 2 limbs per chunk */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK2
-#define EDP_DL_EXACT_PER_CHUNK2 25u /* the product, quadratic in the chunks */
+#define EDP_DL_EXACT_PER_CHUNK2 27u /* the product, quadratic in the chunks */
 #endif
 #ifndef EDP_DL_HIGH
-#define EDP_DL_HIGH 290u            /* a tie or tail outcome: region _high, one pass of high_part */
+#define EDP_DL_HIGH 370u            /* a tie or tail outcome: region _high (ties inline), load, flush, one pass of high_part */
 #endif
 #ifndef EDP_DL_ROUND
-#define EDP_DL_ROUND 265u           /* one more tail round: one pass of high_part */
+#define EDP_DL_ROUND 280u           /* one more tail round: one pass of high_part */
 #endif
 #ifndef EDP_DL_REFILL
 #define EDP_DL_REFILL 4000u         /* region _refill and edp_drbg_next_block */
@@ -49,7 +52,7 @@
 #define EDP_DL_PER_INPUT 100u       /* COBS decoding, CRC and checks of 4 request bytes (zeros: the longest) */
 #endif
 #ifndef EDP_DL_PER_CLASS
-#define EDP_DL_PER_CLASS 135u       /* quantize, clamp, CRC, encoding of 4 response bytes, the wipe */
+#define EDP_DL_PER_CLASS 108u       /* clamp, CRC, encoding of 4 response bytes, the wipe */
 #endif
 #ifndef EDP_DL_TOPK_PER_K
 #define EDP_DL_TOPK_PER_K 16u       /* TOPK insertion: per class and per K */
@@ -351,7 +354,7 @@ uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k)
      * 64-bit buffer, peek32); every EDP_DL_REFILL_WORDS of them one refill. */
     words = (bits + 31u) / 32u + 2u;
     refills = (words + EDP_DL_REFILL_WORDS - 1u) / EDP_DL_REFILL_WORDS;
-    insns = EDP_DL_CALL + (uint64_t)n * EDP_DL_DRAW + (uint64_t)n_acc * EDP_DL_ACCEPT +
+    insns = EDP_DL_CALL + (uint64_t)n * EDP_DL_DRAW + (uint64_t)k * EDP_DL_STORE + (uint64_t)n_acc * EDP_DL_ACCEPT +
             (uint64_t)n_exact * (EDP_DL_EXACT_PER_CHUNK * nc + EDP_DL_EXACT_PER_CHUNK2 * nc * nc) +
             (uint64_t)n_high * EDP_DL_HIGH + (uint64_t)rounds * EDP_DL_ROUND + refills * EDP_DL_REFILL;
     return sat32(insns);

@@ -284,8 +284,7 @@ static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
     uint32_t t0, t1;
     int len;
     t0 = d->port->ticks(d->port->ctx);
-    edp_mech_quantize(plan, x, d->work);
-    edp_mech_noise(plan, &d->drbg, d->work);
+    edp_mech_noisy(plan, &d->drbg, x, d->work);
     len = edp_mech_output(plan, mode, arg, d->work, *o + EDP_QUERY_HEAD + elen, EDP_BODY_MAX - EDP_QUERY_HEAD - elen);
     t1 = d->port->ticks(d->port->ctx);
     if (len < 0) return len;

@@ -60,7 +60,7 @@ static void product(const edp_dlap_t *d, uint32_t v, uint32_t *out)
 }
 
 /* Slow paths read r->acc directly: at least 32 bits buffered (one word suffices). */
-static inline uint32_t peek32(edp_drbg_t *r)
+static EDP_ALWAYS_INLINE uint32_t peek32(edp_drbg_t *r)
 {
     if (r->nbits < 32) {
         r->acc |= (uint64_t)edp_drbg_word(r) << (32 - r->nbits);
@@ -69,7 +69,7 @@ static inline uint32_t peek32(edp_drbg_t *r)
     return (uint32_t)(r->acc >> 32);
 }
 
-static inline void skip_bits(edp_drbg_t *r, uint32_t n)  /* 1 <= n <= 32 */
+static EDP_ALWAYS_INLINE void skip_bits(edp_drbg_t *r, uint32_t n)  /* 1 <= n <= 32 */
 {
     r->acc <<= n;
     r->nbits -= n;
@@ -292,7 +292,7 @@ int edp_dlap_setup(edp_dlap_t *d, double inv_t, double shift)
  * already matched. Returns the answer after consuming through the first bit
  * that differs from a, or -1 (nothing consumed) if the bounds cannot tell where
  * that bit is. */
-static inline int decide_band(edp_drbg_t *r, uint32_t lo32, uint32_t hi32, uint32_t skip)
+static EDP_ALWAYS_INLINE int decide_band(edp_drbg_t *r, uint32_t lo32, uint32_t hi32, uint32_t skip)
 {
     uint32_t win = (0xFFFFFFFFu << (32 - skip)) | (peek32(r) >> skip), diff = win ^ lo32, pos;
     if (!diff) return -1;
@@ -304,7 +304,7 @@ static inline int decide_band(edp_drbg_t *r, uint32_t lo32, uint32_t hi32, uint3
 
 /* Tier 2 of accept_rest: the exact 64 nc-bit product a_V (rare: tier 1 leaves
  * about one acceptance test in 2^8 undecided). */
-EDP_NOINLINE static int accept_exact(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v)
+EDP_COLD static int accept_exact(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v)
 {
     uint32_t limbs[DLAP_LIMBS];
     product(d, v, limbs);
@@ -327,7 +327,7 @@ void edp_dlap_band(const edp_dlap_t *d, uint32_t v, uint32_t *lo32, uint32_t *hi
     *hi32 = hi > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)hi;
 }
 
-EDP_NOINLINE int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v)
+EDP_COLD int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32_t v)
 {
     uint32_t lo, hi;
     int res;
@@ -338,7 +338,7 @@ EDP_NOINLINE int edp_dlap_accept_rest(const edp_dlap_t *d, edp_drbg_t *r, uint32
 
 /* A tie of the keep prefix in column col: continue comparing the stream with
  * keep[col] after its top KP bits. */
-static uint32_t tie(const edp_dlap_t *d, edp_drbg_t *r, uint32_t col)
+static EDP_ALWAYS_INLINE uint32_t tie(const edp_dlap_t *d, edp_drbg_t *r, uint32_t col)
 {
     uint32_t KP = d->KP, seg = d->keep[col].hi << KP, diff = (peek32(r) ^ seg) & (0xFFFFFFFFu << KP);
     if (diff) {
@@ -355,7 +355,7 @@ static uint32_t tie(const edp_dlap_t *d, edp_drbg_t *r, uint32_t col)
 
 /* W from a fast-table entry w with bit 7 set (0xFF: a tie of the keep prefix;
  * 0x80 | tail: the tail outcome) at index idx. */
-EDP_NOINLINE uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uint32_t idx, uint32_t w)
+EDP_COLD uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uint32_t idx, uint32_t w)
 {
     uint32_t total = 0, rounds = 0, n = EDP_DLAP_ALIAS_BITS + d->KP;
     for (;;) {
@@ -372,7 +372,9 @@ EDP_NOINLINE uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uin
 
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng)
 {
-    int32_t z = 0;
-    edp_dlap_add(d, rng, &z, 1);
+    static const edp_dlap_quant_t zero = {0.0f, 0, 0};
+    const float x = 0.0f;
+    int32_t z;
+    edp_dlap_noisy(d, rng, &zero, &x, &z, 1);
     return z;
 }

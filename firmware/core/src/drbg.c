@@ -37,8 +37,7 @@ void edp_drbg_next_block(edp_drbg_t *d)
 void edp_drbg_refill(edp_drbg_t *d)
 {
     while (d->nbits <= 32) {
-        if (d->word >= EDP_DRBG_BATCH_WORDS) edp_drbg_next_block(d);
-        d->acc |= (uint64_t)d->block[d->word++] << (32 - d->nbits);
+        d->acc |= (uint64_t)edp_drbg_word(d) << (32 - d->nbits);
         d->nbits += 32;
     }
 }

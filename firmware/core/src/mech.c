@@ -42,6 +42,14 @@ static int32_t floor_f(float v)
     return (float)i > v ? i - 1 : i;
 }
 
+/* Round half away from zero of s, |s| < 2^24: trunc(2s) - trunc(s) (with n =
+ * trunc(s) and f = s - n of the same sign, trunc(2s) = 2n + trunc(2f), and
+ * trunc(2f) is 1 iff f >= 1/2, -1 iff f <= -1/2; 2s is exact). */
+static int32_t round_half_away(float s)
+{
+    return (int32_t)(2.0f * s) - (int32_t)s;
+}
+
 /* EDP_M_AUTO: the smallest m in -30..30 with k 2^-m <= sensitivity / 256
  * (lattice.auto_exponent). */
 static int32_t auto_exponent(uint32_t k, double sens)
@@ -72,6 +80,9 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
     p->ylo = ceil_f(slo);
     p->yhi = floor_f(shi);
     if (p->ylo > p->yhi) return EDP_ERR_BAD_VALUE;
+    p->quant.scale2 = 2.0f * p->scale;
+    p->quant.lo2 = 2 * round_half_away(slo);
+    p->quant.hi2 = 2 * round_half_away(shi);
     shift = sens * pow2d(m) + (double)k;  /* L1 bound of neighbouring lattice vectors */
     inv_t = ((double)c->eps_micro / 1e6) / shift;
     err = edp_dlap_setup(&p->dlap, inv_t, shift);
@@ -94,24 +105,9 @@ int edp_mech_check_values(const float *x, uint32_t k)
 
 void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q)
 {
-    /* Round half away from zero of s = v 2^m as trunc(2s) - trunc(s): with
-     * n = trunc(s) and f = s - n (same sign), trunc(2s) = 2n + trunc(2f) and
-     * trunc(2f) is 1 iff f >= 1/2, -1 iff f <= -1/2. Both products are exact
-     * (powers of two, |s| < 2^24), so no comparison on f is needed. */
-    const float lo = p->cfg.lo, hi = p->cfg.hi, sc = p->scale, sc2 = 2.0f * p->scale;
-    const float *end = x + p->k;
-    EDP_UNROLL(2)
-    while (x != end) {
-        float v = *x++;
-        if (v < lo) v = lo;
-        if (v > hi) v = hi;
-        *q++ = (int32_t)(v * sc2) - (int32_t)(v * sc);
-    }
-}
-
-void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y)
-{
-    edp_dlap_add(&p->dlap, rng, y, p->k);
+    const edp_dlap_quant_t qt = p->quant;  /* a local: the stores below may alias *p */
+    uint32_t i, k = p->k;
+    for (i = 0; i < k; i++) q[i] = edp_dlap_quantize(&qt, x[i]);
 }
 
 static int32_t clamp(const edp_mech_plan_t *p, int32_t v)

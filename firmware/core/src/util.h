@@ -10,13 +10,15 @@
 #define EDP_CLZ32(v) ((uint32_t)__builtin_clz(v))
 /* Keep a function out of line (slow paths called from a hot loop). */
 #define EDP_NOINLINE __attribute__((noinline))
+/* A rare slow path: out of line and optimised for size (GCC's cold). */
+#define EDP_COLD __attribute__((noinline, cold))
+/* A helper inlined even into a function optimised for size (the release
+ * deadline counts a slow path's own instructions: its helpers must be in it). */
+#define EDP_ALWAYS_INLINE inline __attribute__((always_inline))
 /* A function whose body is one asm statement (no prologue or epilogue). */
 #define EDP_NAKED __attribute__((naked))
 /* A parameter only an asm body reads. */
 #define EDP_UNUSED __attribute__((unused))
-/* Unroll the loop that follows n times. */
-#define EDP_UNROLL(n) _Pragma(EDP_STR_(GCC unroll n))
-#define EDP_STR_(x) #x
 #else
 static inline uint32_t edp_clz32_(uint32_t v)
 {
@@ -26,8 +28,9 @@ static inline uint32_t edp_clz32_(uint32_t v)
 }
 #define EDP_CLZ32(v) edp_clz32_(v)
 #define EDP_NOINLINE
+#define EDP_COLD
+#define EDP_ALWAYS_INLINE inline
 #define EDP_UNUSED
-#define EDP_UNROLL(n)
 #endif
 
 /* Compile-time check: a negative array size if cond is false. */

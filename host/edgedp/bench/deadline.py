@@ -5,9 +5,10 @@ paths, each counted with its own tail bound, x (their longest paths) + refills x
 the parts fixed by the request (deadline.h). This module measures, on the compiled image under
 Unicorn, what those constants must cover:
 
-- ``regions``: static instruction counts of the sampling loop's regions in edp_dlap_add (the asm
-  labels edp_dlap_add_draw, _refill, _accept, _high, _exit): no region has a backward branch
-  within one draw, so a draw executes each instruction of its region at most once;
+- ``regions``: static instruction counts of the sampling loop's regions in edp_dlap_noisy (the
+  asm labels edp_dlap_noisy_draw, _store, _exit, _refill, _accept, _high and the local
+  subroutines _load and _flush): no region has a backward branch within one draw, so a draw
+  executes each instruction of its region at most once, and a class its store region once;
 - ``static``: instructions in the code of edp_dlap_accept_rest, edp_dlap_band and
   edp_dlap_high_part (one pass: the tie inlined), and accept_exact's own code;
 - ``product``: the exact acceptance threshold's product for nchunks chunks: its loop trip counts
@@ -18,7 +19,8 @@ Unicorn, what those constants must cover:
 - ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L.
 
 :func:`windows` runs whole QUERY / INFER windows of the production timing image and splits each
-into the noise (edp_dlap_add, from its entry to edp_mech_output's) and the rest.
+into the noise (edp_dlap_noisy, the quantisation included, from its entry to edp_mech_output's)
+and the rest.
 """
 from __future__ import annotations
 
@@ -34,31 +36,43 @@ from ..device.client import Device, load_key
 from ..device.protocol import Caps, MechConfig
 from .trace import Emulator, TraceLink
 
-REGIONS = ("edp_dlap_add", "edp_dlap_add_draw", "edp_dlap_add_refill", "edp_dlap_add_accept",
-           "edp_dlap_add_high", "edp_dlap_add_exit")
+LOOP = "edp_dlap_noisy"
+REGIONS = (LOOP, f"{LOOP}_draw", f"{LOOP}_store", f"{LOOP}_exit", f"{LOOP}_refill", f"{LOOP}_accept",
+           f"{LOOP}_high", f"{LOOP}_load", f"{LOOP}_flush")
 SLOW = ("edp_dlap_accept_rest", "edp_dlap_band", "accept_exact", "edp_dlap_high_part")
 WINDOW_CAPS = Caps(10**13, 10**14)
 
 
 @dataclass
 class WorstPaths:
-    regions: dict[str, int]       # region label -> instructions (prologue under edp_dlap_add)
+    regions: dict[str, int]       # region label -> instructions (prologue under edp_dlap_noisy)
     static: dict[str, int]
     product: dict[int, int]       # nchunks -> instructions
     less_than: dict[int, int]     # limbs -> instructions (every limb compared)
     refill: int
     prepare: dict[int, tuple[int, int]] = field(default_factory=dict)  # L -> (nchunks, instructions)
 
+    def region(self, name: str) -> int:
+        return self.regions[f"{LOOP}_{name}" if name else LOOP]
+
+    def buffer(self) -> int:
+        """The bit buffer stored to the generator and loaded back around a C slow path."""
+        return self.region("flush") + self.region("load")
+
     def call(self) -> int:
-        """edp_dlap_add's entry and exit (once per noise)."""
-        return self.regions["edp_dlap_add"] + self.regions["edp_dlap_add_exit"]
+        """edp_dlap_noisy's entry (a load) and exit (a flush), once per noise."""
+        return self.region("") + self.region("exit") + self.buffer()
 
     def draw(self) -> int:
-        return self.regions["edp_dlap_add_draw"]
+        return self.region("draw")
+
+    def store(self) -> int:
+        """Quantising one input and storing its noisy value, once per class."""
+        return self.region("store")
 
     def accept(self) -> int:
         """Acceptance past the K fixed bits, tier 1 (the exact product excluded)."""
-        return self.regions["edp_dlap_add_accept"] + self.static["edp_dlap_accept_rest"] + \
+        return self.region("accept") + self.buffer() + self.static["edp_dlap_accept_rest"] + \
             self.static["edp_dlap_band"]
 
     def exact(self, nchunks: int) -> int:
@@ -70,10 +84,10 @@ class WorstPaths:
 
     def high(self) -> int:
         """A tie or tail outcome in the fast table: the call and one pass."""
-        return self.regions["edp_dlap_add_high"] + self.round()
+        return self.region("high") + self.buffer() + self.round()
 
     def refill_path(self) -> int:
-        return self.regions["edp_dlap_add_refill"] + self.refill
+        return self.region("refill") + self.refill
 
 
 def _disasm(emu: Emulator, start: int, end: int) -> int:
@@ -88,11 +102,11 @@ def static_size(emu: Emulator, name: str) -> int:
 
 
 def region_sizes(emu: Emulator) -> dict[str, int]:
-    """Instructions from each label of edp_dlap_add to the next (the last to the function's end)."""
-    start, end = emu.image.function_range("edp_dlap_add")
+    """Instructions from each label of edp_dlap_noisy to the next (the last to the function's end)."""
+    start, end = emu.image.function_range(LOOP)
     addrs = [start] + [emu.image.symbol(n) & ~1 for n in REGIONS[1:]] + [end]
     if addrs != sorted(addrs):
-        raise RuntimeError(f"edp_dlap_add's region labels are out of order: {addrs}")
+        raise RuntimeError(f"{LOOP}'s region labels are out of order: {addrs}")
     return {n: _disasm(emu, a, b) for n, a, b in zip(REGIONS, addrs, addrs[1:])}
 
 
@@ -164,7 +178,7 @@ class Window:
     """Measured windows of one kind of request: the largest work, its split, and the deadline."""
 
     work: int = 0          # instructions from window_open to window_close, the largest seen
-    noise: int = 0         # the noise's share of the largest work (edp_dlap_add and its callees)
+    noise: int = 0         # the noise's share of the largest work (edp_dlap_noisy and its callees)
     rest: int = 0          # the largest non-noise part (everything else in the window)
     deadline: int = 0      # the window's bound (edp_device_t.window_insns)
     runs: int = 0
@@ -191,7 +205,7 @@ class WindowProbe:
         if model:
             install_model(self.emu)
         self.opens, self.closes = self.emu.watch("window_open"), self.emu.watch("window_close")
-        self.noise_in, self.noise_out = self.emu.watch("edp_dlap_add"), self.emu.watch("edp_mech_output")
+        self.noise_in, self.noise_out = self.emu.watch(LOOP), self.emu.watch("edp_mech_output")
         self.dev = Device(TraceLink(self.emu), timeout=60)
         self._insns = self.emu.device + self.emu.image.offset("edp_device_t", "window_insns")
         self._blocks = self.emu.device + self.emu.image.offset("edp_device_t", "drbg") + \

@@ -32,7 +32,7 @@ DP_MODULES = ("drbg", "dlap", "mech", "budget")
 """The DP core proper; device, frame, cobs, crc32, sha256 and store are the protocol/persistence layer."""
 DP_ENTRY_PREFIXES = ("edp_drbg_", "edp_dlap_", "edp_mech_", "edp_budget_", "edp_chacha20_block", "edp_exp_neg")
 # Naked assembly functions report no stack in -fstack-usage: their frames, from the source.
-NAKED_STACK = {"edp_chacha20_block": 36 + 32, "edp_dlap_add": 36 + 12 + 16}
+NAKED_STACK = {"edp_chacha20_block": 36 + 32, "edp_dlap_noisy": 36 + 8 + 28 + 16}
 
 
 class FootprintError(RuntimeError):
@@ -289,7 +289,7 @@ def measure(elf: Path | None = None) -> Footprint:
              "edp_mech_plan_t without its table": size_of("edp_mech_plan_t") - table,
              "edp_budget_t": size_of("edp_budget_t")}
     depth, path = 0, []
-    for entry in ("edp_mech_quantize", "edp_mech_noise", "edp_mech_output"):
+    for entry in ("edp_dlap_noisy", "edp_mech_output"):
         d2, p2 = _deepest(graph, frames, entry)
         if d2 > depth:
             depth, path = d2, p2

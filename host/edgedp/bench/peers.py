@@ -121,10 +121,22 @@ def cmsis_dsp_source(download: bool = True) -> Path:
     return root
 
 
+def _import_emlearn(module: str = "emlearn"):
+    """Import emlearn (or one of its modules) without its side effect on the process: importing
+    it runs emlearn.bayes's numpy.seterr(all='raise'), which turns every later float underflow
+    anywhere in the process (the divergence computations, the analysis) into an exception."""
+    import importlib
+    saved = np.geterr()
+    try:
+        return importlib.import_module(module)
+    finally:
+        np.seterr(**saved)
+
+
 def emlearn_include() -> Path:
     """emlearn's C headers (the installed package, ``pip install edgedp[peers]``)."""
     try:
-        import emlearn
+        emlearn = _import_emlearn()
     except ImportError:
         raise PeerError("emlearn is not installed (pip install 'edgedp[peers]')") from None
     return Path(emlearn.includedir)
@@ -204,7 +216,7 @@ def emlearn_source(model: DeviceModel, k: int) -> str:
     """The model in the C of emlearn's "loadable" generator (one EmlNet per net of the model).
     emlearn's eml_net_infer needs two layers or more; a one-layer net runs its one layer with
     eml_net_layer_forward (what eml_net_infer does for each layer) and eml_net_argmax."""
-    from emlearn.net import c_generate_net_loadable
+    c_generate_net_loadable = _import_emlearn("emlearn.net").c_generate_net_loadable
     out = [HARNESS_HEAD.format(n=model.n_features, k=k)]
     body = []
     nf = model.n_features

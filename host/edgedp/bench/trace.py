@@ -48,8 +48,8 @@ SYSTICK_RELOAD = 0x00FFFFFF
 TICKS_PER_INSN = 1.344     # what QEMU -icount shift=3 gives a 168 MHz SysTick (see icount.py)
 
 CATEGORIES = {
-    "drbg.c": "drbg", "drbg.h": "drbg",
-    "dlap.c": "sampler", "dlap.h": "sampler",
+    "drbg.c": "drbg", "drbg.h": "drbg", "drbg_armv7m.c": "drbg", "drbg_portable.c": "drbg",
+    "dlap.c": "sampler", "dlap.h": "sampler", "dlap_armv7m.c": "sampler", "dlap_portable.c": "sampler",
     "mech.c": "mechanism", "mech.h": "mechanism",
     "systick.c": "timer", "board.c": "timer",
     "naive.c": "naive",

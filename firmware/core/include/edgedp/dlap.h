@@ -93,11 +93,35 @@ int edp_dlap_setup(edp_dlap_t *d, double inv_t, double shift);
  * hi32 differ goes on to the exact product (deadline.c bounds how often). */
 void edp_dlap_band(const edp_dlap_t *d, uint32_t v, uint32_t *lo32, uint32_t *hi32);
 
+/* Quantisation for edp_dlap_noisy: x maps to the lattice point
+ * R(clamp(trunc(x scale2), lo2, hi2)), R(u) = u - u / 2 (C's truncating
+ * division), which is round half away from zero of x scale2 / 2. With scale2 = 2^(m+1) and lo2, hi2 twice the rounded lattice
+ * points of the range's ends this equals mech.h's quantisation (clamp in
+ * float, scale by 2^m, round half away from zero), because R, the truncation
+ * and the scaling are monotone and R(lo2) = lo2 / 2. lo2 <= hi2, both even
+ * with |.| <= 2^25. scale2 = lo2 = hi2 = 0 maps every finite x to 0. */
+typedef struct {
+    float scale2;
+    int32_t lo2, hi2;
+} edp_dlap_quant_t;
+
+/* The quantisation above for one finite value (mech.c's and the portable loop's). */
+static inline int32_t edp_dlap_quantize(const edp_dlap_quant_t *q, float x)
+{
+    const float s = x * q->scale2;
+    const int32_t u = s <= (float)q->lo2 ? q->lo2 : s >= (float)q->hi2 ? q->hi2 : (int32_t)s;
+    return u - u / 2;
+}
+
 /* One sample. Constant memory, bounded by the rejection loops' randomness. */
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng);
 
-/* y[i] += one sample each, for i = 0..k-1, in order: the same stream use as k
- * calls of edp_dlap_sample. */
-void edp_dlap_add(const edp_dlap_t *d, edp_drbg_t *rng, int32_t *y, uint32_t k);
+/* y[i] = edp_dlap_quantize(q, x[i]) + one sample, for i = 0..k-1 in order
+ * (the same stream use as k calls of edp_dlap_sample); x finite (+-inf
+ * allowed), y and x distinct. Every keystream word it reads is zeroed in
+ * rng's buffer as it is read (drbg.h), so a later RAM read cannot replay the
+ * noise. */
+void edp_dlap_noisy(const edp_dlap_t *d, edp_drbg_t *rng, const edp_dlap_quant_t *q,
+                    const float *x, int32_t *y, uint32_t k);
 
 #endif

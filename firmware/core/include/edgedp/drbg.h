@@ -9,7 +9,10 @@
  * next batch and are wiped from the buffer before anything is output; only the
  * other 56 words are output. The key that produced a batch no longer exists
  * once any of its words is used, so a later read of RAM reveals no earlier
- * batch (only the words of the current batch still in the buffer).
+ * batch, and every word is zeroed in the buffer as it is read (by the
+ * functions below and by the sampling loops of dlap.c), so it reveals only the
+ * current batch's unread words and the unread bits in acc: nothing that
+ * decided an earlier output.
  * Words are little-endian 32-bit values of the keystream; bits are handed out
  * word by word, most significant bit first, and every output bit is used
  * exactly once (nothing is discarded between calls). */
@@ -44,12 +47,23 @@ void edp_drbg_next_block(edp_drbg_t *d);
 /* Refill so that at least 32 bits are buffered. */
 void edp_drbg_refill(edp_drbg_t *d);
 
+#if defined(__GNUC__)
+#define EDP_DRBG_INLINE static inline __attribute__((always_inline))
+#else
+#define EDP_DRBG_INLINE static inline
+#endif
+
 /* The next unread 32-bit word of the keystream, bypassing the bit buffer (the
- * caller keeps its own buffer and must not mix this with buffered bits). */
-static inline uint32_t edp_drbg_word(edp_drbg_t *d)
+ * caller keeps its own buffer and must not mix this with buffered bits).
+ * Always inlined: the release deadline counts the slow paths that call it
+ * as their own instructions (deadline.c). */
+EDP_DRBG_INLINE uint32_t edp_drbg_word(edp_drbg_t *d)
 {
+    uint32_t w;
     if (d->word >= EDP_DRBG_BATCH_WORDS) edp_drbg_next_block(d);
-    return d->block[d->word++];
+    w = d->block[d->word];
+    d->block[d->word++] = 0;
+    return w;
 }
 
 /* Next n random bits (0 <= n <= 32) as the low bits of the result. */

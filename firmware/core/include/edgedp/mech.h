@@ -42,6 +42,7 @@ typedef struct {
     int32_t m;
     float scale;            /* 2^m */
     int32_t ylo, yhi;
+    edp_dlap_quant_t quant; /* 2^(m+1) and twice the rounded ends of the range (dlap.h) */
     uint32_t noise_insns;   /* edp_deadline_noise(&dlap, k): the release deadline's noise part */
     uint32_t prepare_insns; /* edp_deadline_prepare(&dlap): its set-up part, for the preparing request */
     edp_dlap_t dlap;
@@ -57,12 +58,17 @@ int edp_mech_prepare(edp_mech_plan_t *p, const edp_mech_config_t *c, uint32_t k)
 /* EDP_ERR_BAD_VALUE if any of x[0..k) is NaN or +-Inf, else EDP_OK. */
 int edp_mech_check_values(const float *x, uint32_t k);
 
-/* Clamp x to [lo, hi] and round half away from zero onto the lattice. */
+/* Clamp x to [lo, hi] and round half away from zero onto the lattice (x finite). */
 void edp_mech_quantize(const edp_mech_plan_t *p, const float *x, int32_t *q);
 
-/* In place: y[i] += z_i, z_i discrete Laplace(t). The result is not clamped:
- * |y| < 2^31 because |q| < 2^24 and |z| < 2^31 - 2^24 (EDP_DLAP_Z_LIMIT). */
-void edp_mech_noise(const edp_mech_plan_t *p, edp_drbg_t *rng, int32_t *y);
+/* y[i] = q_i + z_i: q_i the quantised x[i] (edp_mech_quantize), z_i discrete
+ * Laplace(t), in one pass (edp_dlap_noisy); x finite, y distinct from x. The
+ * result is not clamped: |y| < 2^31 because |q| <= 2^24 and
+ * |z| < 2^31 - 2^24 (EDP_DLAP_Z_LIMIT). */
+static inline void edp_mech_noisy(const edp_mech_plan_t *p, edp_drbg_t *rng, const float *x, int32_t *y)
+{
+    edp_dlap_noisy(&p->dlap, rng, &p->quant, x, y, p->k);
+}
 
 /* Validate a mode and its argument for k. Returns EDP_OK or EDP_ERR_BAD_VALUE. */
 int edp_mech_mode_check(uint32_t mode, uint32_t arg, uint32_t k);

@@ -26,8 +26,8 @@
 #define EDP_ARCH_ARMV7M_FPU 0
 #endif
 
-/* The slow paths of the sampling loop edp_dlap_add (dlap.c, out of line): both
- * loops store their bit buffer to r before the call and reload it after.
+/* The slow paths of the sampling loop (dlap.c, out of line): both loops
+ * store their bit buffer to r before the call and reload it after.
  *
  * Acceptance of the low part V after its K fixed acceptance bits were all ones:
  * 1 to accept, 0 to reject (draw again). */

@@ -7,9 +7,20 @@
 #if EDP_ARCH_ARMV7M
 /* The loop in Thumb-2 assembly (same bits, same results as
  * arch/portable/dlap_portable.c; checked by the QEMU bit-exact replay and tests/firmware).
- * Registers: r0:r1 = hi:lo bit buffer, r2 = nbits, r3 = next keystream word,
- * r4 = y, r5 = end, r6 = draw x, r7 = d + 64 (the fast table), r8 = imask,
- * r9 = n1, r10 = s1, r11 = mk; stack: [sp] d, [sp+4] r, [sp+8] the end of r->block. */
+ * Registers: r0 = cur, the bit buffer (left-aligned, the bits below its nbits
+ * zero), r1 = nbits (0..32), r2 = next keystream word, r3 = y - x - 4,
+ * r4 = x (next input), r5 = x + k, r6 = the draw, r7 = d + 64 (the fast
+ * table), r8 = imask, r9 = n1, r10 = s1, r11 = mk, s16 = q->scale2, s17 = 0
+ * (stored over each keystream word as it is read, drbg.h); stack:
+ * [sp] d, [sp+4] r, [sp+8] the end of r->block, [sp+12] q->lo2, [sp+16]
+ * q->hi2, [sp+20] r3 and [sp+24] lr across calls, [sp+28] r4 and [sp+32] r5
+ * in the acceptance's tier 1; y and k at [sp+80] and [sp+84]. The local subroutines at the end store the bit buffer to r
+ * (flush: leaves ip = r, uses r3) and reload it (load: uses ip and r3).
+ * r->acc holds up to 64 bits, the loop's buffer 32: storing it writes cur as
+ * acc's high word; loading 32 + e bits (e >= 1) hands the last word read back
+ * to the keystream buffer, restored from acc's last 32 bits (it is unread: a
+ * word is read only when at most 32 bits are buffered, so every bit consumed
+ * since came from before it) and keeps the first e. */
 EDP_STATIC_ASSERT(n1, offsetof(edp_dlap_t, n1) == 0);
 EDP_STATIC_ASSERT(s1, offsetof(edp_dlap_t, s1) == 4);
 EDP_STATIC_ASSERT(mk, offsetof(edp_dlap_t, mk) == 8);
@@ -25,76 +36,77 @@ EDP_STATIC_ASSERT(word, offsetof(edp_drbg_t, word) == 320);
 EDP_STATIC_ASSERT(acc, offsetof(edp_drbg_t, acc) == 328);
 EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == 336);
 EDP_STATIC_ASSERT(batch, EDP_DRBG_BATCH_WORDS == 64);
+EDP_STATIC_ASSERT(K, offsetof(edp_dlap_t, K) == 64 + 1028);
+EDP_STATIC_ASSERT(c1, offsetof(edp_dlap_t, c1) == 64 + 1040);
+EDP_STATIC_ASSERT(KP, offsetof(edp_dlap_t, KP) == 64 + 1032);
+EDP_STATIC_ASSERT(alias, offsetof(edp_dlap_t, alias) == 64 + 1048);
+EDP_STATIC_ASSERT(keep, offsetof(edp_dlap_t, keep) == 64 + 1112);
+EDP_STATIC_ASSERT(keep_hi, offsetof(edp_threshold_t, hi) == 0 && sizeof(edp_threshold_t) == 8);
+EDP_STATIC_ASSERT(scale2, offsetof(edp_dlap_quant_t, scale2) == 0);
+EDP_STATIC_ASSERT(lo2, offsetof(edp_dlap_quant_t, lo2) == 4);
+EDP_STATIC_ASSERT(hi2, offsetof(edp_dlap_quant_t, hi2) == 8);
 
-/* Store the bit buffer to r (uses ip = r and r3). */
-#define EDP_FLUSH \
-    "ldr ip, [sp, #4]\n\t" \
-    "strd r1, r0, [ip, #328]\n\t" \
-    "str r2, [ip, #336]\n\t" \
-    "sub r3, r3, ip\n\t" \
-    "sub r3, r3, #64\n\t" \
-    "lsr r3, r3, #2\n\t" \
-    "str r3, [ip, #320]\n\t"
-/* Reload it (uses ip and r3; keeps lr and the flags). */
-#define EDP_LOAD \
-    "ldr ip, [sp, #4]\n\t" \
-    "ldr r3, [ip, #320]\n\t" \
-    "ldr r2, [ip, #336]\n\t" \
-    "ldrd r1, r0, [ip, #328]\n\t" \
-    "add r3, ip, r3, lsl #2\n\t" \
-    "add r3, r3, #64\n\t"
-
-EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UNUSED,
-                            int32_t *y EDP_UNUSED, uint32_t k EDP_UNUSED)
+EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UNUSED,
+                              const edp_dlap_quant_t *q EDP_UNUSED, const float *x EDP_UNUSED,
+                              int32_t *y EDP_UNUSED, uint32_t k EDP_UNUSED)
 {
     __asm__ volatile(
         "push {r4-r11, lr}\n\t"
-        "sub sp, sp, #12\n\t"
+        "vpush {s16, s17}\n\t"
+        "sub sp, sp, #36\n\t"
         "strd r0, r1, [sp]\n\t"
         "add ip, r1, #320\n\t"
         "str ip, [sp, #8]\n\t"
-        "mov r4, r2\n\t"
-        "add r5, r2, r3, lsl #2\n\t"
+        "ldrd ip, lr, [r2, #4]\n\t"
+        "strd ip, lr, [sp, #12]\n\t"
+        "vldr s16, [r2]\n\t"
+        "mov r4, r3\n\t"
+        "movs r3, #0\n\t"
+        "vmov s17, r3\n\t"
         "add r7, r0, #64\n\t"
         "ldrd r9, r10, [r0, #0]\n\t"
         "ldr r11, [r0, #8]\n\t"
         "ldr r8, [r0, #12]\n\t"
-        EDP_LOAD
+        "bl 30f\n\t"
+        "ldrd ip, lr, [sp, #80]\n\t"    /* y, k */
+        "add r5, r4, lr, lsl #2\n\t"
+        "sub r3, ip, r4\n\t"
+        "subs r3, #4\n\t"
         "cmp r4, r5\n\t"
         "beq 9f\n\t"
-        /* one sample (the labels edp_dlap_add_* mark the regions that
+        /* one sample (the labels edp_dlap_noisy_* mark the regions that
          * host/edgedp/bench/deadline.py counts for the release deadline) */
         "1:\n\t"
-        "edp_dlap_add_draw:\n\t"
-        "cmp r2, r9\n\t"
+        "edp_dlap_noisy_draw:\n\t"
+        "cmp r1, r9\n\t"
         "bhs 2f\n\t"
-        /* one more keystream word (nbits < n1 <= 32: lo holds no valid bits) */
+        /* one more keystream word (nbits < n1) */
         "ldr ip, [sp, #8]\n\t"
-        "cmp r3, ip\n\t"
+        "cmp r2, ip\n\t"
         "beq 10f\n\t"
-        "11:\n\t"                      /* nbits <= 31 here */
-        "ldr ip, [r3], #4\n\t"
-        "lsr lr, ip, r2\n\t"
+        "11:\n\t"
+        "ldr ip, [r2]\n\t"
+        "vstmia r2!, {s17}\n\t"
+        "lsr lr, ip, r1\n\t"
         "orr r0, r0, lr\n\t"
-        "lsl ip, ip, #1\n\t"
-        "rsb lr, r2, #31\n\t"
-        "lsl r1, ip, lr\n\t"
-        "add r2, r2, #32\n\t"
+        "lsr r6, r0, r10\n\t"           /* x = the first n1 bits */
+        "sub lr, r9, r1\n\t"
+        "lsl r0, ip, lr\n\t"            /* the word's bits after them (a shift by 32 gives 0) */
+        "add r1, r10\n\t"
+        "b 3f\n\t"
         "2:\n\t"
-        "lsr r6, r0, r10\n\t"           /* x = hi >> s1 */
-        "lsl r0, r0, r9\n\t"            /* hi:lo <<= n1 (register shifts by 32 give 0) */
-        "lsr ip, r1, r10\n\t"
-        "orr r0, r0, ip\n\t"
-        "lsl r1, r1, r9\n\t"
-        "sub r2, r2, r9\n\t"
+        "lsr r6, r0, r10\n\t"
+        "lsl r0, r0, r9\n\t"
+        "sub r1, r1, r9\n\t"
+        "3:\n\t"
         "bics ip, r11, r6\n\t"          /* acceptance bits all ones? */
         "beq 6f\n\t"
-        "3:\n\t"
+        "4:\n\t"
         "and ip, r6, r8\n\t"            /* w = fast[x & imask] */
         "ldrb lr, [r7, ip]\n\t"
         "cmp lr, #0x80\n\t"           /* a tie or the tail outcome */
         "bhs 7f\n\t"
-        "4:\n\t"
+        "5:\n\t"
         "ldr ip, [r7, #-40]\n\t"        /* g = (w << L) | (x >> vsh) */
         "lsl lr, lr, ip\n\t"
         "ldr ip, [r7, #-44]\n\t"
@@ -102,37 +114,53 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "orr lr, lr, ip\n\t"
         "ldr ip, [r7, #-48]\n\t"        /* sign */
         "tst r6, ip\n\t"
-        "ldr ip, [r4]\n\t"
-        "bne 8f\n\t"
-        "add ip, ip, lr\n\t"
-        "str ip, [r4], #4\n\t"
-        "cmp r4, r5\n\t"
-        "bne 1b\n\t"
-        "b 9f\n\t"
-        "8:\n\t"
+        "beq 8f\n\t"
         "cmp lr, #0\n\t"                /* (negative, 0): draw again */
         "beq 1b\n\t"
-        "sub ip, ip, lr\n\t"
-        "str ip, [r4], #4\n\t"
+        "rsb lr, lr, #0\n\t"
+        /* y = the quantised x + the sample (dlap.h, edp_dlap_quantize) */
+        "8:\n\t"
+        "edp_dlap_noisy_store:\n\t"
+        "vldmia r4!, {s0}\n\t"
+        "vmul.f32 s0, s0, s16\n\t"
+        "vcvt.s32.f32 s0, s0\n\t"       /* toward zero, saturating */
+        "vmov ip, s0\n\t"
+        "ldr r6, [sp, #12]\n\t"
+        "cmp ip, r6\n\t"
+        "it lt\n\t"
+        "movlt ip, r6\n\t"
+        "ldr r6, [sp, #16]\n\t"
+        "cmp ip, r6\n\t"
+        "it gt\n\t"
+        "movgt ip, r6\n\t"
+        "add ip, ip, ip, asr #31\n\t"   /* R(u) = (u + 1 - [u < 0]) >> 1 = u - u / 2 */
+        "add ip, ip, #1\n\t"
+        "add ip, lr, ip, asr #1\n\t"
+        "str ip, [r4, r3]\n\t"
         "cmp r4, r5\n\t"
         "bne 1b\n\t"
-        "b 9f\n\t"
+        "9:\n\t"
+        "edp_dlap_noisy_exit:\n\t"
+        "bl 31f\n\t"
+        "add sp, sp, #36\n\t"
+        "vpop {s16, s17}\n\t"
+        "pop {r4-r11, pc}\n\t"
         /* a new keystream batch: continue at r->block + r->word */
         "10:\n\t"
-        "edp_dlap_add_refill:\n\t"
+        "edp_dlap_noisy_refill:\n\t"
         "push {r0-r3}\n\t"
         "ldr r0, [sp, #20]\n\t"
         "bl edp_drbg_next_block\n\t"
         "pop {r0-r3}\n\t"
         "ldr ip, [sp, #4]\n\t"
-        "ldr r3, [ip, #320]\n\t"
-        "add r3, ip, r3, lsl #2\n\t"
-        "add r3, r3, #64\n\t"
+        "ldr r2, [ip, #320]\n\t"
+        "add r2, ip, r2, lsl #2\n\t"
+        "adds r2, #64\n\t"
         "b 11b\n\t"
         /* acceptance: the next bit against a_V's bit K + 1 (1 iff V < vthr) */
         "6:\n\t"
-        "edp_dlap_add_accept:\n\t"
-        "cmp r2, #0\n\t"
+        "edp_dlap_noisy_accept:\n\t"
+        "cmp r1, #0\n\t"
         "beq 12f\n\t"
         "ldr ip, [r7, #-44]\n\t"
         "lsr ip, r6, ip\n\t"
@@ -141,44 +169,168 @@ EDP_NAKED void edp_dlap_add(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_UN
         "bhs 13f\n\t"
         "tst r0, #0x80000000\n\t"     /* a's bit is 1: a stream 0 accepts */
         "bne 12f\n\t"
-        "lsls r1, r1, #1\n\t"
-        "adc r0, r0, r0\n\t"
-        "sub r2, r2, #1\n\t"
-        "b 3b\n\t"
+        "lsls r0, #1\n\t"
+        "subs r1, #1\n\t"
+        "b 4b\n\t"
         "13:\n\t"
         "tst r0, #0x80000000\n\t"     /* a's bit is 0: a stream 1 rejects */
         "beq 12f\n\t"
-        "lsls r1, r1, #1\n\t"
-        "adc r0, r0, r0\n\t"
-        "sub r2, r2, #1\n\t"
+        "lsls r0, #1\n\t"
+        "subs r1, #1\n\t"
         "b 1b\n\t"
-        "12:\n\t"                      /* the bits agree: compare further */
-        EDP_FLUSH
+        /* the bits agree: tier 1 of edp_dlap_accept_rest (dlap.c) on the
+         * buffered bits, the same decision and consumption: a_V between
+         * edp_dlap_band's lo and hi, decided at the first bit where the
+         * stream leaves lo if lo and hi agree through it and it is buffered */
+        "12:\n\t"
+        "str r3, [sp, #20]\n\t"
+        "strd r4, r5, [sp, #28]\n\t"
+        "ldr ip, [r7, #-44]\n\t"
+        "lsr ip, r6, ip\n\t"           /* V */
+        "ldr r3, [r7, #1040]\n\t"
+        "mul r3, ip, r3\n\t"           /* p = V c1 */
+        "add r4, r3, ip\n\t"           /* s = p + V */
+        "umull ip, r5, r4, r4\n\t"     /* s2 */
+        "lsr lr, r5, #1\n\t"
+        "add lr, lr, #3\n\t"
+        "subs lr, lr, r3\n\t"          /* hi = 2^32 - p + s2/2 + 3, saturated */
+        "it cs\n\t"
+        "movcs lr, #-1\n\t"
+        "umull ip, r5, r5, r4\n\t"     /* s3 */
+        "umull ip, r3, r3, r3\n\t"     /* p2 */
+        "negs r4, r4\n\t"
+        "add r4, r4, r3, lsr #1\n\t"
+        "sub r4, r4, r5, lsr #2\n\t"
+        "subs r4, #3\n\t"               /* lo = 2^32 - s + p2/2 - s3/4 - 3 */
+        "ldr ip, [r7, #1028]\n\t"      /* K */
+        "rsb r5, ip, #32\n\t"
+        "mvn r3, #0\n\t"
+        "lsls r3, r5\n\t"
+        "lsr r5, r0, ip\n\t"
+        "orrs r3, r5\n\t"               /* the K ones and the buffered bits */
+        "eors r3, r3, r4\n\t"
+        "beq 14f\n\t"
+        "clz r3, r3\n\t"
+        "adds r3, #1\n\t"               /* pos: the first bit that differs from lo */
+        "cmp r3, ip\n\t"
+        "bls 14f\n\t"
+        "add r5, ip, r1\n\t"
+        "cmp r3, r5\n\t"
+        "bhi 14f\n\t"                  /* not buffered: the C tier 1 reads on */
+        "eor r5, r4, lr\n\t"
+        "rsb lr, r3, #32\n\t"
+        "lsrs r5, r5, lr\n\t"
+        "bne 14f\n\t"                  /* lo and hi differ by then */
+        "sub ip, r3, ip\n\t"
+        "lsl r0, r0, ip\n\t"           /* consume through pos */
+        "sub r1, r1, ip\n\t"
+        "lsr r4, r4, lr\n\t"
+        "tst r4, #1\n\t"               /* lo's bit at pos: 1 accepts */
+        "ldr r3, [sp, #20]\n\t"
+        "ldrd r4, r5, [sp, #28]\n\t"
+        "beq 1b\n\t"
+        "b 4b\n\t"
+        "14:\n\t"                      /* undecided: edp_dlap_accept_rest */
+        "ldrd r4, r5, [sp, #28]\n\t"
+        "bl 31f\n\t"
         "mov r1, ip\n\t"
         "ldr r0, [sp]\n\t"
         "ldr r2, [r7, #-44]\n\t"
         "lsr r2, r6, r2\n\t"
         "bl edp_dlap_accept_rest\n\t"
-        "cmp r0, #0\n\t"
-        EDP_LOAD
+        "str r0, [sp, #24]\n\t"
+        "bl 30f\n\t"
+        "ldr r3, [sp, #20]\n\t"
+        "ldr ip, [sp, #24]\n\t"
+        "cmp ip, #0\n\t"
         "beq 1b\n\t"
-        "b 3b\n\t"
+        "b 4b\n\t"
         /* a tie of the keep prefix or the tail outcome */
         "7:\n\t"
-        "edp_dlap_add_high:\n\t"
-        EDP_FLUSH
+        "edp_dlap_noisy_high:\n\t"
+        "str r3, [sp, #20]\n\t"
+        /* a tie: the stream against keep[col] after its KP-bit prefix, on the
+         * buffered bits (tie() in dlap.c: the same decision and consumption) */
+        "cmp lr, #0xFF\n\t"
+        "bne 15f\n\t"
+        "ldr r3, [r7, #1032]\n\t"      /* KP */
+        "and ip, r6, r8\n\t"
+        "lsr ip, ip, r3\n\t"           /* col */
+        "add lr, r7, ip, lsl #3\n\t"
+        "ldr lr, [lr, #1112]\n\t"      /* keep[col].hi */
+        "lsl lr, lr, r3\n\t"
+        "eor lr, lr, r0\n\t"
+        "lsr lr, lr, r3\n\t"
+        "lsls lr, lr, r3\n\t"          /* where the stream differs from keep, past the prefix */
+        "beq 16f\n\t"
+        "clz lr, lr\n\t"
+        "cmp lr, r1\n\t"
+        "bhs 16f\n\t"                  /* not buffered: high_part reads on */
+        "lsl r0, r0, lr\n\t"
+        "sub r1, r1, lr\n\t"
+        "lsls r0, r0, #1\n\t"          /* C: the stream's bit there, 1 = above keep */
+        "sub r1, r1, #1\n\t"
+        "mov lr, ip\n\t"
+        "bcc 17f\n\t"
+        "add lr, r7, ip\n\t"
+        "ldrb lr, [lr, #1048]\n\t"     /* alias[col] */
+        "17:\n\t"
+        "ldr r3, [r7, #-36]\n\t"       /* tail */
+        "cmp lr, r3\n\t"
+        "ldr r3, [sp, #20]\n\t"
+        "bne 5b\n\t"
+        "orr lr, lr, #0x80\n\t"        /* the tail outcome: high_part's rounds */
+        "b 15f\n\t"
+        "16:\n\t"
+        "mov lr, #0xFF\n\t"
+        "15:\n\t"
+        "str lr, [sp, #24]\n\t"
+        "bl 31f\n\t"
         "mov r1, ip\n\t"
         "ldr r0, [sp]\n\t"
         "and r2, r6, r8\n\t"
-        "mov r3, lr\n\t"
+        "ldr r3, [sp, #24]\n\t"
         "bl edp_dlap_high_part\n\t"
-        "mov lr, r0\n\t"
-        EDP_LOAD
-        "b 4b\n\t"
-        "9:\n\t"
-        "edp_dlap_add_exit:\n\t"
-        EDP_FLUSH
-        "add sp, sp, #12\n\t"
-        "pop {r4-r11, pc}\n\t");
+        "str r0, [sp, #24]\n\t"
+        "bl 30f\n\t"
+        "ldr r3, [sp, #20]\n\t"
+        "ldr lr, [sp, #24]\n\t"
+        "b 5b\n\t"
+        /* load: r0 = cur, r1 = nbits, r2 = the next word from r */
+        "30:\n\t"
+        "edp_dlap_noisy_load:\n\t"
+        "ldr ip, [sp, #4]\n\t"
+        "ldr r2, [ip, #320]\n\t"
+        "ldr r1, [ip, #336]\n\t"
+        "ldr r0, [ip, #332]\n\t"
+        "add r2, ip, r2, lsl #2\n\t"
+        "adds r2, #64\n\t"
+        "cmp r1, #32\n\t"
+        "bls 32f\n\t"
+        "subs r1, #32\n\t"        /* e */
+        "ldr r3, [ip, #328]\n\t"
+        "rsb ip, r1, #32\n\t"
+        "lsr r3, r3, ip\n\t"
+        "lsl ip, r0, r1\n\t"
+        "orr r3, r3, ip\n\t"         /* the word: acc's bits e .. e + 31 */
+        "str r3, [r2, #-4]!\n\t"
+        "mvn ip, #0\n\t"
+        "lsr ip, ip, r1\n\t"
+        "bic r0, r0, ip\n\t"
+        "32:\n\t"
+        "bx lr\n\t"
+        /* flush: cur as acc's high word, nbits, the word index */
+        "31:\n\t"
+        "edp_dlap_noisy_flush:\n\t"
+        "ldr ip, [sp, #4]\n\t"
+        "str r0, [ip, #332]\n\t"
+        "str r1, [ip, #336]\n\t"
+        "movs r3, #0\n\t"
+        "str r3, [ip, #328]\n\t"
+        "sub r3, r2, ip\n\t"
+        "subs r3, #64\n\t"
+        "lsrs r3, #2\n\t"
+        "str r3, [ip, #320]\n\t"
+        "bx lr\n\t");
 }
 #endif
