@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgedp.device.client import Device, connect, load_key
@@ -60,6 +61,22 @@ def no_device_session(empty_state_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
     Likewise no edgedp.toml of the developer's (project or user config dir) gives defaults."""
     monkeypatch.setenv("EDGEDP_STATE_DIR", str(empty_state_dir))
     monkeypatch.setenv("EDGEDP_CONFIG", os.devnull)
+
+
+NUMPY_ERRORS = np.geterr()
+
+
+@pytest.fixture(autouse=True)
+def numpy_error_state_kept() -> Iterator[None]:
+    """No test, and no library a test module imports, may leave numpy's floating-point error
+    handling changed: emlearn's import once set it to raise for the whole worker, and every
+    later underflow in unrelated tests became an error. Compared with the state when this file
+    was loaded (before any test module), so a change at collection fails the next test too."""
+    assert np.geterr() == NUMPY_ERRORS, f"numpy's error handling was changed to {np.geterr()}"
+    yield
+    after = np.geterr()
+    np.seterr(**NUMPY_ERRORS)
+    assert after == NUMPY_ERRORS, f"numpy's error handling changed from {NUMPY_ERRORS} to {after}"
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,15 @@ made every later float underflow in the same pytest worker an exception; edgedp.
 imports it without that side effect."""
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-pytest.importorskip("emlearn", reason="emlearn is not installed (the [peers] extra)")
+# find_spec, not importorskip: importing emlearn here would set the side effect in this process
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("emlearn") is None,
+                                reason="emlearn is not installed (the [peers] extra)")
 
 CHECK = """
 import numpy as np

@@ -455,29 +455,21 @@ def default_plot_path() -> Path:
     return build_dir() / "bench" / "bench.png"
 
 
+_TARGET_LINES = {
+    "k10_under_100us": lambda v: f"k=10 under 100 us at 168 MHz: worst {v['worst_us']:.1f} us",
+    "k10_at_most_naive": lambda v: f"k=10 at most the naive baseline: worst ratio {v['worst_ratio']:.2f}",
+    "k10_at_most_0.8_naive": lambda v: f"k=10 at most 0.8x the naive baseline: worst ratio {v['worst_ratio']:.2f}",
+    "at_most_2.5_entropy_limit": lambda v: (f"at most 2.5x the entropy limit: worst ratio {v['worst_ratio']:.2f} "
+                                            f"at k={v['at']['k']}, eps={v['at']['epsilon']:g}"),
+    "k1000_at_most_150_per_class": lambda v: f"k=1000 at most 150 instructions per class: worst "
+                                             f"{v['worst_per_class']:.1f}",
+}
+
+
 def describe_targets(result: dict) -> list[str]:
     t = result["targets"]
-    lines = []
-    if "k10_under_100us" in t:
-        v = t["k10_under_100us"]
-        lines.append(f"k=10 under 100 us at 168 MHz: worst {v['worst_us']:.1f} us "
-                     f"{'OK' if v['ok'] else 'MISSED'}")
-    if "k10_at_most_naive" in t:
-        v = t["k10_at_most_naive"]
-        lines.append(f"k=10 at most the naive baseline: worst ratio {v['worst_ratio']:.2f} "
-                     f"{'OK' if v['ok'] else 'MISSED'}")
-    if "k10_at_most_0.8_naive" in t:
-        v = t["k10_at_most_0.8_naive"]
-        lines.append(f"k=10 at most 0.8x the naive baseline: worst ratio {v['worst_ratio']:.2f} "
-                     f"{'OK' if v['ok'] else 'MISSED'}")
-    if "at_most_2.5_entropy_limit" in t:
-        v = t["at_most_2.5_entropy_limit"]
-        lines.append(f"at most 2.5x the entropy limit: worst ratio {v['worst_ratio']:.2f} at k={v['at']['k']}, "
-                     f"eps={v['at']['epsilon']:g} {'OK' if v['ok'] else 'MISSED'}")
-    if "k1000_at_most_150_per_class" in t:
-        v = t["k1000_at_most_150_per_class"]
-        lines.append(f"k=1000 at most 150 instructions per class: worst {v['worst_per_class']:.1f} "
-                     f"{'OK' if v['ok'] else 'MISSED'}")
+    lines = [f"{line(t[name])} {'OK' if t[name]['ok'] else 'MISSED'}"
+             for name, line in _TARGET_LINES.items() if name in t]
     if "dp_flash_at_most_8k" in t:
         v = t["dp_flash_at_most_8k"]
         lines.append(f"DP core flash <= 8 KiB: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "

@@ -44,6 +44,25 @@ uint32_t edp_dlap_high_part(const edp_dlap_t *d, edp_drbg_t *r, uint32_t idx, ui
  * edp_model_dense4: four outputs y[0..3], row r's weights at w + r * in, biases b[0..3].
  * edp_model_dot: one output, weights w[0..in). */
 void edp_model_dense4(const float *x, uint32_t in, const float *w, const float *b, float *y);
+
+/* The C loop of edp_model_dense4 over x[0..end): a_r += x[i] w_r[i] in input order, then
+ * y[r] = a_r (the portable version runs it on all inputs, the ARMv7-M one on the last in % 4). */
+static inline void edp_model_rows4(const float *x, const float *end, const float *w0, const float *w1,
+                                   const float *w2, const float *w3, float a0, float a1, float a2,
+                                   float a3, float *y)
+{
+    while (x != end) {
+        const float xi = *x++;
+        a0 += xi * *w0++;
+        a1 += xi * *w1++;
+        a2 += xi * *w2++;
+        a3 += xi * *w3++;
+    }
+    y[0] = a0;
+    y[1] = a1;
+    y[2] = a2;
+    y[3] = a3;
+}
 float edp_model_dot(const float *x, uint32_t in, const float *w, float b);
 
 #endif

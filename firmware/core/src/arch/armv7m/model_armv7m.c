@@ -33,17 +33,7 @@ void edp_model_dense4(const float *x, uint32_t in, const float *w, const float *
               [a0] "+t"(a0), [a1] "+t"(a1), [a2] "+t"(a2), [a3] "+t"(a3)
             :
             : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "cc", "memory");
-    while (x != end) {
-        const float xi = *x++;
-        a0 += xi * *w0++;
-        a1 += xi * *w1++;
-        a2 += xi * *w2++;
-        a3 += xi * *w3++;
-    }
-    y[0] = a0;
-    y[1] = a1;
-    y[2] = a2;
-    y[3] = a3;
+    edp_model_rows4(x, end, w0, w1, w2, w3, a0, a1, a2, a3, y);
 }
 
 float edp_model_dot(const float *x, uint32_t in, const float *w, float b)

@@ -8,17 +8,7 @@ void edp_model_dense4(const float *x, uint32_t in, const float *w, const float *
     const float *w0 = w, *w1 = w + in, *w2 = w + 2 * in, *w3 = w + 3 * in;
     const float *const end = x + in;
     float a0 = b[0], a1 = b[1], a2 = b[2], a3 = b[3];
-    while (x != end) {
-        const float xi = *x++;
-        a0 += xi * *w0++;
-        a1 += xi * *w1++;
-        a2 += xi * *w2++;
-        a3 += xi * *w3++;
-    }
-    y[0] = a0;
-    y[1] = a1;
-    y[2] = a2;
-    y[3] = a3;
+    edp_model_rows4(x, end, w0, w1, w2, w3, a0, a1, a2, a3, y);
 }
 
 float edp_model_dot(const float *x, uint32_t in, const float *w, float b)
