@@ -45,6 +45,7 @@ def test_sampler_constants_cover_the_longest_paths(worst, c):
     assert c["EDP_DL_DRAW"] >= MARGIN * worst.draw()
     assert c["EDP_DL_STORE"] >= MARGIN * worst.store()
     assert c["EDP_DL_ACCEPT"] >= MARGIN * worst.accept()
+    assert c["EDP_DL_ACCEPT_CALL"] >= MARGIN * worst.accept_call()
     for nc in range(1, 7):
         fw = c["EDP_DL_EXACT_PER_CHUNK"] * nc + c["EDP_DL_EXACT_PER_CHUNK2"] * nc * nc
         assert fw >= MARGIN * worst.exact(nc), (nc, fw, worst.exact(nc))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgedp.bench.infer import install_model, model_image
+from edgedp.bench.infer import model_image
 from edgedp.bench.trace import RAM_BASE, RAM_SIZE, SCRATCH_SIZE, Emulator, TraceLink
 from edgedp.device.client import Device, load_key
 from edgedp.device.protocol import Caps, MechConfig
@@ -22,7 +22,7 @@ from ..conftest import ROOT
 @pytest.fixture(scope="module")
 def logreg_emulator() -> Emulator:
     emu = Emulator(model_image("digits_logreg"))
-    install_model(emu)
+    emu.install_model()
     return emu
 
 
@@ -62,7 +62,7 @@ def test_int8_model_leaves_no_activation_or_output_in_ram() -> None:
     """The int8 MLP's scratch: its int8 input, hidden activations, widened input and float
     logits/outputs are wiped too (edp_model_wipe_s8)."""
     emu = Emulator(model_image("digits_mlp_int8"))
-    install_model(emu)
+    emu.install_model()
     dev = Device(TraceLink(emu), timeout=60)
     dev.configure(load_key(), MechConfig(), Caps(10**12))
     model = cgen.read(ROOT / "firmware/model/digits_mlp_int8.c")

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 from edgedp.datasets import digits_split
-from edgedp.bench.infer import install_model
 from edgedp.bench.trace import Emulator, TraceLink
 from edgedp.device.client import Device, load_key
 from edgedp.device.errors import DeviceError, ErrorCode
@@ -48,7 +47,7 @@ class Timed:
         if not elf.exists():
             pytest.fail(f"{elf} is missing: run `make firmware`")
         self.emu = Emulator(elf)
-        install_model(self.emu)
+        self.emu.install_model()
         # The frame's end: window_open where the deadline is built in, else the decoding that
         # finish_frame starts with.
         self.ends = self.emu.watch("window_open" if elf == TIMING_ELF else "edp_cobs_decode")

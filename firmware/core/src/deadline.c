@@ -22,7 +22,10 @@
 #define EDP_DL_STORE 23u            /* quantising one input, adding its sample (region _store), per class */
 #endif
 #ifndef EDP_DL_ACCEPT
-#define EDP_DL_ACCEPT 290u          /* acceptance past the K fixed bits: region _accept (tier 1 inline), load, flush, accept_rest, band */
+#define EDP_DL_ACCEPT 107u          /* acceptance past the K fixed bits: region _accept (the next bit, tier 1 in the loop) */
+#endif
+#ifndef EDP_DL_ACCEPT_CALL
+#define EDP_DL_ACCEPT_CALL 172u     /* its C fallback: load, flush, accept_rest, band */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK
 #define EDP_DL_EXACT_PER_CHUNK 250u /* exact product: accept_exact, less_than over 2 limbs per chunk */
@@ -140,9 +143,9 @@
 #endif
 
 #define DL_LN2 0.69314718055994531
-/* Each of the six tails (draws, acceptance, exact product, ties and tail
- * outcomes, tail rounds, comparison bits) at 2^-(TAIL_BITS + 3): together
- * below 2^-TAIL_BITS. */
+/* Each of the seven tails (draws, acceptance, its C fallback, exact product,
+ * ties and tail outcomes, tail rounds, comparison bits) at 2^-(TAIL_BITS + 3):
+ * together below 2^-TAIL_BITS. */
 #define DL_TAIL_BITS (EDP_DEADLINE_TAIL_BITS + 3)
 /* A bound met with this much to spare absorbs the double roundings. */
 #define DL_SLACK 0.01
@@ -306,7 +309,7 @@ static double exact_probability(const edp_dlap_t *d)
 uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k)
 {
     uint32_t size = d->imask + 1u, i, ties = 0, tails = 0, zeros = 0, j;
-    uint32_t n, n_acc, n_exact, n_high, rounds, nc = d->nchunks, compares;
+    uint32_t n, n_acc, n_acc_call, n_exact, n_high, rounds, nc = d->nchunks, compares;
     double p_high, p_tail, p_zero, p_f, half = 1.0, pk = 1.0;
     uint64_t bits, words, refills, insns;
     for (i = 0; i < size; i++) {
@@ -330,6 +333,10 @@ uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k)
     p_f = mean_acceptance(d) * (1.0 - 1e-9) - 0.5 * p_zero * half;
     n = draws_needed(k, p_f);
     n_acc = nc ? upper_count(n, pk) : 0u;
+    /* The loop decides the acceptance's next bit itself (it reads a word if none is buffered)
+     * and calls C only if that bit, a fair coin, agrees with a_V's (or at a batch's end, once
+     * per refill at most): 2^-(K+1) per draw. */
+    n_acc_call = nc ? upper_count(n, 0.5 * pk) : 0u;
     n_exact = nc ? upper_count(n, exact_probability(d)) : 0u;
     n_high = upper_count(n, p_high);
     /* Tail rounds: the (r+1)-th tail outcome comes within the first n + r + 1
@@ -355,6 +362,7 @@ uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k)
     words = (bits + 31u) / 32u + 2u;
     refills = (words + EDP_DL_REFILL_WORDS - 1u) / EDP_DL_REFILL_WORDS;
     insns = EDP_DL_CALL + (uint64_t)n * EDP_DL_DRAW + (uint64_t)k * EDP_DL_STORE + (uint64_t)n_acc * EDP_DL_ACCEPT +
+            (uint64_t)(nc ? n_acc_call + refills : 0u) * EDP_DL_ACCEPT_CALL +
             (uint64_t)n_exact * (EDP_DL_EXACT_PER_CHUNK * nc + EDP_DL_EXACT_PER_CHUNK2 * nc * nc) +
             (uint64_t)n_high * EDP_DL_HIGH + (uint64_t)rounds * EDP_DL_ROUND + refills * EDP_DL_REFILL;
     return sat32(insns);

@@ -71,9 +71,12 @@ class WorstPaths:
         return self.region("store")
 
     def accept(self) -> int:
-        """Acceptance past the K fixed bits, tier 1 (the exact product excluded)."""
-        return self.region("accept") + self.buffer() + self.static["edp_dlap_accept_rest"] + \
-            self.static["edp_dlap_band"]
+        """Acceptance past the K fixed bits in the loop: the next bit and tier 1 of the band."""
+        return self.region("accept")
+
+    def accept_call(self) -> int:
+        """The acceptance's C fallback, tier 1 (the exact product excluded)."""
+        return self.buffer() + self.static["edp_dlap_accept_rest"] + self.static["edp_dlap_band"]
 
     def exact(self, nchunks: int) -> int:
         return self.static["accept_exact"] + self.product[nchunks] + self.less_than[2 * nchunks]
@@ -200,10 +203,9 @@ class WindowProbe:
     each answer's window."""
 
     def __init__(self, elf: str | Path, model: bool = False):
-        from .infer import install_model
         self.emu = Emulator(elf)
         if model:
-            install_model(self.emu)
+            self.emu.install_model()
         self.opens, self.closes = self.emu.watch("window_open"), self.emu.watch("window_close")
         self.noise_in, self.noise_out = self.emu.watch(LOOP), self.emu.watch("edp_mech_output")
         self.dev = Device(TraceLink(self.emu), timeout=60)

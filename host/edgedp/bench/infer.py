@@ -42,16 +42,9 @@ def _inputs(n: int) -> np.ndarray:
     return digits_split(0).X_test[:n].astype(np.float32)
 
 
-def install_model(emu: Emulator) -> None:
-    """What main() does after edp_device_init: device.model = edp_app_model."""
-    img = emu.image
-    ptr = emu.uc.mem_read(img.symbol("edp_app_model"), 4)
-    emu.uc.mem_write(emu.device + img.offset("edp_device_t", "model"), bytes(ptr))
-
-
 def _traced(elf, key: bytes, X: np.ndarray, mode: str) -> dict:
     emu = Emulator(elf)
-    install_model(emu)
+    emu.install_model()
     dev = Device(TraceLink(emu), timeout=60.0)
     dev.configure(key, MechConfig(), Caps(10**12))
     dev.infer(X[0], mode)  # warm-up: builds the mechanism table for the model's range

@@ -420,6 +420,11 @@ class Emulator:
             naive_off = self.image.offset("edp_device_t", "naive")
             self.uc.mem_write(self.device + naive_off, struct.pack("<I", self.image.symbol("edp_naive_laplace")))
 
+    def install_model(self) -> None:
+        """What main() does after edp_device_init: device.model = edp_app_model."""
+        ptr = self.uc.mem_read(self.image.symbol("edp_app_model"), 4)
+        self.uc.mem_write(self.device + self.image.offset("edp_device_t", "model"), bytes(ptr))
+
     def write(self, data: bytes) -> None:
         """Feed received bytes to edp_device_rx (in scratch-sized pieces)."""
         for i in range(0, len(data), SCRATCH_SIZE):

@@ -161,7 +161,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "6:\n\t"
         "edp_dlap_noisy_accept:\n\t"
         "cmp r1, #0\n\t"
-        "beq 12f\n\t"
+        "beq 18f\n\t"
         "ldr ip, [r7, #-44]\n\t"
         "lsr ip, r6, ip\n\t"
         "ldr lr, [r7, #-32]\n\t"
@@ -182,6 +182,14 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
          * buffered bits, the same decision and consumption: a_V between
          * edp_dlap_band's lo and hi, decided at the first bit where the
          * stream leaves lo if lo and hi agree through it and it is buffered */
+        "18:\n\t"                      /* no bit buffered: read a word (at a batch's end: C) */
+        "ldr ip, [sp, #8]\n\t"
+        "cmp r2, ip\n\t"
+        "beq 12f\n\t"
+        "ldr r0, [r2]\n\t"
+        "vstmia r2!, {s17}\n\t"
+        "movs r1, #32\n\t"
+        "b 6b\n\t"
         "12:\n\t"
         "str r3, [sp, #20]\n\t"
         "strd r4, r5, [sp, #28]\n\t"
