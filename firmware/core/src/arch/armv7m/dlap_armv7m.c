@@ -162,6 +162,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "edp_dlap_noisy_accept:\n\t"
         "cmp r1, #0\n\t"
         "beq 18f\n\t"
+        "19:\n\t"
         "ldr ip, [r7, #-44]\n\t"
         "lsr ip, r6, ip\n\t"
         "ldr lr, [r7, #-32]\n\t"
@@ -189,7 +190,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "ldr r0, [r2]\n\t"
         "vstmia r2!, {s17}\n\t"
         "movs r1, #32\n\t"
-        "b 6b\n\t"
+        "b 19b\n\t"                    /* on, past the test: no instruction runs twice in a draw */
         "12:\n\t"
         "str r3, [sp, #20]\n\t"
         "strd r4, r5, [sp, #28]\n\t"
