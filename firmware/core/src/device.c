@@ -301,11 +301,11 @@ static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
  * byte leaves when the window that finish_frame opened reaches the bound for
  * this request (n_in values in, k out), whatever follows (send_part). */
 static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_in, uint32_t mode,
-                       uint32_t arg, const edp_model_t *model)
+                       uint32_t arg, uint32_t model_insns)
 {
     if (!EDP_RELEASE_DEADLINE) return EDP_OK;
     if (!d->port->window_open || !d->port->window_close) return EDP_ERR_TIMING;
-    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model,
+    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model_insns,
                                           d->prepared ? plan->prepare_insns : 0u,
                                           d->port->window_fixed ? d->port->window_fixed : EDP_DEADLINE_FIXED_DEFAULT);
     d->window_pending = 1;
@@ -328,7 +328,7 @@ static int query(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8
     int err = parse_vector(d, b, n, &mode, &arg, k);
     if (err || (err = edp_mech_mode_check(mode, arg, *k))) return err;
     if ((err = ensure_plan(d, *k))) return err;
-    if ((err = arm_release(d, &d->plan, *k, mode, arg, NULL))) return err;
+    if ((err = arm_release(d, &d->plan, *k, mode, arg, 0u))) return err;
     if ((err = charge(d, &d->plan, mode, arg))) {
         d->window_pending = 0;  /* nothing secret ran yet: refuse at once */
         return err;
@@ -354,10 +354,13 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
     c.hi = m->hi;
     c.sensitivity = m->sensitivity;
     c.m = m->m;
-    if (d->infer_plan_valid && memcmp(&d->infer_plan.cfg, &c, sizeof c) == 0) return EDP_OK;
+    if (d->infer_plan_valid && d->infer_plan_model == m && memcmp(&d->infer_plan.cfg, &c, sizeof c) == 0)
+        return EDP_OK;
     d->infer_plan_valid = 0;
     d->prepared = 1;
     if ((err = edp_mech_prepare(&d->infer_plan, &c, m->n_classes))) return err;
+    d->infer_model_insns = edp_deadline_model(m);
+    d->infer_plan_model = m;
     d->infer_plan_valid = 1;
     return EDP_OK;
 }
@@ -378,7 +381,7 @@ static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t
     if ((err = parse_vector(d, b, n, &mode, &arg, k))) return err;
     if (*k != m->n_features) return EDP_ERR_LEN;
     if ((err = edp_mech_mode_check(mode, arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
-        (err = arm_release(d, &d->infer_plan, *k, mode, arg, m)))
+        (err = arm_release(d, &d->infer_plan, *k, mode, arg, d->infer_model_insns)))
         return err;
     if ((err = charge(d, &d->infer_plan, mode, arg))) {
         d->window_pending = 0;  /* the model has not run: refuse at once */

@@ -81,6 +81,8 @@ typedef struct {
     const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */
     uint8_t infer_plan_valid;
     edp_mech_plan_t infer_plan;  /* cached for (rec.mech epsilon, the model's range) */
+    const edp_model_t *infer_plan_model;  /* the model infer_plan and infer_model_insns are for */
+    uint32_t infer_model_insns;  /* edp_deadline_model(infer_plan_model), once per plan */
     uint8_t window_pending;  /* this response leaves at its deadline (EDP_RELEASE_DEADLINE) */
     uint8_t prepared;        /* this request prepared a plan */
     uint32_t window_insns;   /* the deadline, instructions after the frame's end */
