@@ -70,7 +70,6 @@ typedef struct {
     edp_drbg_t auth_drbg;  /* nonce generator, separate from the noise stream */
     uint8_t nonce[EDP_AUTH_NONCE];
     uint32_t rate_wait;    /* seconds an EDP_ERR_RATE refusal asks to wait */
-    uint64_t rate_now;     /* clock seconds of the last rate check */
     edp_flog_t flog;
     uint32_t audit_seq;    /* seq of the last audit entry (store.h) */
     uint32_t audit_exhausted_day;  /* day of the last EDP_AUDIT_EXHAUSTED entry since boot */
