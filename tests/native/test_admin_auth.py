@@ -14,7 +14,7 @@ from edgedp.device.errors import DeviceError, NotAuthentic, StateMismatch, State
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import TEST_EPOCH
+from ..conftest import ROOT, TEST_EPOCH
 
 pytestmark = pytest.mark.native
 
@@ -143,3 +143,28 @@ def test_rate_limit_refuses_with_the_wait_and_persists(host_device, test_key: by
     admin.run(dev, test_key, P.RATE, lambda b: P.Rate().pack(), lambda b, a: None)
     for _ in range(3):
         dev.query(x, "label")
+
+
+def _budget_forbidden(dev) -> None:
+    def forged():
+        raise AssertionError("read the unauthenticated BUDGET answer where a key is at hand")
+    dev.budget = forged
+
+
+def test_query_configuration_is_read_authenticated_when_a_key_is_given(host_device, test_key: bytes) -> None:
+    """`query`'s set-up decides whether to sign a CONFIG from the device's configuration: with a
+    key it reads it from STATE, so a forged BUDGET cannot make it skip the CONFIG or report a
+    configuration that is not the device's."""
+    from edgedp.cli.device import ensure_config
+    dev = host_device.start()
+    _budget_forbidden(dev)
+    cfg = ensure_config(dev, str(ROOT / "tests/keys/test-device.key"), 2.0, None, None, 10)
+    assert cfg.eps_micro == 2 * MICRO and dev.state(test_key).budget.epsilon_micro == 2 * MICRO
+
+
+def test_audit_dp_signs_and_reports_from_the_authenticated_state(host_device, test_key: bytes) -> None:
+    from edgedp.analysis.audit_dp import prepare_device
+    dev = host_device.start()
+    _budget_forbidden(dev)
+    mech = prepare_device(dev, test_key, 10, 100, 1.5, seed=3)
+    assert mech.epsilon == 1.5 and dev.state(test_key).budget.daily_cap >= 150 * MICRO

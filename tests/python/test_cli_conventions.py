@@ -38,3 +38,15 @@ def test_the_device_errors_carry_their_row_of_the_table() -> None:
 def test_shell_completion_lists_commands() -> None:
     r = run(env={"_EDGEDP_COMPLETE": "bash_complete", "COMP_WORDS": "edgedp qu", "COMP_CWORD": "1"})
     assert "query" in r.stdout, r.stdout + r.stderr
+
+
+def test_sample_without_an_epsilon_is_a_usage_error(tmp_path, monkeypatch) -> None:
+    """--epsilon has edgedp.toml's value as its default, so click cannot enforce it: the command
+    says what is missing (exit 2), never a traceback."""
+    from click.testing import CliRunner
+    from edgedp.cli import main
+    (tmp_path / "edgedp.toml").write_text("[defaults]\n")  # no epsilon there either
+    monkeypatch.setenv("EDGEDP_CONFIG", str(tmp_path / "edgedp.toml"))
+    r = CliRunner().invoke(main, ["sample", "--target", "host", "--n", "10", "--out", str(tmp_path / "z.npy")])
+    assert r.exit_code == 2 and "needs --epsilon" in r.output, (r.exit_code, r.output, r.exception)
+    assert "Traceback" not in r.output and not (tmp_path / "z.npy").exists()

@@ -31,6 +31,8 @@
  * the core adds the test commands, reports ticks and answers at once (no
  * release deadline, options.h). Anyone can sign its admin frames: it is for
  * emulators and bench boards, never for a device whose budget matters. */
+#include <string.h>
+
 #include "board.h"
 #include "edgedp/error.h"
 #include "stm32f4.h"
@@ -69,9 +71,8 @@ static int rng_entropy(void *ctx, uint8_t key[32])
 static int entropy(void *ctx, uint8_t key[32])
 {
 #if EDP_TEST_BUILD
-    uint32_t i;
     (void)ctx;
-    for (i = 0; i < 32; i++) key[i] = edp_test_seed[i];
+    memcpy(key, edp_test_seed, 32);
     return EDP_OK;
 #else
     return rng_entropy(ctx, key);

@@ -86,17 +86,8 @@
 #ifndef EDP_DL_MODEL_VOTE
 #define EDP_DL_MODEL_VOTE 13u       /* per class and net of a VOTES head: the argmax */
 #endif
-/* Outside the kernels: this file's loops over the model's shape (per answer),
- * and edp_model_wipe after the answer (its sizes declared by the model). */
-#ifndef EDP_DL_MODEL_SHAPE
-#define EDP_DL_MODEL_SHAPE 95u      /* per model */
-#endif
-#ifndef EDP_DL_MODEL_SHAPE_NET
-#define EDP_DL_MODEL_SHAPE_NET 30u  /* per net */
-#endif
-#ifndef EDP_DL_MODEL_SHAPE_LAYER
-#define EDP_DL_MODEL_SHAPE_LAYER 30u /* per layer */
-#endif
+/* Outside the kernels: edp_model_wipe after the answer (its sizes declared by
+ * the model). */
 #ifndef EDP_DL_MODEL_ZERO
 #define EDP_DL_MODEL_ZERO 65u       /* per buffer edp_model_wipe zeroes (1, int8: 3): edp_model_zero's call */
 #endif
@@ -400,17 +391,12 @@ static uint64_t model_s8_insns(const edp_model_t *m)
     return n;
 }
 
-/* The model's run, the wipe of its scratch after the answer (edp_model_wipe)
- * and the loops over its shape here. */
-static uint64_t model_insns(const edp_model_t *m)
+uint32_t edp_deadline_model(const edp_model_t *m)
 {
-    uint64_t n = EDP_DL_MODEL_SHAPE + (uint64_t)EDP_DL_MODEL_SHAPE_NET * m->n_nets +
-                 (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
+    uint64_t n = (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
                  (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m);
     uint32_t i, l;
-    for (i = 0; i < m->n_nets; i++)
-        n += (uint64_t)EDP_DL_MODEL_SHAPE_LAYER * (m->s8 ? m->s8->nets[i].n_layers : m->nets[i].n_layers);
-    if (m->s8) return n + model_s8_insns(m);
+    if (m->s8) return sat32(n + model_s8_insns(m));
     for (i = 0; i < m->n_nets; i++) {
         n += head_insns(m);
         for (l = 0; l < m->nets[i].n_layers; l++) {
@@ -418,15 +404,15 @@ static uint64_t model_insns(const edp_model_t *m)
             n += (uint64_t)d->out * (EDP_DL_MODEL_UNIT + (uint64_t)EDP_DL_MODEL_MAC * d->in);
         }
     }
-    return n;
+    return sat32(n);
 }
 
 uint32_t edp_deadline_answer(uint32_t noise, uint32_t n_in, uint32_t k, uint32_t mode, uint32_t arg,
-                             const edp_model_t *model, uint32_t prepare, uint32_t fixed)
+                             uint32_t model, uint32_t prepare, uint32_t fixed)
 {
     uint64_t per_class = EDP_DL_PER_CLASS;
     if (mode == EDP_MODE_TOPK) per_class += (uint64_t)EDP_DL_TOPK_PER_K * arg;
     if (mode == EDP_MODE_SIMPLEX) per_class += EDP_DL_SIMPLEX;
     return sat32((uint64_t)noise + fixed + (uint64_t)EDP_DL_PER_INPUT * n_in + per_class * k +
-                 (model ? model_insns(model) : 0u) + prepare);
+                 model + prepare);
 }

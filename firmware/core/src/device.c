@@ -14,6 +14,8 @@
 
 EDP_STATIC_ASSERT(rx_holds_response, EDP_WIRE_MAX >= EDP_COBS_MAX(EDP_FRAME_MAX));
 EDP_STATIC_ASSERT(audit_fits, EDP_AUDIT_HEAD + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY + EDP_AUTH_TAG <= EDP_BODY_MAX);
+EDP_STATIC_ASSERT(audit_entry_is_stored_entry, EDP_AUDIT_ENTRY + 2u == EDP_AUDIT_ENTRY_SIZE);  /* edp_audit_pack */
+EDP_STATIC_ASSERT(rate_error_body, EDP_RATE_ERROR_BODY == EDP_ERROR_BODY + 4u);
 
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
@@ -214,14 +216,19 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
     return nonfinite >> 31 ? EDP_ERR_BAD_VALUE : EDP_OK;
 }
 
-/* EDP_ERR_RATE (and d->rate_wait) if the rate limit holds no token for one more
- * external answer; decided from the configuration and the clock only. */
-static int rate_check(edp_device_t *d)
+/* Today, and with a rate limit: EDP_ERR_RATE (and d->rate_wait) if *bucket,
+ * refilled to now, holds no token for one more external answer. Decided from
+ * the configuration and the clock only, read once (port.h: day() is
+ * seconds() / 86400). */
+static int rate_and_day(edp_device_t *d, edp_rate_t *bucket, uint32_t *day)
 {
-    edp_rate_t b = d->rec.bucket;
-    if (!d->rec.rate.burst) return EDP_OK;
-    if (!d->port->seconds || d->port->seconds(d->port->ctx, &d->rate_now) < 0) return EDP_ERR_TIME;
-    return edp_rate_check(&b, &d->rec.rate, d->rate_now, &d->rate_wait);
+    uint64_t now;
+    int err;
+    if (!d->rec.rate.burst) return today(d, day);
+    if (!d->port->seconds || d->port->seconds(d->port->ctx, &now) < 0) return EDP_ERR_TIME;
+    if ((err = edp_rate_check(bucket, &d->rec.rate, now, &d->rate_wait))) return err;
+    *day = (uint32_t)(now / 86400u);
+    return EDP_OK;
 }
 
 /* Everything that can refuse an external answer, then the committed charge:
@@ -235,16 +242,15 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
     edp_record_t next;
     int err;
     if ((err = edp_mech_mode_fits(plan, mode, arg))) return err;
-    if ((err = rate_check(d))) {
+    next = d->rec;
+    if ((err = rate_and_day(d, &next.bucket, &day))) {
         if (err == EDP_ERR_RATE && !d->audit_rate_tripped) {
             d->audit_rate_tripped = 1;
             audit(d, EDP_AUDIT_RATE_TRIP, 0);
         }
         return err;
     }
-    if ((err = today(d, &day))) return err;
     if (!d->store_ok) return EDP_ERR_STORE;
-    next = d->rec;
     edp_budget_roll(&next.budget, day);
     if ((err = edp_budget_check(&next.budget, d->rec.mech.eps_micro))) {
         if (err == EDP_ERR_BUDGET && d->audit_exhausted_day != day) {
@@ -264,8 +270,7 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
     }
     /* Charge before release: commit the spend, then compute and send. */
     edp_budget_charge(&next.budget, d->rec.mech.eps_micro);
-    if (next.rate.burst && edp_rate_check(&next.bucket, &next.rate, d->rate_now, &d->rate_wait) == EDP_OK)
-        edp_rate_take(&next.bucket);  /* checked by rate_check above: the token is there */
+    if (next.rate.burst) edp_rate_take(&next.bucket);  /* rate_and_day found the token */
     if ((err = mark_raise(d, &next, (uint64_t)(EDP_FLOG_RESERVE - 1u) * d->rec.mech.eps_micro)) ||
         (err = edp_store_commit(d->port, &next, &d->slot))) {
         d->store_ok = 0;
@@ -301,11 +306,11 @@ static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
  * byte leaves when the window that finish_frame opened reaches the bound for
  * this request (n_in values in, k out), whatever follows (send_part). */
 static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_in, uint32_t mode,
-                       uint32_t arg, const edp_model_t *model)
+                       uint32_t arg, uint32_t model_insns)
 {
     if (!EDP_RELEASE_DEADLINE) return EDP_OK;
     if (!d->port->window_open || !d->port->window_close) return EDP_ERR_TIMING;
-    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model,
+    d->window_insns = edp_deadline_answer(plan->noise_insns, n_in, plan->k, mode, arg, model_insns,
                                           d->prepared ? plan->prepare_insns : 0u,
                                           d->port->window_fixed ? d->port->window_fixed : EDP_DEADLINE_FIXED_DEFAULT);
     d->window_pending = 1;
@@ -328,7 +333,7 @@ static int query(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8
     int err = parse_vector(d, b, n, &mode, &arg, k);
     if (err || (err = edp_mech_mode_check(mode, arg, *k))) return err;
     if ((err = ensure_plan(d, *k))) return err;
-    if ((err = arm_release(d, &d->plan, *k, mode, arg, NULL))) return err;
+    if ((err = arm_release(d, &d->plan, *k, mode, arg, 0u))) return err;
     if ((err = charge(d, &d->plan, mode, arg))) {
         d->window_pending = 0;  /* nothing secret ran yet: refuse at once */
         return err;
@@ -354,10 +359,13 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
     c.hi = m->hi;
     c.sensitivity = m->sensitivity;
     c.m = m->m;
-    if (d->infer_plan_valid && memcmp(&d->infer_plan.cfg, &c, sizeof c) == 0) return EDP_OK;
+    if (d->infer_plan_valid && d->infer_plan_model == m && memcmp(&d->infer_plan.cfg, &c, sizeof c) == 0)
+        return EDP_OK;
     d->infer_plan_valid = 0;
     d->prepared = 1;
     if ((err = edp_mech_prepare(&d->infer_plan, &c, m->n_classes))) return err;
+    d->infer_model_insns = edp_deadline_model(m);
+    d->infer_plan_model = m;
     d->infer_plan_valid = 1;
     return EDP_OK;
 }
@@ -378,7 +386,7 @@ static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t
     if ((err = parse_vector(d, b, n, &mode, &arg, k))) return err;
     if (*k != m->n_features) return EDP_ERR_LEN;
     if ((err = edp_mech_mode_check(mode, arg, m->n_classes)) || (err = ensure_infer_plan(d, m)) ||
-        (err = arm_release(d, &d->infer_plan, *k, mode, arg, m)))
+        (err = arm_release(d, &d->infer_plan, *k, mode, arg, d->infer_model_insns)))
         return err;
     if ((err = charge(d, &d->infer_plan, mode, arg))) {
         d->window_pending = 0;  /* the model has not run: refuse at once */
@@ -766,13 +774,9 @@ static int cmd_audit_log(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **
     count = (*o)++;
     *count = 0;
     first = d->audit_seq > EDP_AUDIT_ENTRIES ? d->audit_seq - EDP_AUDIT_ENTRIES + 1u : 1u;
-    for (s = first; d->audit_seq && s <= d->audit_seq; s++) {
+    for (s = first; s <= d->audit_seq; s++) {  /* none logged: first = 1 > 0 */
         if (!edp_audit_get(d->port, (s - 1u) % EDP_AUDIT_ENTRIES, &e) || e.seq != s) continue;
-        *o = edp_wr32(*o, e.seq);
-        *o = edp_wr32(*o, e.day);
-        *o = edp_wr64(*o, e.counter);
-        *o = edp_wr8(*o, e.event);
-        *o = edp_wr8(*o, e.arg);
+        *o = edp_audit_pack(&e, *o);
         (*count)++;
     }
     hmac_begin(&h, key, domain);
@@ -799,7 +803,7 @@ static size_t rate_refusal(edp_device_t *d, uint32_t type, uint32_t seq)
         }
     }
     (void)edp_wr32(d->tx + len, d->rate_wait);
-    return len + 4;
+    return len + (EDP_RATE_ERROR_BODY - EDP_ERROR_BODY);  /* the error body, then wait_s u32 */
 }
 
 size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)

@@ -143,16 +143,19 @@ uint32_t edp_audit_last(const edp_port_t *port)
     return last;
 }
 
+uint8_t *edp_audit_pack(const edp_audit_entry_t *e, uint8_t *o)
+{
+    o = edp_wr64(edp_wr32(edp_wr32(o, e->seq), e->day), e->counter);
+    o = edp_wr8(o, e->event);
+    return edp_wr8(o, e->arg);
+}
+
 int edp_audit_append(const edp_port_t *port, const edp_audit_entry_t *e)
 {
     uint8_t b[EDP_AUDIT_ENTRY_SIZE];
     int err;
-    (void)edp_wr32(b, e->seq);
-    (void)edp_wr32(b + 4, e->day);
-    (void)edp_wr64(b + 8, e->counter);
-    b[16] = e->event;
-    b[17] = e->arg;
-    (void)edp_wr16(b + 18, audit_check(b));
+    uint8_t *check = edp_audit_pack(e, b);
+    (void)edp_wr16(check, audit_check(b));  /* after the pack: argument order is unspecified */
     err = port->store_write(port->ctx, EDP_AUDIT_OFFSET + ((e->seq - 1u) % EDP_AUDIT_ENTRIES) * EDP_AUDIT_ENTRY_SIZE,
                             b, sizeof b);
     return err < 0 ? err : EDP_OK;

@@ -240,11 +240,13 @@ def prepare_device(dev, key: bytes, k: int, spend_micro: int, epsilon: float | N
     """Configure a test image for the audit: per-answer epsilon (when given), a daily cap that covers
     the audit's answers, today's spend reset, and the noise stream seeded from ``seed``.
 
-    Needs the device key (the public test key for test images); raises ValueError with the reason."""
+    Needs the device key (the public test key for test images); raises ValueError with the reason.
+    What it signs and the mechanism it returns come from the authenticated state (STATE), never
+    from the unauthenticated BUDGET answer."""
     from ..device.errors import DeviceError
     from ..device.protocol import Caps, MechConfig
 
-    b = dev.budget()
+    b = dev.state(key).budget
     eps_micro = b.epsilon_micro if epsilon is None else round(epsilon * 1_000_000)
     need = spend_micro * eps_micro
     try:
@@ -259,5 +261,5 @@ def prepare_device(dev, key: bytes, k: int, spend_micro: int, epsilon: float | N
     except DeviceError as exc:
         raise ValueError(f"the device refused the audit's set-up ({exc}); audit-dp needs a test image and its "
                          f"key (--key)") from None
-    b = dev.budget()
+    b = dev.state(key).budget
     return Mechanism(to_epsilon(b.epsilon_micro), k, float(b.lo), float(b.hi), float(b.sensitivity), b.m)

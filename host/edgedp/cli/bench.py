@@ -8,7 +8,7 @@ import click
 
 from .common import emit_json, handle_errors, json_option, note, progress, progress_option, target_option
 from .exit_codes import ExitCode
-from .params import CLASSES, EPSILON
+from .params import CLASSES, EPSILON, check_writable
 
 
 @click.command()
@@ -70,6 +70,9 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     if epsilons:
         cfg.epsilons = tuple(epsilons)
     say = (lambda msg: None) if not progress(no_progress) else (lambda msg: click.echo(f"  {msg}", err=True))
+    for out in (plot_path, md_path):  # a file that cannot be written fails here, before the long run
+        if out:
+            check_writable(out)
     if peers_n > 0:
         from ..bench import peers as bench_peers
         bench_peers.sources()  # a missing peer fails here, before the long run

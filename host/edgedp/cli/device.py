@@ -29,7 +29,7 @@ from .params import (CLASSES, DAILY_CAP, DATE, EPSILON, LIFETIME_CAP, MODE, SAMP
 key_option = click.option("--key-file", type=click.Path(dir_okay=False), default=config_default("key_file"),
                           help="Device HMAC key (64 hex digits; default: edgedp.toml's key_file). Test images "
                                "use tests/keys/test-device.key.")
-admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False), required=True,
+admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False),  # admin_key checks it is set
                                 default=config_default("key_file"),
                                 help="Device HMAC key file (64 hex digits; default: edgedp.toml's key_file), "
                                      "e.g. tests/keys/test-device.key.")
@@ -160,12 +160,13 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
                   value_range: tuple[float, float] | None, k: int) -> MechConfig:
     """The mechanism the queries of k classes will run: the device's, with the options given.
 
-    BUDGET (the configuration), then, only if it differs, STATE (the authenticated state and a
-    fresh nonce), CONFIG signed for that nonce with --key-file or else the test images' key, and
-    STATE again to check it: what is signed comes only from the authenticated state and the
-    options. A configuration the device could not serve for k classes is refused here, with
-    the reason."""
-    b = dev.budget()
+    The device's configuration (authenticated STATE with --key-file, else the unauthenticated
+    BUDGET: without a key nothing can be authenticated, and nothing is signed from it), then,
+    only if it differs, STATE (the authenticated state and a fresh nonce), CONFIG signed for
+    that nonce with --key-file or else the test images' key, and STATE again to check it: what
+    is signed comes only from the authenticated state and the options. A configuration the
+    device could not serve for k classes is refused here, with the reason."""
+    b = dev.state(load_key(key_file)).budget if key_file else dev.budget()
     cfg = merged_config(b, epsilon, sensitivity, value_range)
     cfg.lattice(k)
     if cfg.same_on_device(b.config):
@@ -368,8 +369,8 @@ def _describe(o: dict, width: int) -> str:
 
 @click.command()
 @target_option
-@click.option("--epsilon", "-e", type=EPSILON, required=True, default=config_default("epsilon"),
-              help="Per-query epsilon (default: edgedp.toml's).")
+@click.option("--epsilon", "-e", type=EPSILON, default=config_default("epsilon"),
+              help="Per-query epsilon (default: edgedp.toml's; one of the two is needed).")
 @click.option("--sensitivity", "-d", type=SENSITIVITY, default=2.0, show_default=True)
 @click.option("--classes", "-k", type=CLASSES, default=10, show_default=True, help="k (sets the lattice step).")
 @click.option("--n", "count", type=SAMPLES, default=100000, show_default=True)
@@ -381,6 +382,8 @@ def sample(target: str | None, epsilon: float, sensitivity: float, classes: int,
            as_json: bool, no_progress: bool) -> None:
     """Raw noise samples from the device (test builds), before output clamping."""
     from ..device.noise import draw_samples  # (its progress bars are needed by this command only)
+    if epsilon is None:  # click does not enforce required= on an option with a callable default
+        raise click.UsageError("sample needs --epsilon (or epsilon in edgedp.toml)")
 
     req = SampleRequest(to_micro(epsilon), sensitivity, classes, count)
     lat = make_lattice(classes, req.eps_micro, sensitivity, 0.0, 1.0)

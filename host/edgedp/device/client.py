@@ -239,25 +239,23 @@ class Device:
             raise DeviceError(ErrorCode.ERR_AUTH, P.CHALLENGE)
         return ch
 
-    def state(self, key: bytes) -> P.State:
-        """The device's state, authenticated (STATE with a random challenge; the device's nonce
-        is fresh, the previous one dead). NotAuthentic if the tag is wrong."""
+    def _challenged(self, type_: int, parse, key: bytes):
+        """An answer tagged over a random challenge of ours (the device's nonce is fresh, the
+        previous one dead); NotAuthentic if the tag is wrong."""
         challenge = os.urandom(S.AUTH_NONCE)
-        st = P.State.parse(self.request(P.STATE, challenge), key, challenge)
-        if st is None:
-            raise NotAuthentic("the device's STATE answer is not authentic: rewritten on the way, or the "
-                               "device does not hold this key")
-        return st
+        answer = parse(self.request(type_, challenge), key, challenge)
+        if answer is None:
+            raise NotAuthentic(f"the device's {P.FrameType(type_).name} answer is not authentic: rewritten on the way, "
+                               f"or the device does not hold this key")
+        return answer
+
+    def state(self, key: bytes) -> P.State:
+        """The device's state, authenticated (STATE with a random challenge)."""
+        return self._challenged(P.STATE, P.State.parse, key)
 
     def audit_log(self, key: bytes) -> P.AuditLog:
-        """The device's audit log, authenticated like ``state`` (AUDIT_LOG with a random challenge;
-        the device's nonce is fresh). NotAuthentic if the tag is wrong."""
-        challenge = os.urandom(S.AUTH_NONCE)
-        log = P.AuditLog.parse(self.request(P.AUDIT_LOG, challenge), key, challenge)
-        if log is None:
-            raise NotAuthentic("the device's AUDIT_LOG answer is not authentic: rewritten on the way, or the "
-                               "device does not hold this key")
-        return log
+        """The device's audit log, authenticated like ``state`` (AUDIT_LOG with a random challenge)."""
+        return self._challenged(P.AUDIT_LOG, P.AuditLog.parse, key)
 
     def admin_frame(self, type_: int, payload: bytes, key: bytes, counter: int | None = None,
                     nonce: bytes | None = None) -> tuple[int, bytes]:

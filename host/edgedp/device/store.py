@@ -6,8 +6,10 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-MAGIC = 0x50444445        # "EDDP"
-RECORDS = (84, 112)       # bytes of a version 1 and a version 2 record (store.h), CRC-32 last
+from .. import schema as S
+
+MAGIC = S.STORE_MAGIC     # "EDDP"
+RECORDS = (S.STORE_RECORD_V1, S.STORE_RECORD)  # bytes of a version 1 and 2 record (store.h), CRC-32 last
 _FMT = struct.Struct("<IBBBBIIQQQQQI")  # magic, version, _, size, _, sequence, day, caps, spends, counter, eps
 
 

@@ -63,12 +63,17 @@ uint32_t edp_deadline_prepare(const edp_dlap_t *d);
  * takes some 2-3 x 10^5 instructions on the Cortex-M4: software double). Saturates at 2^32 - 1. */
 uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k);
 
+/* Instructions of the model's inference and of the wipe of its scratch after
+ * the answer (its part of an INFER window). Depends on the model's shape only;
+ * computed once per model and plan at set-up (device.c). Saturates. */
+uint32_t edp_deadline_model(const edp_model_t *m);
+
 /* Instructions of a whole window around the noise bound `noise`: a request
- * of n_in values, the model's inference (NULL: a QUERY) to k outputs, the
+ * of n_in values, the model's part `model` (edp_deadline_model; 0: a QUERY) to k outputs, the
  * plan's set-up (`prepare` instructions, 0 if the plan was ready), the
  * charge, quantize, output `mode` with `arg` and the response up to its first
  * UART write, with `fixed` instructions for the port's fixed part. Saturates. */
 uint32_t edp_deadline_answer(uint32_t noise, uint32_t n_in, uint32_t k, uint32_t mode, uint32_t arg,
-                             const edp_model_t *model, uint32_t prepare, uint32_t fixed);
+                             uint32_t model, uint32_t prepare, uint32_t fixed);
 
 #endif

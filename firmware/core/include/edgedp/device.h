@@ -70,7 +70,6 @@ typedef struct {
     edp_drbg_t auth_drbg;  /* nonce generator, separate from the noise stream */
     uint8_t nonce[EDP_AUTH_NONCE];
     uint32_t rate_wait;    /* seconds an EDP_ERR_RATE refusal asks to wait */
-    uint64_t rate_now;     /* clock seconds of the last rate check */
     edp_flog_t flog;
     uint32_t audit_seq;    /* seq of the last audit entry (store.h) */
     uint32_t audit_exhausted_day;  /* day of the last EDP_AUDIT_EXHAUSTED entry since boot */
@@ -81,6 +80,8 @@ typedef struct {
     const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */
     uint8_t infer_plan_valid;
     edp_mech_plan_t infer_plan;  /* cached for (rec.mech epsilon, the model's range) */
+    const edp_model_t *infer_plan_model;  /* the model infer_plan and infer_model_insns are for */
+    uint32_t infer_model_insns;  /* edp_deadline_model(infer_plan_model), once per plan */
     uint8_t window_pending;  /* this response leaves at its deadline (EDP_RELEASE_DEADLINE) */
     uint8_t prepared;        /* this request prepared a plan */
     uint32_t window_insns;   /* the deadline, instructions after the frame's end */

@@ -37,8 +37,10 @@ typedef struct edp_port {
     int (*day)(void *ctx, uint32_t *day);
 
     /* Optional: the clock behind day(), in seconds since 1970 (UTC), or
-     * EDP_ERR_TIME. It paces the rate limit; NULL: the board cannot be rate
-     * limited (a RATE with burst > 0 is refused with EDP_ERR_BAD_VALUE). */
+     * EDP_ERR_TIME; day() must be seconds() / 86400 (the core takes the day
+     * from it when it reads both). It paces the rate limit; NULL: the board
+     * cannot be rate limited (a RATE with burst > 0 is refused with
+     * EDP_ERR_BAD_VALUE). */
     int (*seconds)(void *ctx, uint64_t *unix_seconds);
 
     /* Set the clock to unix_seconds (called only after authentication).

@@ -90,6 +90,11 @@ uint32_t edp_audit_last(const edp_port_t *port);
  * (and the one it overwrote). */
 int edp_audit_append(const edp_port_t *port, const edp_audit_entry_t *e);
 
+/* Write e's first EDP_AUDIT_ENTRY_SIZE - 2 bytes (seq u32 | day u32 | counter
+ * u64 | event u8 | arg u8, little-endian: the stored entry without its check,
+ * and the AUDIT_LOG answer's entry, proto.h) at o; returns o + 18. */
+uint8_t *edp_audit_pack(const edp_audit_entry_t *e, uint8_t *o);
+
 /* Read the entry at ring index i (< EDP_AUDIT_ENTRIES): 1 if valid, else 0. */
 int edp_audit_get(const edp_port_t *port, uint32_t i, edp_audit_entry_t *e);
 
