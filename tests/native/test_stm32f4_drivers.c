@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgedp/cobs.h"
 #include "edgedp/error.h"
 #include "edgedp/flog.h"
 #include "edgedp/port.h"
@@ -83,6 +84,7 @@ static struct {
     /* USART */
     uint32_t usart_rx_left;
     uint8_t usart_rx_next;
+    uint32_t usart_sr_extra;   /* ORE/NF/FE/PE reported with RXNE */
     int usart_txe;
     /* FLASH controller: keys unlock it, STRT erases at the next SR read */
     int flash_keys_ok, flash_busy_forever;
@@ -146,7 +148,7 @@ uint32_t edp_stm32_reg_read(const volatile uint32_t *reg)
         }
         v = flash.SR | (hw.flash_busy_forever ? FLASH_SR_BSY : 0);
     } else if (reg == &usart.SR) {
-        v = (hw.usart_txe ? USART_SR_TXE : 0) | (hw.usart_rx_left ? USART_SR_RXNE : 0);
+        v = (hw.usart_txe ? USART_SR_TXE : 0) | (hw.usart_rx_left ? USART_SR_RXNE | hw.usart_sr_extra : 0);
     } else if (reg == &usart.DR) {
         if (hw.usart_rx_left) hw.usart_rx_left--;
         v = hw.usart_rx_next++;
@@ -239,14 +241,93 @@ static void test_clock(void)
 
 /* ---- uart.c ---- */
 
+static edp_stm32_rx_t rx;
+
+/* One received byte: RXNE (with sr_extra) until the interrupt reads DR. */
+static void rx_byte(uint8_t b, uint32_t sr_extra)
+{
+    hw.usart_rx_left = 1;
+    hw.usart_rx_next = b;
+    hw.usart_sr_extra = sr_extra;
+    edp_stm32_uart_irq(&usart, &rx);
+}
+
+/* Everything the frame loop gets, in calls of at most `chunk` bytes. */
+static size_t rx_drain(uint8_t *out, size_t cap, size_t chunk)
+{
+    size_t n = 0, k;
+    while (n < cap && (k = edp_stm32_rx_read(&rx, out + n, cap - n < chunk ? cap - n : chunk)) > 0) n += k;
+    return n;
+}
+
+/* The frames in out[0..n) (split at 0x00): each one's decoded length, or -1
+ * if it is not valid COBS. */
+static int rx_frames(uint8_t *out, size_t n, int *lens, int max)
+{
+    size_t start = 0, i;
+    int count = 0;
+    for (i = 0; i < n && count < max; i++)
+        if (out[i] == 0) {
+            int d = edp_cobs_decode(out + start, i - start);
+            lens[count++] = d < 0 ? -1 : d;
+            start = i + 1;
+        }
+    return count;
+}
+
+static uint8_t frame_a[40], frame_b[300], frame_c[20];
+
+static size_t wire_of(uint8_t *frame, size_t n, uint8_t fill, uint8_t *wire)
+{
+    size_t i;
+    for (i = 0; i < n; i++) frame[i] = (uint8_t)(i % 7 == 3 ? 0 : fill + i);
+    return edp_cobs_encode(frame, n, wire);
+}
+
+/* A, B, C on the wire with B's byte `lost` missing (lost_how: the byte before
+ * it reported ORE, or the byte itself came with FE and is garbage); the frame
+ * loop must get A and C intact (C only if B's delimiter survived) and one
+ * invalid frame in place of B. Returns 1 if so. */
+static int rx_damaged_frame_ok(size_t lost, int lost_how, int *frames_seen)
+{
+    static uint8_t wa[64], wb[320], wc[32], out[1024];
+    size_t na = wire_of(frame_a, sizeof frame_a, 0x11, wa), nb = wire_of(frame_b, sizeof frame_b, 0x21, wb);
+    size_t nc = wire_of(frame_c, sizeof frame_c, 0x31, wc), i, n;
+    int lens[8], count, c_expected = lost != nb - 1;
+    memset(&rx, 0, sizeof rx);
+    for (i = 0; i < na; i++) rx_byte(wa[i], 0);
+    for (i = 0; i < nb; i++) {
+        if (lost_how == 0 && i + 1 == lost) rx_byte(wb[i], USART_SR_ORE);   /* the next byte is lost */
+        else if (lost_how == 0 && i == lost) continue;
+        else if (lost_how == 1 && i == lost) rx_byte((uint8_t)(wb[i] ^ 0x5A), USART_SR_FE);
+        else rx_byte(wb[i], 0);
+    }
+    if (lost_how == 0 && lost == 0) {   /* the loss right after A's delimiter */
+        memset(&rx, 0, sizeof rx);
+        for (i = 0; i + 1 < na; i++) rx_byte(wa[i], 0);
+        rx_byte(wa[na - 1], USART_SR_ORE);
+        for (i = 1; i < nb; i++) rx_byte(wb[i], 0);
+    }
+    for (i = 0; i < nc; i++) rx_byte(wc[i], 0);
+    n = rx_drain(out, sizeof out, 64);
+    if (memcmp(out, wa, na) != 0 || (c_expected && memcmp(out + n - nc, wc, nc) != 0)) return 0;
+    count = rx_frames(out, n, lens, 8);   /* decodes in place */
+    *frames_seen = count;
+    if (lens[0] != (int)sizeof frame_a || lens[1] != -1) return 0;
+    return c_expected ? count == 3 && lens[2] == (int)sizeof frame_c : count == 2;
+}
+
 static void test_uart(void)
 {
     uint8_t buf[16];
-    size_t n;
+    static uint8_t big[EDP_STM32_RX_RING + 600];
+    size_t n, i, nb;
+    int ok, frames = 0;
     reset_all();
     edp_stm32_uart_init(&usart, 42000000u, 115200u);
-    CHECK(usart.BRR == 365u && usart.CR1 == (USART_CR1_UE | USART_CR1_TE | USART_CR1_RE) && usart.CR2 == 0,
-          "uart: 115200 8N1 from 42 MHz: BRR=%u CR1=%#x", (unsigned)usart.BRR, (unsigned)usart.CR1);
+    CHECK(usart.BRR == 365u && usart.CR1 == (USART_CR1_UE | USART_CR1_TE | USART_CR1_RE | USART_CR1_RXNEIE) &&
+              usart.CR2 == 0,
+          "uart: 115200 8N1 from 42 MHz, RXNE interrupt on: BRR=%u CR1=%#x", (unsigned)usart.BRR, (unsigned)usart.CR1);
     edp_stm32_uart_init(&usart, 16000000u, 115200u);
     CHECK(usart.BRR == 139u, "uart: BRR from HSI 16 MHz = %u", (unsigned)usart.BRR);
 
@@ -256,14 +337,70 @@ static void test_uart(void)
     CHECK(usart.DR == 'c' && hw.reads <= 3 * 50, "uart: TX without TXE is bounded (%lu polls)", hw.reads);
 
     hw.usart_txe = 1;
-    hw.usart_rx_left = 5;
-    hw.usart_rx_next = 0x40;
-    n = edp_stm32_uart_read(&usart, buf, 3);
+    memset(&rx, 0, sizeof rx);
+    for (i = 0; i < 5; i++) rx_byte((uint8_t)(0x40 + i), 0);
+    n = edp_stm32_rx_read(&rx, buf, 3);
     CHECK(n == 3 && buf[0] == 0x40 && buf[2] == 0x42, "uart: read stops at max");
-    n = edp_stm32_uart_read(&usart, buf, sizeof buf);
-    CHECK(n == 2 && buf[1] == 0x44, "uart: read returns what is there without waiting");
-    n = edp_stm32_uart_read(&usart, buf, sizeof buf);
+    n = edp_stm32_rx_read(&rx, buf, sizeof buf);
+    CHECK(n == 2 && buf[1] == 0x44, "uart: read returns what the interrupt stored, without waiting");
+    n = edp_stm32_rx_read(&rx, buf, sizeof buf);
     CHECK(n == 0, "uart: nothing received -> 0");
+    hw.usart_rx_left = 0;
+    edp_stm32_uart_irq(&usart, &rx);
+    CHECK(rx.head == 5 && edp_stm32_rx_read(&rx, buf, sizeof buf) == 0,
+          "uart: an interrupt without RXNE stores nothing");
+
+    /* The ring holds EDP_STM32_RX_RING bytes while the frame loop is busy;
+     * the indices wrap through 2^32. */
+    memset(&rx, 0, sizeof rx);
+    rx.head = rx.tail = 0xFFFFFF00u;
+    for (i = 0; i < EDP_STM32_RX_RING; i++) rx_byte((uint8_t)(1 + i % 200), 0);
+    n = rx_drain(big, sizeof big, 64);
+    ok = n == EDP_STM32_RX_RING && rx.overruns == 0;
+    for (i = 0; ok && i < n; i++) ok = big[i] == (uint8_t)(1 + i % 200);
+    CHECK(ok, "uart: a full ring of %u bytes is kept while the frame loop is busy (%zu)", EDP_STM32_RX_RING, n);
+
+    /* One byte more than the ring holds: counted, and the frame it was in
+     * reaches the core as an invalid frame (never spliced). */
+    memset(&rx, 0, sizeof rx);
+    for (i = 0; i + 1 < EDP_STM32_RX_RING; i++) rx_byte((uint8_t)(1 + i % 200), 0);
+    rx_byte(0, 0);                 /* the ring's last slot: a delimiter */
+    rx_byte(0x77, 0);              /* lost: the ring is full */
+    CHECK(rx.overruns == 1 && rx.head == EDP_STM32_RX_RING, "uart: a byte that finds the ring full is counted as lost");
+    n = rx_drain(big, EDP_STM32_RX_RING, 64);
+    rx_byte(0x78, 0);
+    rx_byte(0x79, 0);
+    rx_byte(0, 0);                 /* end of the damaged frame */
+    rx_byte(0x02, 0);
+    rx_byte(0x05, 0);
+    rx_byte(0, 0);                 /* a good frame after it */
+    n = rx_drain(big, sizeof big, 64);
+    ok = n == 255 + 3;
+    for (i = 0; ok && i < 254; i++) ok = big[i] == 0xFF;
+    CHECK(ok && big[254] == 0 && edp_cobs_decode(big, 254) < 0 && big[255] == 0x02 && big[256] == 0x05 && big[257] == 0,
+          "uart: after a full-ring loss: 254 x 0xFF, 0x00 in place of the frame, then the next frame intact (%zu)", n);
+
+    /* 254 x 0xFF after any prefix is not valid COBS. */
+    ok = 1;
+    for (i = 0; ok && i <= 600; i++) {
+        size_t j;
+        for (j = 0; j < i; j++) big[j] = (uint8_t)(j % 5 == 0 ? i % 254 + 1 : (j * 37) % 255 + 1);
+        memset(big + i, 0xFF, 254);
+        ok = edp_cobs_decode(big, i + 254) < 0;
+    }
+    CHECK(ok, "uart: no prefix of 0..600 bytes makes the invalid frame valid COBS");
+
+    nb = wire_of(frame_b, sizeof frame_b, 0x21, big);
+    ok = 1;
+    for (i = 0; ok && i < nb; i++) ok = rx_damaged_frame_ok(i, 0, &frames);
+    CHECK(ok, "uart: an overrun (ORE) at any byte of a frame: the frame before and after intact, one invalid "
+              "frame in its place (%zu positions, %d frames)", i, frames);
+    CHECK(rx.overruns == 1 && rx.line_errors == 0, "uart: the overrun is counted");
+    ok = 1;
+    for (i = 0; ok && i < nb; i++) ok = rx_damaged_frame_ok(i, 1, &frames);
+    CHECK(ok, "uart: a framing error (FE) at any byte of a frame: one invalid frame in its place (%zu positions, %d frames)",
+          i, frames);
+    CHECK(rx.line_errors == 1 && rx.overruns == 0, "uart: the line error is counted");
 
     edp_stm32_gpio_af(&gpio, 2, 7);
     edp_stm32_gpio_af(&gpio, 3, 7);

@@ -2,7 +2,7 @@
 
 Builds tests/native/test_stm32f4_drivers.c with the driver sources
 (firmware/boards/stm32f4/{clock,uart,rng,rtc,bkpsram,cycles,flash}.c) and the core's
-store, runs it, and checks its TAP-like output; the RTC's date arithmetic and
+store and COBS, runs it, and checks its TAP-like output; the RTC's date arithmetic and
 BCD encoding are compared with Python's datetime."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.native
 
 SRC = ROOT / "tests/native/test_stm32f4_drivers.c"
 DRIVERS = [ROOT / f"firmware/boards/stm32f4/{n}.c" for n in ("clock", "uart", "rng", "rtc", "bkpsram", "cycles", "flash")]
-CORE = [ROOT / f"firmware/core/src/{n}.c" for n in ("store", "crc32", "flog")]
+CORE = [ROOT / f"firmware/core/src/{n}.c" for n in ("store", "crc32", "flog", "cobs")]
 OUT = ROOT / "build/native/test_stm32f4_drivers"
 CC = shutil.which("gcc") or "cc"
 CFLAGS = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-DEDP_STM32_REG_HOOK",
@@ -64,6 +64,8 @@ def test_each_driver_is_covered(output: str, topic: str) -> None:
     "commit/load round trip", "rolled-back backup SRAM", "HSE never ready -> HSI 16 MHz fallback",
     "CYCCNT standing still -> SysTick fallback", "keys refused (LOCK stays) -> ERR_STORE",
     "WRPERR -> ERR_STORE, relocked", "BSY never clears -> ERR_STORE", "high-water log on the driver",
+    "a full ring of 16384 bytes is kept", "an overrun (ORE) at any byte of a frame",
+    "a framing error (FE) at any byte of a frame", "no prefix of 0..600 bytes makes the invalid frame valid COBS",
 ])
 def test_required_behaviour_checked(output: str, behaviour: str) -> None:
     assert any(line.startswith("ok ") and behaviour in line for line in output.splitlines()), behaviour

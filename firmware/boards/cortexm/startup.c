@@ -12,6 +12,9 @@ extern int main(void);
 void edp_reset_handler(void);
 void edp_default_handler(void);
 void SysTick_Handler(void) __attribute__((weak, alias("edp_default_handler")));
+/* The stm32f4 port's console interrupts (boards/stm32f4/board.c defines the one it uses). */
+void USART2_IRQHandler(void) __attribute__((weak, alias("edp_default_handler")));
+void USART3_IRQHandler(void) __attribute__((weak, alias("edp_default_handler")));
 
 __attribute__((naked, noreturn)) void edp_reset_handler(void)
 {
@@ -57,6 +60,10 @@ __attribute__((section(".isr_vector"), used)) void (*const edp_vectors[16 + 82])
     0,
     edp_default_handler, /* PendSV */
     SysTick_Handler,
-    /* 82 peripheral interrupts: all unused (the ports poll). */
-    [16 ... 97] = edp_default_handler,
+    /* 82 peripheral interrupts: unused but for the stm32f4 console's USART
+     * (IRQ 38, 39; the qemu port polls its USART1). */
+    [16 ... 16 + 37] = edp_default_handler,
+    [16 + 38] = USART2_IRQHandler,
+    [16 + 39] = USART3_IRQHandler,
+    [16 + 40 ... 97] = edp_default_handler,
 };

@@ -3,6 +3,11 @@
  *  - clock: 168 MHz PLL from the 8 MHz HSE, or HSI 16 MHz if that fails
  *    (the tick rate and the UART baud divisor follow what the RCC reports);
  *  - console: USART2 (PA2/PA3) or USART3 (PD8/PD9) per EDP_CONSOLE_USART, 115200 8N1;
+ *    TX polled, RX by the USART's RXNE interrupt into a 16 KiB ring
+ *    (EDP_STM32_RX_RING, stm32f4.h) that edp_board_uart_read drains, so requests
+ *    may be pipelined; a byte lost to an overrun, a line error or a full ring
+ *    reaches the core as an invalid frame (an EDP_ERR_CRC answer), never as a
+ *    different frame;
  *  - entropy: the hardware RNG only (health-checked, fails closed); the core
  *    reseeds from it every EDP_RESEED_BLOCKS ChaCha20 blocks;
  *  - day index and SET_TIME: the LSE-clocked RTC calendar (UTC);
@@ -14,9 +19,12 @@
  *    of stm32f4.ld); all 0xFF (erased) or all 0x00 = not provisioned;
  *  - ticks: DWT CYCCNT, or SysTick where there is no working DWT;
  *  - release window: a poll of those ticks (core cycles) up to insns x
- *    EDP_STM32_CYCLES_PER_INSN after the frame's end. The bound of 4 cycles per
- *    instruction is an assumption (flash wait states, ART cache), not measured
- *    here; the poll leaves a jitter of one loop pass (a few cycles);
+ *    EDP_STM32_CYCLES_PER_INSN after the frame's end, plus what the RX
+ *    interrupt may take meanwhile (window_span, docs/privacy.md §6). The bound
+ *    of 4 cycles per instruction is an assumption (flash wait states, ART
+ *    cache), not measured here; the poll leaves a jitter of one loop pass (a few
+ *    cycles) and, if a byte arrives at the release instant, the interrupt's
+ *    length (at most EDP_STM32_RX_ISR_CYCLES);
  *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG).
  *
  * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
@@ -44,8 +52,12 @@
 
 #if EDP_CONSOLE_USART == 2
 #define CONSOLE EDP_STM32_USART2
+#define CONSOLE_IRQ 38u   /* RM0090 table 61: USART2 global interrupt */
+#define CONSOLE_HANDLER USART2_IRQHandler
 #else
 #define CONSOLE EDP_STM32_USART3
+#define CONSOLE_IRQ 39u   /* USART3 global interrupt */
+#define CONSOLE_HANDLER USART3_IRQHandler
 #endif
 
 /* Defined by stm32f4.ld: the 32-byte key in its own flash sector. Only the
@@ -54,6 +66,7 @@ extern const uint8_t edp_stm32_device_key[32];
 /* Defined by stm32f4.ld: the first word of the flash log's sector 9. */
 extern uint32_t edp_stm32_flog[];
 
+static edp_stm32_rx_t rx;   /* the console's receive ring, filled by CONSOLE_HANDLER */
 static edp_stm32_bkd_t bkd;
 static edp_stm32_clocks_t clocks;
 static int tick_kind;  /* EDP_TICK_DWT, or EDP_TICK_SYSTICK where there is no working DWT */
@@ -142,6 +155,13 @@ static int device_key(void *ctx, const uint8_t **key)
 #endif
 }
 
+/* The console's vector (cortexm/startup.c names it weakly). */
+void CONSOLE_HANDLER(void);
+void CONSOLE_HANDLER(void)
+{
+    edp_stm32_uart_irq(CONSOLE, &rx);
+}
+
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
     (void)ctx;
@@ -164,6 +184,7 @@ static void console_init(edp_rcc_regs_t *rcc)
     edp_stm32_gpio_af(EDP_STM32_GPIOD, 9, 7);   /* RX */
 #endif
     edp_stm32_uart_init(CONSOLE, clocks.pclk1_hz, EDP_CONSOLE_BAUD);
+    EDP_STM32_NVIC_ISER[CONSOLE_IRQ >> 5] = 1u << (CONSOLE_IRQ & 31u);  /* priority 0, as at reset */
 }
 
 #if EDP_STM32_WATCHDOG
@@ -207,6 +228,30 @@ static void watchdog_kick(void)
 #define WINDOW_MAX 0x3FFFFFFFu  /* cycles: 6.4 s at 168 MHz */
 
 static uint32_t window_start;
+/* The RX interrupt's share of a window, 16.16 fixed point: c / (T - c), rounded
+ * up, with c = EDP_STM32_RX_ISR_CYCLES and T the fewest core cycles between two
+ * received bytes (9 bit times at EDP_CONSOLE_BAUD: a start bit, 8 data bits and
+ * the half stop bit the receiver samples, less the baud tolerance). Set at init
+ * from the clock: 1,304 (2.0 %) at 168 MHz, 16,878 (25.8 %) on the HSI fallback. */
+static uint32_t rx_isr_share;
+
+static void rx_isr_share_init(uint32_t sysclk_hz)
+{
+    const uint64_t t = (uint64_t)sysclk_hz * 9u / EDP_CONSOLE_BAUD, c = EDP_STM32_RX_ISR_CYCLES;
+    rx_isr_share = t > 2u * c ? (uint32_t)(((c << 16) + (t - c) - 1u) / (t - c)) : 1u << 16;
+}
+
+/* The window for `insns` instructions of work: W = insns x 4 cycles, and the
+ * cycles the RX interrupt can take from it: if bytes arrive as fast as the
+ * USART completes them (one per T cycles, each costing at most c), a window
+ * L holds at most L / T + 1 of them, so the work fits if L >= W + (L / T + 1) c,
+ * i.e. L >= (W + c) T / (T - c) = (W + c) (1 + c / (T - c)). A function of
+ * insns and the clock only (docs/privacy.md §6). */
+static uint64_t window_span(uint32_t insns)
+{
+    const uint64_t w = (uint64_t)insns * EDP_STM32_CYCLES_PER_INSN + EDP_STM32_RX_ISR_CYCLES;
+    return w + ((w * rx_isr_share) >> 16) + 1u;
+}
 
 static void window_open(void *ctx)
 {
@@ -218,7 +263,7 @@ static void window_open(void *ctx)
  * counter stops, each at least one cycle; the watchdog is fed meanwhile. */
 static int window_close(void *ctx, uint32_t insns)
 {
-    uint64_t span = (uint64_t)insns * EDP_STM32_CYCLES_PER_INSN;
+    uint64_t span = window_span(insns);
     uint32_t end = span > WINDOW_MAX ? WINDOW_MAX : (uint32_t)span, spin = 0;
     int late = 0;
     (void)ctx;
@@ -255,6 +300,7 @@ const edp_port_t *edp_board_init(void)
 
     edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
     console_init(rcc);
+    rx_isr_share_init(clocks.sysclk_hz);
     watchdog_start();
 
     tick_kind = edp_stm32_cycles_init(EDP_STM32_DEMCR, EDP_STM32_DWT);
@@ -285,5 +331,5 @@ const edp_port_t *edp_board_init(void)
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
     watchdog_poll();
-    return (int)edp_stm32_uart_read(CONSOLE, buf, max);
+    return (int)edp_stm32_rx_read(&rx, buf, max);
 }

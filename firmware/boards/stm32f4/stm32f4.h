@@ -97,14 +97,64 @@ int edp_stm32_clock_init(edp_rcc_regs_t *rcc, edp_flash_regs_t *flash, edp_pwr_r
 /* Pin pin of g to alternate function af (push-pull, high speed, pull-up). */
 void edp_stm32_gpio_af(edp_gpio_regs_t *g, uint32_t pin, uint32_t af);
 
-/* 8N1 at baud from pclk_hz (oversampling 16), TX and RX enabled, no interrupts. */
+/* 8N1 at baud from pclk_hz (oversampling 16), TX and RX enabled, the RXNE
+ * interrupt enabled (RXNEIE: also raised on an overrun); the caller enables the
+ * USART's line in the NVIC. */
 void edp_stm32_uart_init(edp_usart_regs_t *u, uint32_t pclk_hz, uint32_t baud);
 
-/* Send n bytes; waits at most spin polls of TXE per byte (then sends anyway). */
+/* Send n bytes (polled); waits at most spin polls of TXE per byte (then sends anyway). */
 void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uint32_t spin);
 
-/* Copy received bytes while RXNE is set (no waiting). Returns the count. */
-size_t edp_stm32_uart_read(edp_usart_regs_t *u, uint8_t *buf, size_t max);
+/* Receive ring, filled by the USART's RXNE interrupt (edp_stm32_uart_irq) and
+ * drained by the frame loop (edp_stm32_rx_read): EDP_STM32_RX_RING bytes =
+ * 3.96 maximal request frames on the wire (EDP_WIRE_MAX = 4,138 B) or 303
+ * QUERY requests of k = 10 (54 B). Each slot is 16 bits (the byte and its loss
+ * flags), so the ring takes 2 x EDP_STM32_RX_RING = 32 KiB of the 128 KiB SRAM.
+ * The host pipelines at most this many bytes of requests to this firmware
+ * (host/edgedp/device/transport.py, BOARD_RX_BUFFER). A power of two. */
+#ifndef EDP_STM32_RX_RING
+#define EDP_STM32_RX_RING 16384u
+#endif
+#if EDP_STM32_RX_RING & (EDP_STM32_RX_RING - 1u)
+#error "EDP_STM32_RX_RING must be a power of two"
+#endif
+
+#define EDP_STM32_RX_LOST 0x100u  /* slot flag: bytes were lost just before this one */
+#define EDP_STM32_RX_BAD  0x200u  /* slot flag: this byte came with a line error (FE, NF, PE) */
+
+/* One writer each: the interrupt writes slots, head, mark and the counters; the
+ * frame loop writes tail, poison and skip. Indices run freely (mod 2^32). */
+typedef struct {
+    volatile uint16_t slot[EDP_STM32_RX_RING];
+    volatile uint32_t head;        /* slots written (interrupt) */
+    volatile uint32_t tail;        /* slots consumed (frame loop) */
+    volatile uint32_t mark;        /* EDP_STM32_RX_LOST for the next slot (overrun, full ring) */
+    volatile uint32_t overruns;    /* bytes lost: ORE events and bytes that found the ring full */
+    volatile uint32_t line_errors; /* bytes received with FE, NF or PE */
+    uint32_t poison;               /* bytes of the invalid frame still to hand over */
+    uint32_t skip;                 /* 1: dropping the rest of a damaged frame */
+} edp_stm32_rx_t;
+
+/* The RXNE interrupt's body: one SR and one DR read (which clear RXNE, ORE,
+ * NF, FE and PE), the byte into the next slot with its flags, or counted as
+ * lost when the ring is full. No loop, no call: its longest path is counted
+ * by tests/firmware/test_stm32f4_rx_isr.py against EDP_STM32_RX_ISR_CYCLES. */
+void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
+
+/* Core cycles one execution of the interrupt may take at most, entry and exit
+ * included: 12 (entry) + 10 (exit) + 4 per instruction of its longest path
+ * (the port's bound, EDP_STM32_CYCLES_PER_INSN in board.c) + 16 for each of
+ * its two APB1 register reads, rounded up (docs/privacy.md §6). */
+#define EDP_STM32_RX_ISR_CYCLES 256u
+
+/* Hand up to max received bytes to buf, without waiting; returns the count.
+ * A damaged frame (a slot flagged LOST or BAD) never reaches the core as a
+ * different frame: in its place the core gets 254 x 0xFF and a 0x00, which
+ * no prefix can make a valid COBS frame (a code byte 0xFF then runs past the
+ * delimiter), so the core answers it EDP_ERR_CRC (EDP_ERR_LEN if the prefix was
+ * already near EDP_WIRE_MAX); the rest of the damaged frame, up to its 0x00,
+ * is dropped. */
+size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max);
 
 /* ---- rng.c ---- */
 

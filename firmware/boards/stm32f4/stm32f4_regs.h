@@ -146,6 +146,7 @@ typedef struct {
 #define USART_SR_RXNE        (1u << 5)
 #define USART_SR_TXE         (1u << 7)
 #define USART_CR1_RE         (1u << 2)
+#define USART_CR1_RXNEIE     (1u << 5)
 #define USART_CR1_TE         (1u << 3)
 #define USART_CR1_UE         (1u << 13)
 
@@ -234,5 +235,6 @@ EDP_STM32_OFFSET_CHECK(flash_cr, edp_flash_regs_t, CR, 0x10);
 #define EDP_STM32_DEMCR    ((volatile uint32_t *)0xE000EDFCu)
 #define EDP_STM32_DWT      ((edp_dwt_regs_t *)0xE0001000u)
 #define EDP_STM32_IWDG     ((edp_iwdg_regs_t *)0x40003000u)
+#define EDP_STM32_NVIC_ISER ((volatile uint32_t *)0xE000E100u)  /* interrupt set-enable, 32 lines a word */
 
 #endif

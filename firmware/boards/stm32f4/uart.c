@@ -1,6 +1,8 @@
-/* Polled USART console: 8N1, no flow control, no interrupts.
- * QEMU models the USART (SR.RXNE/TXE, DR, CR1.UE/TE/RE) but not GPIO or RCC;
- * the pin and clock set-up is harmless there. */
+/* USART console: 8N1, no flow control; TX polled, RX by the RXNE interrupt
+ * into a ring (stm32f4.h: edp_stm32_rx_t) that the frame loop drains, so bytes
+ * that arrive while the device computes an answer are kept.
+ * QEMU models the USART (SR.RXNE/TXE, DR, CR1.UE/TE/RE/RXNEIE and its IRQ line)
+ * but not GPIO or RCC; the pin and clock set-up is harmless there. */
 #include "stm32f4.h"
 
 void edp_stm32_gpio_af(edp_gpio_regs_t *g, uint32_t pin, uint32_t af)
@@ -19,7 +21,7 @@ void edp_stm32_uart_init(edp_usart_regs_t *u, uint32_t pclk_hz, uint32_t baud)
     u->CR2 = 0;                                    /* 1 stop bit */
     u->CR3 = 0;                                    /* no flow control, no DMA */
     u->BRR = (pclk_hz + baud / 2u) / baud;         /* OVER8 = 0: mantissa.fraction/16 = pclk/baud */
-    u->CR1 = USART_CR1_UE | USART_CR1_TE | USART_CR1_RE;  /* 8 data bits, no parity */
+    u->CR1 = USART_CR1_UE | USART_CR1_TE | USART_CR1_RE | USART_CR1_RXNEIE;  /* 8 data bits, no parity */
 }
 
 void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uint32_t spin)
@@ -32,11 +34,59 @@ void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uin
     }
 }
 
-size_t edp_stm32_uart_read(edp_usart_regs_t *u, uint8_t *buf, size_t max)
+#define RX_MASK (EDP_STM32_RX_RING - 1u)
+#define LINE_ERRORS (USART_SR_FE | USART_SR_NF | USART_SR_PE)
+
+void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r)
+{
+    /* SR then DR: the pair clears RXNE, ORE, NF, FE and PE. With ORE, DR holds
+     * the byte before the lost one: the loss is flagged on the next slot. */
+    const uint32_t sr = EDP_RD(u->SR);
+    const uint32_t b = EDP_RD(u->DR) & 0xFFu;
+    const uint32_t h = r->head;
+    if (!(sr & USART_SR_RXNE)) return;
+    if (h - r->tail >= EDP_STM32_RX_RING) {  /* full: b is lost */
+        r->mark = EDP_STM32_RX_LOST;
+        r->overruns++;
+        return;
+    }
+    r->slot[h & RX_MASK] = (uint16_t)(b | r->mark | (sr & LINE_ERRORS ? EDP_STM32_RX_BAD : 0u));
+    r->head = h + 1u;
+    r->mark = sr & USART_SR_ORE ? EDP_STM32_RX_LOST : 0u;
+    if (sr & (USART_SR_ORE | LINE_ERRORS)) {
+        if (sr & USART_SR_ORE) r->overruns++;
+        if (sr & LINE_ERRORS) r->line_errors++;
+    }
+}
+
+/* The invalid frame handed over in place of a damaged one: 254 x 0xFF, 0x00. */
+#define POISON_LEN 255u
+
+size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
 {
     size_t n = 0;
-    /* An SR read followed by a DR read also clears ORE/NF/FE/PE; a byte lost to
-     * an overrun or a line error shows up as a frame CRC error upstream. */
-    while (n < max && (EDP_RD(u->SR) & USART_SR_RXNE)) buf[n++] = (uint8_t)EDP_RD(u->DR);
+    uint32_t t = r->tail;
+    const uint32_t h = r->head;  /* slots below h are written (the interrupt stores a slot, then head) */
+    while (n < max) {
+        uint32_t e;
+        if (r->poison) {
+            buf[n++] = --r->poison ? 0xFFu : 0x00u;
+            continue;
+        }
+        if (t == h) break;
+        e = r->slot[t++ & RX_MASK];
+        if ((e & (EDP_STM32_RX_LOST | EDP_STM32_RX_BAD)) && !r->skip) {
+            r->poison = POISON_LEN;
+            r->skip = 1;
+        }
+        if (r->skip) {
+            /* The damaged frame ends at a 0x00 that is itself good (it may
+             * follow the loss); the poison's 0x00 stands in for it. */
+            if ((e & ~EDP_STM32_RX_LOST) == 0) r->skip = 0;
+            continue;
+        }
+        buf[n++] = (uint8_t)e;
+    }
+    r->tail = t;  /* after the slots were read: the interrupt may reuse them now */
     return n;
 }
