@@ -113,3 +113,37 @@ def test_a_lost_answer_is_an_error_not_a_mismatch() -> None:
     assert next(it).error == ErrorCode.ERR_BUDGET                     # the answer to request 1
     with pytest.raises(TransportError, match="answer to request 2 was lost"):
         next(it)
+
+
+class Buffered(Recording):
+    """A Recording with a device buffer of ``budget`` bytes: records the most request bytes that
+    were ever on the wire unanswered."""
+
+    def __init__(self, inner, budget: int) -> None:
+        super().__init__(inner)
+        self.in_flight_bytes = budget
+        self.sizes: dict[int, int] = {}
+        self.bytes_ahead = 0
+
+    def write(self, data: bytes) -> None:
+        for f in frames.FrameReader().feed(data):
+            self.sizes[f.seq] = len(frames.encode(f.type, f.seq, f.body))
+        super().write(data)
+        self.bytes_ahead = max(self.bytes_ahead, sum(self.sizes[s] for s in self.sent[len(self.got):]))
+
+
+def test_requests_ahead_stay_within_the_links_bytes(host_device, test_key: bytes) -> None:
+    """A board buffers bytes, not requests (transport.BOARD_RX_BUFFER): large rows go fewer at a
+    time, small ones up to in_flight, and a row larger than the budget still goes alone."""
+    dev = host_device.start()
+    dev.configure(test_key, MechConfig(MICRO), Caps(daily=1000 * MICRO))
+    dev.reset_budget(test_key)
+    big = len(frames.encode(P.QUERY, 1, P.pack_vector(np.zeros(300, dtype=np.float32), P.Mode(P.MODE_FULL))))
+    rng = np.random.default_rng(8)
+    rows = [rng.random(int(k), dtype=np.float32) for k in [300] * 6 + [3] * 12 + [1000] + [300] * 3]
+    link = Buffered(dev.link, 3 * big)
+    got = list(Device(link, timeout=dev.timeout).query_many(rows, "full", in_flight=8))
+    assert len(got) == len(rows) and all(isinstance(r, P.QueryResult) for r in got)
+    assert link.got == link.sent
+    assert link.bytes_ahead == max(3 * big, link.sizes[link.sent[18]])  # k = 1000 alone: 4,000+ bytes
+    assert link.ahead == 8                                             # the small rows: in_flight at once

@@ -180,27 +180,38 @@ class Device:
 
     def _pipeline(self, type_: int, bodies: Iterator[bytes], parse, in_flight: int | None
                   ) -> Iterator[P.QueryResult | DeviceError]:
-        """Requests of type_ with the given bodies, up to in_flight unanswered; their parsed
-        answers (or refusals) in order. A response for a later request while an earlier one is
-        unanswered means the earlier was lost: TransportError (never a mismatched answer)."""
+        """Requests of type_ with the given bodies, up to in_flight unanswered and, beyond the
+        first, within the link's ``in_flight_bytes``; their parsed answers (or refusals) in order.
+        A response for a later request while an earlier one is unanswered means the earlier was
+        lost: TransportError (never a mismatched answer)."""
         depth = max(1, in_flight or getattr(self.link, "in_flight", 1))
+        budget: int | None = getattr(self.link, "in_flight_bytes", None)
         waiting: collections.deque[int] = collections.deque()
+        sizes: collections.deque[int] = collections.deque()  # wire bytes of each waiting request
+        held: tuple[int, bytes] | None = None  # encoded, not sent: it did not fit the budget
         failed: ValueError | None = None
         more = True
         while True:
             burst = []
-            while more and len(waiting) < depth:
-                try:
-                    body = next(bodies)
-                except StopIteration:
-                    more = False
+            while (more or held) and len(waiting) < depth:
+                if held is None:
+                    try:
+                        body = next(bodies)
+                    except StopIteration:
+                        more = False
+                        break
+                    except ValueError as exc:  # bad input: answer the rows before it, then raise
+                        failed, more = exc, False
+                        break
+                    seq = self.next_seq()
+                    held = (seq, frames.encode(type_, seq, body))
+                seq, frame = held
+                if waiting and budget is not None and sum(sizes) + len(frame) > budget:
                     break
-                except ValueError as exc:  # bad input: answer the rows before it, then raise
-                    failed, more = exc, False
-                    break
-                seq = self.next_seq()
-                burst.append(frames.encode(type_, seq, body))
+                burst.append(frame)
                 waiting.append(seq)
+                sizes.append(len(frame))
+                held = None
             if burst:
                 self.link.write(b"".join(burst))
             if not waiting:
@@ -208,12 +219,13 @@ class Device:
                     raise failed
                 return
             seq = waiting.popleft()
+            sizes.popleft()
             try:
                 item = parse(self.response(seq, type_, later=waiting))
             except DeviceError as exc:
                 item = exc
                 if exc.error == ErrorCode.ERR_BUDGET:
-                    more = False
+                    more, held = False, None
             yield item
 
     def local(self, x: np.ndarray) -> P.LocalAnswer:
@@ -338,9 +350,13 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
     """A synchronised Device on a started target (through ``link``, default the target's own).
 
     Retries PING for ``sync_timeout`` (default ``timeout``) while the firmware boots; the
-    caller stops the target (also when this raises)."""
+    caller stops the target (also when this raises). On a link that does not know yet how many
+    requests the device buffers (a board at a URL: transport.SerialLink) it asks INFO once."""
     dev = Device(link or target.link(), timeout=timeout, target=target)
     dev.sync(sync_timeout)
+    if getattr(dev.link, "board_pending", False):  # a board at a URL: may it take pipelined requests?
+        info = dev.info()
+        dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]
     return dev
 
 

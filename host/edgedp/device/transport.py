@@ -12,10 +12,23 @@ import serial
 from .errors import TransportError
 
 
+BOARD_RX_BUFFER: dict[tuple[str, str], int] = {("stm32f4", "0.1.0"): 16384}
+"""Bytes of requests a board's firmware buffers while it computes an answer, by the (board,
+firmware version) its INFO reports: the stm32f4 port's RX ring (EDP_STM32_RX_RING,
+firmware/boards/stm32f4/stm32f4.h, filled by the USART's RXNE interrupt; a test compares the two).
+A board or version not listed (boards/template, an older polled firmware) gets one request at a
+time."""
+
+BOARD_IN_FLIGHT = 8
+"""Requests a client keeps ahead of their answers on a board listed in BOARD_RX_BUFFER (within its
+bytes): enough to keep both directions of a 115,200-baud UART busy (docs/benchmarks.md §10)."""
+
+
 class Link(Protocol):
     """A byte link. ``in_flight`` (optional, default 1): requests a client may send ahead of their
-    answers without loss, so more than 1 only where the link holds the bytes until the device
-    reads them."""
+    answers without loss, so more than 1 only where the link or the device holds the bytes until
+    the device reads them; ``in_flight_bytes`` (optional, default None = no limit): how many bytes
+    those requests may take together (what the device's buffer holds)."""
 
     def write(self, data: bytes) -> None: ...
     def read(self, timeout: float) -> bytes: ...
@@ -25,12 +38,23 @@ class Link(Protocol):
 class SerialLink:
     """A pyserial URL: /dev/ttyACM0, socket://host:port, rfc2217://host:port, loop://.
 
-    ``in_flight``: 1 for a board (its port polls the UART between frames, so bytes that arrive
-    while it computes an answer are lost); QEMU's USART model holds its chardev until the firmware
-    reads the data register, so its console socket takes several (targets/qemu.py, session.py)."""
+    ``in_flight``: QEMU's USART model holds its chardev until the firmware reads the data
+    register, so its console socket takes several (QEMU_IN_FLIGHT: targets/qemu.py, session.py).
+    None (a board at a URL): 1 until ``learn_board`` is told what the device runs (``connect``
+    asks INFO once), then BOARD_IN_FLIGHT requests within the board's BOARD_RX_BUFFER bytes if
+    its firmware buffers what arrives while it computes, else 1 (a polled UART loses those bytes).
 
-    def __init__(self, url: str, baudrate: int = 115200, connect_timeout: float = 10.0, in_flight: int = 1):
-        self.in_flight = in_flight
+    INFO is not authenticated: a lying peer (or a man in the middle) can make the host pipeline
+    to a device that drops the bytes. The worst it gets is lost requests, answered as invalid
+    frames or not at all, which a man in the middle can cause anyway by dropping bytes; the
+    client never pairs an answer with the wrong request (seq, client.py) and nothing
+    security-relevant follows from this setting."""
+
+    def __init__(self, url: str, baudrate: int = 115200, connect_timeout: float = 10.0,
+                 in_flight: int | None = 1):
+        self.in_flight = 1 if in_flight is None else in_flight
+        self.in_flight_bytes: int | None = None
+        self.board_pending = in_flight is None
         deadline = time.monotonic() + connect_timeout
         while True:
             try:
@@ -73,6 +97,13 @@ class SerialLink:
             return data
         except (serial.SerialException, OSError) as exc:
             raise TransportError(f"read from {self.url} failed: {exc}") from None
+
+    def learn_board(self, board: str, firmware_version: str) -> None:
+        """Set in_flight and in_flight_bytes from what INFO says the device runs (see the class)."""
+        buffered = BOARD_RX_BUFFER.get((board, firmware_version))
+        if buffered is not None:
+            self.in_flight, self.in_flight_bytes = BOARD_IN_FLIGHT, buffered
+        self.board_pending = False
 
     def close(self) -> None:
         self._port.close()

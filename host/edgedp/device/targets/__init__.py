@@ -35,7 +35,7 @@ class UrlTarget:
         self.name = url
         self.image = None
         self.keeps_state = True
-        self._link = SerialLink(url, baudrate)
+        self._link = SerialLink(url, baudrate, in_flight=None)  # pipelining: as the device's INFO says
 
     def link(self) -> Link:
         return self._link

@@ -1,0 +1,119 @@
+"""The stm32f4 port's interrupt-driven console in QEMU netduinoplus2, reached the way a board is:
+a pyserial socket:// URL (UrlTarget), not the QEMU target's own link.
+
+QEMU's USART model raises its IRQ on RXNE with CR1.RXNEIE (hw/char/stm32f2xx_usart.c), so the
+stm32f4 image's RXNE interrupt fills its ring while the device computes. QEMU never drops a byte
+(it feeds the next one only once DR was read), so the loss a polled board suffers cannot be shown
+here; what is shown: the host learns from INFO that this firmware buffers and pipelines to it
+within the ring, every pipelined answer arrives matched to its request, and bytes that arrive
+while the device computes are taken in by the interrupt during the computation (its cycles show
+in the computation's tick count, deterministic under -icount), not left on the wire until the
+frame loop polls. The ring's loss handling is tested natively (tests/native/test_stm32f4_drivers.c)."""
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import Device, connect
+from edgedp.device.errors import DeviceError
+from edgedp.device.targets import UrlTarget
+from edgedp.device.targets.qemu import ensure_image, free_port, qemu_argv, qmp
+from edgedp.device.transport import BOARD_IN_FLIGHT
+
+from ..native.test_pipelined_queries import Recording
+
+pytestmark = pytest.mark.hil
+
+
+class Board:
+    """The stm32f4 test image in QEMU with its console USART2 on a TCP port, and a UrlTarget on it."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-board-")
+        self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
+        port = free_port()
+        self.proc = subprocess.Popen(qemu_argv(ensure_image("stm32f4-test"), 2, port, self.qmp_path),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.target = UrlTarget(f"socket://127.0.0.1:{port}")
+
+    def reset(self) -> Device:
+        qmp(self.qmp_path, "system_reset")
+        dev = Device(self.target.link(), timeout=20)
+        dev.sync()
+        return dev
+
+    def close(self) -> None:
+        try:
+            self.target.close()
+        finally:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self._tmp.cleanup()
+
+
+@pytest.fixture(scope="module")
+def board() -> Iterator[Board]:
+    b = Board()
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def test_a_board_url_learns_to_pipeline_within_the_ring(board: Board) -> None:
+    link = board.target.link()
+    assert link.in_flight == 1 and link.board_pending  # nothing known before the device is asked
+    dev = connect(board.target, timeout=20)
+    info = dev.info()
+    assert (info.board, info.build) == ("stm32f4", "test")
+    assert (link.in_flight, link.in_flight_bytes) == (BOARD_IN_FLIGHT, 16384)
+
+
+def test_pipelined_requests_all_arrive_matched(board: Board) -> None:
+    """query_many with the link's in_flight: QEMU has no RNG-backed store, so the image refuses
+    each QUERY; every refusal must come back for its own request, none lost or out of order. Then
+    a burst of model evaluations (INFER_LOCAL, all written at once) answered in order and equal to
+    the one-at-a-time answers."""
+    dev = board.reset()
+    rec = Recording(dev.link)
+    pdev = Device(rec, timeout=20)
+    rng = np.random.default_rng(3)
+    rows = [rng.random(10, dtype=np.float32) for _ in range(24)]
+    got = list(pdev.query_many(rows))
+    assert len(got) == len(rows) and all(isinstance(r, DeviceError) for r in got)
+    assert len({r.error for r in got}) == 1
+    assert rec.got == rec.sent and rec.ahead == BOARD_IN_FLIGHT
+
+    inputs = [rng.random(64, dtype=np.float32) for _ in range(6)]
+    one_by_one = [dev.infer_local(x) for x in inputs]
+    seqs = [dev.next_seq() for _ in inputs]
+    dev.send_raw(b"".join(frames.encode(P.INFER_LOCAL, s, P.pack_vector(x, P.Mode(P.MODE_FULL)))
+                          for s, x in zip(seqs, inputs)))
+    burst = [dev.response(s, P.INFER_LOCAL, later=seqs[i + 1:]) for i, s in enumerate(seqs)]
+    assert [tuple(P.S.INFER_LOCAL_BODY_FMT.unpack(b)[1:]) for b in burst] == one_by_one
+
+
+def test_bytes_arriving_while_the_device_computes_are_taken_in_meanwhile(board: Board) -> None:
+    """NAIVE times its sampler in SysTick ticks (1.344 per instruction under -icount, the same on
+    every run from a reset). With PINGs written right behind it, the RXNE interrupt stores their
+    bytes during the sampler's run and its instructions add to the ticks; a polled port would
+    leave them on the wire and report the same ticks. Every PING is answered afterwards."""
+    x = np.full(1024, 0.5, dtype=np.float32)
+    dev = board.reset()
+    alone = dev.naive(x, 0.5).ticks
+    dev = board.reset()
+    assert dev.naive(x, 0.5).ticks == alone  # deterministic from a reset
+    dev = board.reset()
+    naive_seq, ping_seqs = dev.next_seq(), [dev.next_seq() for _ in range(8)]
+    pings = [bytes([i + 1]) * P.S.PING_MAX for i in range(len(ping_seqs))]
+    dev.send_raw(frames.encode(P.NAIVE, naive_seq, P.naive_request(x, 0.5))
+                 + b"".join(frames.encode(P.PING, s, p) for s, p in zip(ping_seqs, pings)))
+    busy = P.NaiveAnswer.parse(dev.response(naive_seq, P.NAIVE, later=ping_seqs)).ticks
+    assert [dev.response(s, P.PING, later=ping_seqs[i + 1:]) for i, s in enumerate(ping_seqs)] == pings
+    assert busy > alone, f"no byte was taken in during the computation ({busy} ticks against {alone})"

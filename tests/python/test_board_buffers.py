@@ -1,0 +1,56 @@
+"""The host's table of boards whose firmware buffers pipelined requests (transport.BOARD_RX_BUFFER)
+against the firmware it describes, and what a board link learns from INFO's (board, version)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from edgedp import schema as S
+from edgedp.device.transport import BOARD_IN_FLIGHT, BOARD_RX_BUFFER, SerialLink
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _define(path: Path, name: str) -> str:
+    m = re.search(rf"#define {name} (\S+)", path.read_text())
+    assert m, f"{name} not in {path}"
+    return m.group(1)
+
+
+def test_the_stm32f4_entry_is_the_firmwares_ring_and_version() -> None:
+    ring = int(_define(ROOT / "firmware/boards/stm32f4/stm32f4.h", "EDP_STM32_RX_RING").rstrip("u"))
+    version = _define(ROOT / "firmware/core/include/edgedp/options.h", "EDP_FIRMWARE_VERSION").strip('"')
+    assert BOARD_RX_BUFFER == {("stm32f4", version): ring}
+    assert ring >= 3 * S.WIRE_MAX  # several maximal request frames
+
+
+def test_listed_boards_receive_by_interrupt() -> None:
+    """Only a board whose port fills a ring from its RX interrupt is listed (not the template)."""
+    for board, _ in BOARD_RX_BUFFER:
+        assert "edp_stm32_uart_irq" in (ROOT / f"firmware/boards/{board}/board.c").read_text()
+
+
+@pytest.mark.parametrize("board, version, expected", [
+    ("stm32f4", "0.1.0", (BOARD_IN_FLIGHT, 16384)),
+    ("stm32f4", "0.0.9", (1, None)),      # a firmware version the host does not know: polled
+    ("template", "0.1.0", (1, None)),     # boards/template polls its UART
+    ("qemu-netduinoplus2", "0.1.0", (1, None)),  # the qemu port polls (QEMU itself holds the bytes)
+])
+def test_a_board_link_learns_from_info(board: str, version: str, expected: tuple) -> None:
+    link = SerialLink("loop://", in_flight=None)
+    try:
+        assert (link.in_flight, link.in_flight_bytes, link.board_pending) == (1, None, True)
+        link.learn_board(board, version)
+        assert (link.in_flight, link.in_flight_bytes, link.board_pending) == (*expected, False)
+    finally:
+        link.close()
+
+
+def test_an_explicit_in_flight_is_not_relearned() -> None:
+    link = SerialLink("loop://", in_flight=8)
+    try:
+        assert (link.in_flight, link.in_flight_bytes, link.board_pending) == (8, None, False)
+    finally:
+        link.close()
