@@ -11,7 +11,9 @@ in the computation's tick count, deterministic under -icount), not left on the w
 frame loop polls. The ring's loss handling is tested natively (tests/native/test_stm32f4_drivers.c)."""
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,25 +34,26 @@ pytestmark = pytest.mark.hil
 
 
 class Board:
-    """The stm32f4 test image in QEMU with its console USART2 on a TCP port, and a UrlTarget on it."""
+    """The stm32f4 test image in QEMU with its console USART2 on a TCP port (``url``), and a
+    UrlTarget on it unless ``connect`` is False."""
 
-    def __init__(self) -> None:
+    def __init__(self, connect: bool = True) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-board-")
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         port = free_port()
+        self.url = f"socket://127.0.0.1:{port}"
         self.proc = subprocess.Popen(qemu_argv(ensure_image("stm32f4-test"), 2, port, self.qmp_path),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.target = UrlTarget(f"socket://127.0.0.1:{port}")
+        self.target = UrlTarget(self.url) if connect else None
 
     def reset(self) -> Device:
         qmp(self.qmp_path, "system_reset")
-        dev = Device(self.target.link(), timeout=20)
-        dev.sync()
-        return dev
+        return connect(self.target, timeout=20)
 
     def close(self) -> None:
         try:
-            self.target.close()
+            if self.target is not None:
+                self.target.close()
         finally:
             self.proc.terminate()
             self.proc.wait(timeout=10)
@@ -117,3 +120,23 @@ def test_bytes_arriving_while_the_device_computes_are_taken_in_meanwhile(board: 
     busy = P.NaiveAnswer.parse(dev.response(naive_seq, P.NAIVE, later=ping_seqs)).ticks
     assert [dev.response(s, P.PING, later=ping_seqs[i + 1:]) for i, s in enumerate(ping_seqs)] == pings
     assert busy > alone, f"no byte was taken in during the computation ({busy} ticks against {alone})"
+
+
+def test_the_cli_pipelines_to_a_board_url(tmp_path: Path) -> None:
+    """`edgedp query --target socket://…` on the board: QEMU gives it no trusted clock, so every
+    QUERY is refused (ERR_TIME) and the CLI sends no further row after the first refusal; the
+    rows already on the wire are answered. One request at a time that is row 0 alone; pipelined,
+    the first BOARD_IN_FLIGHT rows, each its own answer, in order."""
+    board = Board(connect=False)
+    try:
+        rows = tmp_path / "rows.npy"
+        np.save(rows, np.random.default_rng(1).dirichlet(np.ones(10), size=12).astype(np.float32))
+        edgedp = Path(sys.executable).with_name("edgedp")
+        r = subprocess.run([str(edgedp), "query", "--target", board.url, str(rows), "--json"],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        board.close()
+    assert "Traceback" not in r.stderr
+    assert "no further row was sent" in r.stderr, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert [(a["row"], a["status"]) for a in lines] == [(i, "ERR_TIME") for i in range(BOARD_IN_FLIGHT)]
