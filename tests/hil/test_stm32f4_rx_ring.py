@@ -102,24 +102,34 @@ def test_pipelined_requests_all_arrive_matched(board: Board) -> None:
     assert [tuple(P.S.INFER_LOCAL_BODY_FMT.unpack(b)[1:]) for b in burst] == one_by_one
 
 
+ATTEMPTS = 4
+
+
 def test_bytes_arriving_while_the_device_computes_are_taken_in_meanwhile(board: Board) -> None:
-    """NAIVE times its sampler in SysTick ticks (1.344 per instruction under -icount, the same on
-    every run from a reset). With PINGs written right behind it, the RXNE interrupt stores their
-    bytes during the sampler's run and its instructions add to the ticks; a polled port would
-    leave them on the wire and report the same ticks. Every PING is answered afterwards."""
+    """NAIVE times its sampler in SysTick ticks (1.344 per instruction under -icount), the same
+    from every reset for the same sequence of calls up to one tick (the SysTick phase left by
+    the boot and the sync's PINGs). Four NAIVE requests of k = 1024 (4 KiB each) written at once:
+    while the first three compute, the RXNE interrupt stores bytes of the next requests and its
+    instructions add to their ticks (34 or more a byte, tests/firmware/test_stm32f4_rx_isr.py:
+    45 ticks); a polled port would leave the bytes on the wire until the frame loop reads them
+    and report the ticks of one-at-a-time calls. The last one computes after its own last byte,
+    when nothing more arrives, and matches. QEMU hands the USART a byte when its main loop runs,
+    which the host's scheduler decides: an attempt in which none came during a computation is
+    repeated (up to ATTEMPTS); with a polled port every attempt fails."""
     x = np.full(1024, 0.5, dtype=np.float32)
     dev = board.reset()
-    alone = dev.naive(x, 0.5).ticks
-    dev = board.reset()
-    assert dev.naive(x, 0.5).ticks == alone  # deterministic from a reset
-    dev = board.reset()
-    naive_seq, ping_seqs = dev.next_seq(), [dev.next_seq() for _ in range(8)]
-    pings = [bytes([i + 1]) * P.S.PING_MAX for i in range(len(ping_seqs))]
-    dev.send_raw(frames.encode(P.NAIVE, naive_seq, P.naive_request(x, 0.5))
-                 + b"".join(frames.encode(P.PING, s, p) for s, p in zip(ping_seqs, pings)))
-    busy = P.NaiveAnswer.parse(dev.response(naive_seq, P.NAIVE, later=ping_seqs)).ticks
-    assert [dev.response(s, P.PING, later=ping_seqs[i + 1:]) for i, s in enumerate(ping_seqs)] == pings
-    assert busy > alone, f"no byte was taken in during the computation ({busy} ticks against {alone})"
+    alone = [dev.naive(x, 0.5).ticks for _ in range(4)]
+    for _ in range(ATTEMPTS):
+        dev = board.reset()
+        seqs = [dev.next_seq() for _ in range(4)]
+        dev.send_raw(b"".join(frames.encode(P.NAIVE, s, P.naive_request(x, 0.5)) for s in seqs))
+        busy = [P.NaiveAnswer.parse(dev.response(s, P.NAIVE, later=seqs[i + 1:])).ticks
+                for i, s in enumerate(seqs)]
+        extra = [b - a for a, b in zip(alone, busy)]
+        assert abs(extra[-1]) <= 1 and min(extra) >= -1, (alone, busy)
+        if sum(extra[:-1]) >= 45:
+            return
+    pytest.fail(f"in {ATTEMPTS} attempts no byte was taken in during a computation ({busy} against {alone})")
 
 
 def test_the_cli_pipelines_to_a_board_url(tmp_path: Path) -> None:
