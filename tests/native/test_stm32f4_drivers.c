@@ -402,6 +402,34 @@ static void test_uart(void)
           i, frames);
     CHECK(rx.line_errors == 1 && rx.overruns == 0, "uart: the line error is counted");
 
+    /* The release window's term for the interrupt: whatever the work, bytes
+     * arriving at the fastest the USART completes them cannot push it past
+     * the window; and the term is no larger than it must be. */
+    {
+        static const uint32_t clocks_hz[] = {168000000u, 16000000u, 84000000u};
+        uint32_t ci, share = 0;
+        uint64_t work, worst = 0;
+        ok = edp_stm32_rx_isr_share(168000000u, 115200u) == 1304u && edp_stm32_rx_isr_share(16000000u, 115200u) == 16879u;
+        CHECK(ok, "uart: the interrupt's share of a window is 1304/65536 at 168 MHz, 16879/65536 at 16 MHz");
+        ok = 1;
+        for (ci = 0; ci < 3; ci++) {
+            share = edp_stm32_rx_isr_share(clocks_hz[ci], 115200u);
+            for (work = 0; ok && work < 200000000u; work = work * 3u / 2u + 1u) {
+                uint64_t l = edp_stm32_window_cycles(work, share);
+                uint64_t bytes = l * 115200u / (9ull * clocks_hz[ci]) + 1u;   /* floor(L / T) + 1 */
+                ok = work + bytes * EDP_STM32_RX_ISR_CYCLES <= l;
+                if (ci == 0 && work > 1000u) {
+                    uint64_t over = l - work - EDP_STM32_RX_ISR_CYCLES;  /* the term past W + c */
+                    if (over * 10000u / (work + EDP_STM32_RX_ISR_CYCLES) > worst)
+                        worst = over * 10000u / (work + EDP_STM32_RX_ISR_CYCLES);
+                }
+            }
+        }
+        CHECK(ok && worst <= 205u, "uart: work + (L / T + 1) x c fits the window L at 168, 84 and 16 MHz "
+                                   "(past W + c the term is at most %u.%02u %% of it at 168 MHz)",
+              (unsigned)(worst / 100u), (unsigned)(worst % 100u));
+    }
+
     edp_stm32_gpio_af(&gpio, 2, 7);
     edp_stm32_gpio_af(&gpio, 3, 7);
     CHECK(gpio.AFR[0] == 0x7700u && gpio.MODER == 0xA0u && gpio.PUPDR == 0x50u,

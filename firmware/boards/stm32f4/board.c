@@ -20,11 +20,11 @@
  *  - ticks: DWT CYCCNT, or SysTick where there is no working DWT;
  *  - release window: a poll of those ticks (core cycles) up to insns x
  *    EDP_STM32_CYCLES_PER_INSN after the frame's end, plus what the RX
- *    interrupt may take meanwhile (window_span, docs/privacy.md §6). The bound
- *    of 4 cycles per instruction is an assumption (flash wait states, ART
- *    cache), not measured here; the poll leaves a jitter of one loop pass (a few
- *    cycles) and, if a byte arrives at the release instant, the interrupt's
- *    length (at most EDP_STM32_RX_ISR_CYCLES);
+ *    interrupt may take meanwhile (edp_stm32_window_cycles, docs/privacy.md
+ *    §6). The bound of 4 cycles per instruction is an assumption (flash wait
+ *    states, ART cache), not measured here; the poll leaves a jitter of one
+ *    loop pass (a few cycles) and, if a byte arrives at the release instant,
+ *    the interrupt's length (at most EDP_STM32_RX_ISR_CYCLES);
  *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG).
  *
  * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
@@ -228,30 +228,7 @@ static void watchdog_kick(void)
 #define WINDOW_MAX 0x3FFFFFFFu  /* cycles: 6.4 s at 168 MHz */
 
 static uint32_t window_start;
-/* The RX interrupt's share of a window, 16.16 fixed point: c / (T - c), rounded
- * up, with c = EDP_STM32_RX_ISR_CYCLES and T the fewest core cycles between two
- * received bytes (9 bit times at EDP_CONSOLE_BAUD: a start bit, 8 data bits and
- * the half stop bit the receiver samples, less the baud tolerance). Set at init
- * from the clock: 1,304 (2.0 %) at 168 MHz, 16,878 (25.8 %) on the HSI fallback. */
-static uint32_t rx_isr_share;
-
-static void rx_isr_share_init(uint32_t sysclk_hz)
-{
-    const uint64_t t = (uint64_t)sysclk_hz * 9u / EDP_CONSOLE_BAUD, c = EDP_STM32_RX_ISR_CYCLES;
-    rx_isr_share = t > 2u * c ? (uint32_t)(((c << 16) + (t - c) - 1u) / (t - c)) : 1u << 16;
-}
-
-/* The window for `insns` instructions of work: W = insns x 4 cycles, and the
- * cycles the RX interrupt can take from it: if bytes arrive as fast as the
- * USART completes them (one per T cycles, each costing at most c), a window
- * L holds at most L / T + 1 of them, so the work fits if L >= W + (L / T + 1) c,
- * i.e. L >= (W + c) T / (T - c) = (W + c) (1 + c / (T - c)). A function of
- * insns and the clock only (docs/privacy.md §6). */
-static uint64_t window_span(uint32_t insns)
-{
-    const uint64_t w = (uint64_t)insns * EDP_STM32_CYCLES_PER_INSN + EDP_STM32_RX_ISR_CYCLES;
-    return w + ((w * rx_isr_share) >> 16) + 1u;
-}
+static uint32_t rx_isr_share;  /* edp_stm32_rx_isr_share at the clock edp_board_init found */
 
 static void window_open(void *ctx)
 {
@@ -263,7 +240,7 @@ static void window_open(void *ctx)
  * counter stops, each at least one cycle; the watchdog is fed meanwhile. */
 static int window_close(void *ctx, uint32_t insns)
 {
-    uint64_t span = window_span(insns);
+    uint64_t span = edp_stm32_window_cycles((uint64_t)insns * EDP_STM32_CYCLES_PER_INSN, rx_isr_share);
     uint32_t end = span > WINDOW_MAX ? WINDOW_MAX : (uint32_t)span, spin = 0;
     int late = 0;
     (void)ctx;
@@ -300,7 +277,7 @@ const edp_port_t *edp_board_init(void)
 
     edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
     console_init(rcc);
-    rx_isr_share_init(clocks.sysclk_hz);
+    rx_isr_share = edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD);
     watchdog_start();
 
     tick_kind = edp_stm32_cycles_init(EDP_STM32_DEMCR, EDP_STM32_DWT);

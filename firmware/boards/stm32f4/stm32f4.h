@@ -148,6 +148,22 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
  * cycles, rounded up (docs/privacy.md §6). */
 #define EDP_STM32_RX_ISR_CYCLES 256u
 
+/* The interrupt's share of a release window, c / (T - c) in 16.16 fixed point
+ * rounded up, with c = EDP_STM32_RX_ISR_CYCLES and T the fewest core cycles
+ * between two received bytes: 9 bit times at baud (a start bit, 8 data bits
+ * and the half stop bit the receiver samples, less the baud tolerance; RXNE
+ * comes no faster whatever the sender does). 1,304 (2.0 %) at 168 MHz and
+ * 115,200 baud, 16,879 (25.8 %) at 16 MHz; 1.0 if T <= 2c. */
+uint32_t edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud);
+
+/* Cycles a release window must last for `work` cycles of work to end in it
+ * while bytes arrive at the fastest: L = (W + c)(1 + share) + 1 with
+ * W = work. A window of L cycles holds at most floor(L / T) + 1 interrupts,
+ * and L >= W + (L / T + 1) c <=> L >= (W + c) T / (T - c) = (W + c)(1 + c / (T - c)),
+ * so the work still fits; a function of work and the clock only
+ * (docs/privacy.md §6). */
+uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
+
 /* Hand up to max received bytes to buf, without waiting; returns the count.
  * A damaged frame (a slot flagged LOST or BAD) never reaches the core as a
  * different frame: in its place the core gets 254 x 0xFF and a 0x00, which

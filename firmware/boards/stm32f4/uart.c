@@ -90,3 +90,15 @@ size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
     r->tail = t;  /* after the slots were read: the interrupt may reuse them now */
     return n;
 }
+
+uint32_t edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud)
+{
+    const uint64_t t = (uint64_t)sysclk_hz * 9u / baud, c = EDP_STM32_RX_ISR_CYCLES;
+    return t > 2u * c ? (uint32_t)(((c << 16) + (t - c) - 1u) / (t - c)) : 1u << 16;
+}
+
+uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share)
+{
+    const uint64_t w = work + EDP_STM32_RX_ISR_CYCLES;
+    return w + ((w * share) >> 16) + 1u;
+}

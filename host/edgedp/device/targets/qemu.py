@@ -94,7 +94,9 @@ def qmp(path: str, command: str, arguments: dict | None = None, timeout: float =
 QEMU_IN_FLIGHT = 8
 """Requests a client may pipeline to QEMU: its USART model takes a byte from the console socket
 only once the firmware has read the previous one (can_receive is !RXNE), so nothing is dropped
-while the device computes; the socket's buffer holds the rest."""
+while the device computes; the socket's buffer holds the rest. (That holds for the qemu port,
+which polls its USART; the stm32f4 image also buffers them itself, in the ring its RXNE
+interrupt fills, as on a board: transport.BOARD_RX_BUFFER.)"""
 
 
 class QemuTarget:
