@@ -103,12 +103,15 @@ def test_pipelined_requests_all_arrive_matched(board: Board) -> None:
 
 
 ATTEMPTS = 4
+SYSTICK_SLACK = 8
+"""Ticks a measurement may differ by without a received byte: the SysTick phase (1) and one wrap
+interrupt of SysTick's 24-bit counter (cortexm/systick.c: 5 instructions, 7 ticks), which comes
+every 2^24 ticks wherever that falls."""
 
 
 def test_bytes_arriving_while_the_device_computes_are_taken_in_meanwhile(board: Board) -> None:
     """NAIVE times its sampler in SysTick ticks (1.344 per instruction under -icount), the same
-    from every reset for the same sequence of calls up to one tick (the SysTick phase left by
-    the boot and the sync's PINGs). Four NAIVE requests of k = 1024 (4 KiB each) written at once:
+    from every reset for the same sequence of calls up to SYSTICK_SLACK. Four NAIVE requests of k = 1024 (4 KiB each) written at once:
     while the first three compute, the RXNE interrupt stores bytes of the next requests and its
     instructions add to their ticks (34 or more a byte, tests/firmware/test_stm32f4_rx_isr.py:
     45 ticks); a polled port would leave the bytes on the wire until the frame loop reads them
@@ -126,7 +129,7 @@ def test_bytes_arriving_while_the_device_computes_are_taken_in_meanwhile(board: 
         busy = [P.NaiveAnswer.parse(dev.response(s, P.NAIVE, later=seqs[i + 1:])).ticks
                 for i, s in enumerate(seqs)]
         extra = [b - a for a, b in zip(alone, busy)]
-        assert abs(extra[-1]) <= 1 and min(extra) >= -1, (alone, busy)
+        assert abs(extra[-1]) <= SYSTICK_SLACK and min(extra) >= -SYSTICK_SLACK, (alone, busy)
         if sum(extra[:-1]) >= 45:
             return
     pytest.fail(f"in {ATTEMPTS} attempts no byte was taken in during a computation ({busy} against {alone})")

@@ -359,6 +359,9 @@ static void test_uart(void)
     ok = n == EDP_STM32_RX_RING && rx.overruns == 0;
     for (i = 0; ok && i < n; i++) ok = big[i] == (uint8_t)(1 + i % 200);
     CHECK(ok, "uart: a full ring of %u bytes is kept while the frame loop is busy (%zu)", EDP_STM32_RX_RING, n);
+    ok = 1;
+    for (i = 0; ok && i < EDP_STM32_RX_RING; i++) ok = rx.slot[i] == 0;
+    CHECK(ok, "uart: every slot read is wiped (no past request left in RAM)");
 
     /* One byte more than the ring holds: counted, and the frame it was in
      * reaches the core as an invalid frame (never spliced). */

@@ -66,7 +66,7 @@ def test_each_driver_is_covered(output: str, topic: str) -> None:
     "WRPERR -> ERR_STORE, relocked", "BSY never clears -> ERR_STORE", "high-water log on the driver",
     "a full ring of 16384 bytes is kept", "an overrun (ORE) at any byte of a frame",
     "a framing error (FE) at any byte of a frame", "no prefix of 0..600 bytes makes the invalid frame valid COBS",
-    "work + (L / T + 1) x c fits the window L",
+    "work + (L / T + 1) x c fits the window L", "every slot read is wiped",
 ])
 def test_required_behaviour_checked(output: str, behaviour: str) -> None:
     assert any(line.startswith("ok ") and behaviour in line for line in output.splitlines()), behaviour

@@ -165,6 +165,7 @@ uint32_t edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud);
 uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
 
 /* Hand up to max received bytes to buf, without waiting; returns the count.
+ * Each slot is zeroed as it is read (a later RAM read finds no past request).
  * A damaged frame (a slot flagged LOST or BAD) never reaches the core as a
  * different frame: in its place the core gets 254 x 0xFF and a 0x00, which
  * no prefix can make a valid COBS frame (a code byte 0xFF then runs past the

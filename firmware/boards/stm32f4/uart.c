@@ -74,7 +74,11 @@ size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
             continue;
         }
         if (t == h) break;
-        e = r->slot[t++ & RX_MASK];
+        /* Read and wipe: a later RAM read finds no request in the ring (the
+         * core wipes its own copy likewise); the slot is the reader's until
+         * tail moves past it. */
+        e = r->slot[t & RX_MASK];
+        r->slot[t++ & RX_MASK] = 0;
         if ((e & (EDP_STM32_RX_LOST | EDP_STM32_RX_BAD)) && !r->skip) {
             r->poison = POISON_LEN;
             r->skip = 1;
