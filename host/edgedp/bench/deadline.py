@@ -235,9 +235,10 @@ def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: in
                   mode: str = "full", mech: Callable[[float], MechConfig] | None = None,
                   inputs: Callable[[int], np.ndarray] | None = None) -> dict[tuple[float, int], dict]:
     """(epsilon, k) -> {"first": the first query after the CONFIG (it prepares the plan),
-    "warm": `queries` more, the first of them with a forced reseed}. `mech(epsilon)` gives the
-    configuration (default: sensitivity 1 on [0, 1]) and `inputs(k)` each query's vector
-    (default: uniform on [0, 1))."""
+    "warm": `queries` more, the first of them with a forced reseed, "noise_bound": the plan's
+    noise bound (edp_mech_plan_t.noise_insns)}. `mech(epsilon)` gives the configuration
+    (default: sensitivity 1 on [0, 1]) and `inputs(k)` each query's vector (default: uniform on
+    [0, 1))."""
     from ..mech.lattice import to_micro
     probe = WindowProbe(elf)
     rng = np.random.default_rng(seed)
@@ -253,7 +254,8 @@ def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: in
                 if i == 0:
                     probe.force_reseed()
                 probe.run(lambda d: d.query(inputs(k), mode), warm)
-            out[(eps, k)] = {"first": first.as_dict(), "warm": warm.as_dict()}
+            out[(eps, k)] = {"first": first.as_dict(), "warm": warm.as_dict(),
+                             "noise_bound": _noise_bound(probe, "plan")}
     return out
 
 
@@ -269,10 +271,15 @@ def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsi
         if i == 0:
             probe.force_reseed()
         probe.run(lambda d, x=x: d.infer(x, mode), warm)
+    return {"first": first.as_dict(), "warm": warm.as_dict(), "noise_bound": _noise_bound(probe, "infer_plan")}
+
+
+def _noise_bound(probe: WindowProbe, plan_field: str) -> int:
+    """The noise part of the release deadline of the device's cached plan (`plan` for QUERY,
+    `infer_plan` for INFER): edp_mech_plan_t.noise_insns, set when the plan was prepared."""
     img = probe.emu.image
-    plan = probe.emu.device + img.offset("edp_device_t", "infer_plan")
-    noise_bound = struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
-    return {"first": first.as_dict(), "warm": warm.as_dict(), "noise_bound": noise_bound}
+    plan = probe.emu.device + img.offset("edp_device_t", plan_field)
+    return struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
 
 
 def optimum_estimate(window: dict, noise_bound: int) -> float:

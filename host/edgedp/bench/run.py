@@ -51,6 +51,7 @@ TARGET_K10_US = 100.0
 TARGET_K1000_PER_CLASS = 150.0
 TARGET_K10_NAIVE = 0.8            # issue 22: the DP step at most 0.8x the naive sampler at k = 10
 TARGET_ENTROPY_RATIO = 2.5        # and at most 2.5x the entropy limit everywhere (bench.entropy)
+TARGET_DEADLINE_RATIO = 2.0      # issue 22: QUERY's release deadline within 2x the optimum, k >= 10
 TARGET_FLASH = 8 * 1024
 TARGET_RAM = 1024
 STEP_PARTS = ("chacha20", "drbg", "sampler", "mechanism", "timer")
@@ -322,19 +323,23 @@ def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
     """Each row's release deadline on the production image (docs/benchmarks.md section 9): the
     same configuration and input in build/qemu-timing/edgedp.elf under Unicorn, the plan ready
     (`deadline_instructions`), with the longest window measured (`max_work_instructions`: the
-    row's query count, up to 3, the first with a forced reseed), and the same for the first query
-    after the CONFIG, which prepares the plan (`first_*`)."""
+    row's query count, up to 3, the first with a forced reseed), the optimum's estimate
+    (`optimum_instructions`, edgedp.bench.deadline.optimum_estimate, as for INFER) and the
+    deadline over it, and the same for the first query after the CONFIG, which prepares the plan
+    (`first_*`)."""
     from ..device.targets.qemu import ensure_image
-    from .deadline import query_windows
+    from .deadline import optimum_estimate, query_windows
     configs = [(r["epsilon"], r["k"]) for r in rows]
     n = max(1, min(3, min(r["queries"] for r in rows)))
     res = query_windows(ensure_image("qemu-timing"), configs, n,
                         mech=lambda eps: MechConfig(to_micro(eps)), inputs=lambda k: bench_input(k, cfg.seed))
     for r in rows:
         w = res[(r["epsilon"], r["k"])]
+        optimum = optimum_estimate(w["warm"], w["noise_bound"])
         r.update({"deadline_instructions": w["warm"]["deadline"], "max_work_instructions": w["warm"]["work"],
                   "first_deadline_instructions": w["first"]["deadline"],
-                  "first_work_instructions": w["first"]["work"]})
+                  "first_work_instructions": w["first"]["work"], "optimum_instructions": optimum,
+                  "deadline_over_optimum": w["warm"]["deadline"] / optimum})
 
 
 def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
@@ -394,6 +399,13 @@ def check_targets(result: dict) -> dict:
         worst = max(pick(r, "dp_per_class") for r in k1000)
         out["k1000_at_most_150_per_class"] = {"worst_per_class": worst, "ok": worst <= TARGET_K1000_PER_CLASS,
                                               "basis": basis}
+    dl = [r for r in rows if r["k"] >= 10 and r.get("deadline_over_optimum")]
+    if dl:
+        worst_row = max(dl, key=lambda r: r["deadline_over_optimum"])
+        out["query_deadline_at_most_2x_optimum"] = {
+            "worst_ratio": worst_row["deadline_over_optimum"],
+            "at": {"k": worst_row["k"], "epsilon": worst_row["epsilon"]},
+            "ok": worst_row["deadline_over_optimum"] <= TARGET_DEADLINE_RATIO}
     fp = result.get("footprint") or {}
     if "dp_flash_linked" in fp:
         out["dp_flash_at_most_8k"] = {"bytes": fp["dp_flash_linked"], "ok": fp["dp_flash_linked"] <= TARGET_FLASH,
@@ -418,7 +430,7 @@ def markdown(result: dict, plain: bool = False) -> str:
     head = ["k", "eps", "dp instr", "/class", "naive instr", "/class", "dp/naive", "est cycles", "est us@168",
             "chacha", "drbg", "sampler", "mech", "bits/class", "amortised/class", "amortised/naive", "H bits",
             "limit/class", "dp/limit", "amortised/limit", "frame instr", "framing/class",
-            "q/s", "deadline", "max work"]
+            "q/s", "deadline", "max work", "optimum", "dl/opt"]
     lines = []
     for r in result["rows"]:
         b = r.get("breakdown") or {}
@@ -437,7 +449,8 @@ def markdown(result: dict, plain: bool = False) -> str:
                       _fmt(r["framing_instructions"] / r["k"] if r.get("framing_instructions") is not None else None,
                            ".1f"),
                       _fmt(r["queries_per_second"], ".1f"), _fmt(r.get("deadline_instructions")),
-                      _fmt(r.get("max_work_instructions"))])
+                      _fmt(r.get("max_work_instructions")), _fmt(r.get("optimum_instructions")),
+                      _fmt(r.get("deadline_over_optimum"), ".2f")])
     if plain:
         widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
         fmt = "  ".join("{:>%d}" % w for w in widths)
@@ -498,6 +511,9 @@ _TARGET_LINES = {
                                             f"at k={v['at']['k']}, eps={v['at']['epsilon']:g} ({v['basis']})"),
     "k1000_at_most_150_per_class": lambda v: f"k=1000 at most 150 instructions per class: worst "
                                              f"{v['worst_per_class']:.1f} ({v['basis']})",
+    "query_deadline_at_most_2x_optimum": lambda v: (f"QUERY release deadline at most 2x the optimum (k >= 10): "
+                                                    f"worst {v['worst_ratio']:.2f} at k={v['at']['k']}, "
+                                                    f"eps={v['at']['epsilon']:g}"),
 }
 
 
