@@ -62,6 +62,30 @@ def test_step_trace_is_consistent(emulator: Emulator, test_key: bytes) -> None:
     assert step.instructions <= step.cycles_lo <= step.cycles <= step.cycles_hi < 4 * step.instructions
 
 
+def test_step_keystream_bits_are_the_references(emulator: Emulator, test_key: bytes) -> None:
+    """The trace's keystream bits per DP step (the bench's amortised ChaCha20 share) are the bits
+    the bit-exact reference reads for the same query, across batch refills (k = 100 at
+    epsilon 0.5 reads about 1.5 batches)."""
+    dev = Device(TraceLink(emulator))
+    seed = bytes(range(7, 39))
+    dev.test_seed(test_key, seed)
+    ref = ReferenceDevice(seed=seed)
+    cfg = MechConfig(500_000)
+    dev.configure(test_key, cfg, Caps(daily=10**12))
+    ref.configure(cfg)
+    rng = np.random.default_rng(5)
+    refills = 0
+    for k in (100, 100, 3, 100):
+        x = rng.dirichlet(np.ones(k)).astype(np.float32)
+        emulator.steps()
+        before = ref.bits.position
+        assert dev.query(x, "full").same_answer(ref.query(x, "full"))
+        (step,) = emulator.steps()
+        assert step.keystream_bits == ref.bits.position - before > 0, k
+        refills += step.chacha_blocks
+    assert refills >= 8  # at least two batches of four blocks fell inside the measured steps
+
+
 def test_footprint_per_module(qemu_elf) -> None:
     """The DP core as it ships: the production image (what `edgedp bench` reports), not the test
     image, whose test-only commands (SAMPLE, LOCAL) link more of the core's code."""

@@ -117,7 +117,7 @@
 #define EDP_DL_S8_INPUT 22u         /* per input feature: its quantisation */
 #endif
 #ifndef EDP_DL_S8_LAYER
-#define EDP_DL_S8_LAYER 72u         /* per layer: the call and its set-up */
+#define EDP_DL_S8_LAYER 92u         /* per layer: the call, its set-up, the odd-output check */
 #endif
 #ifndef EDP_DL_S8_UNIT
 #define EDP_DL_S8_UNIT 50u          /* per output, rounded up to even: requantisation or dequantisation */
@@ -383,7 +383,7 @@ static uint64_t head_insns(const edp_model_t *m)
 
 /* An int8 model: the input's quantisation, and per layer its widened input
  * (once for consecutive first layers) and its outputs in pairs (an odd last
- * one runs as a pair). */
+ * one, which runs its row alone, is charged as a pair: an upper bound). */
 static uint64_t model_s8_insns(const edp_model_t *m)
 {
     uint64_t n = EDP_DL_S8_MODEL + (uint64_t)EDP_DL_S8_INPUT * m->n_features;

@@ -15,9 +15,9 @@ round it, add the noise, store the value):
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import struct
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..mech.types import MechConfig
 from .trace import Emulator
@@ -31,17 +31,30 @@ def sample_entropy_bits(t: float) -> float:
     return math.log2((1.0 + r) / (1.0 - r)) + 2.0 * r / (1.0 - r * r) / t * math.log2(math.e)
 
 
-def drbg_instructions_per_bit(elf: str | Path) -> float:
-    """Instructions of one keystream batch on this image over the bits it outputs."""
+@dataclass(frozen=True)
+class DrbgBatch:
+    """One keystream batch on an image: its instructions and what it hands out."""
+
+    instructions: int  # one edp_drbg_next_block: the ChaCha20 blocks and the key erasure
+    blocks: int        # ChaCha20 blocks per batch
+    output_bits: int   # the batch's words after the next key's
+
+    @property
+    def per_bit(self) -> float:
+        return self.instructions / self.output_bits
+
+
+def drbg_batch(elf: str | Path) -> DrbgBatch:
+    """One keystream batch, counted in Unicorn on this image."""
     emu = Emulator(elf)
     img = emu.image
     drbg = emu.device + img.offset("edp_device_t", "drbg")
-    before = emu.count
+    before, blocks = emu.count, emu.chacha_blocks
     emu.call("edp_drbg_next_block", drbg)
     insns = emu.count - before
     batch = (img.offset("edp_drbg_t", "word") - img.offset("edp_drbg_t", "block")) // 4
     first = struct.unpack("<I", emu.uc.mem_read(drbg + img.offset("edp_drbg_t", "word"), 4))[0]
-    return insns / (32 * (batch - first))
+    return DrbgBatch(insns, emu.chacha_blocks - blocks, 32 * (batch - first))
 
 
 def limit_per_class(k: int, epsilon: float, per_bit: float, cfg: MechConfig) -> dict:

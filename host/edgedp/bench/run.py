@@ -14,6 +14,9 @@ runs of the same vector are measured:
   query's trace count must equal its ticks / 1.344 (``conversion_max_error``);
 - the share of each part of the step (ChaCha20 block, DRBG buffer, sampler, mechanism)
   and of the whole frame (framing: COBS, CRC, budget commit, response) from the trace;
+- ``keystream_bits`` read per query (the trace's DRBG position) and ``dp_per_class_amortised``:
+  the step with the keystream batches that fell inside the measured queries replaced by the
+  bits they read at the batch's cost per bit, the figure the per-class targets use;
 - ``queries_per_second``: end-to-end QUERY round trips through the UART link;
 - the host reference's bit-exact and vectorised samples per second, and the footprint.
 """
@@ -341,6 +344,9 @@ def _traced(dp: _Runs, naive: _Runs, setup_frame: int | None, k: int, lockstep: 
         "frame_instructions": _mean(dp.frames),
         "setup_frame_instructions": setup_frame,
         "chacha_blocks": _mean([s.chacha_blocks for s in steps]),
+        # None if a reseed fell inside a step (the position restarts): no amortised figures then
+        "keystream_bits": None if any(s.keystream_bits is None for s in steps)
+        else _mean([s.keystream_bits for s in steps]),
     }
     parts: Counter = Counter()
     for s in steps:
@@ -400,19 +406,33 @@ def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
 
 def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
     """Each row's entropy limit per class (edgedp.bench.entropy) at the image's DRBG cost per bit,
-    and the DP step per class over it."""
-    from .entropy import drbg_instructions_per_bit, limit_per_class
-    per_bit = drbg_instructions_per_bit(elf)
+    the DP step per class over it, and the step with its keystream amortised: the measured
+    instructions less the batches that happened to be generated inside the measured steps, plus
+    the bits the steps read at the batch's cost per bit (the long-run cost of those bits; a
+    60-query window holds a handful of batches of about 3,200 instructions each, so one batch
+    more or less moves the windowed figure by about 5 per class at k = 10)."""
+    from .entropy import drbg_batch, limit_per_class
+    batch = drbg_batch(elf)
     for r in rows:
-        r["drbg_instructions_per_bit"] = per_bit
-        r.update(limit_per_class(r["k"], r["epsilon"], per_bit, MechConfig(to_micro(r["epsilon"]))))
+        r["drbg_instructions_per_bit"] = batch.per_bit
+        r.update(limit_per_class(r["k"], r["epsilon"], batch.per_bit, MechConfig(to_micro(r["epsilon"]))))
         dp = r.get("dp_per_class")
         r["dp_over_entropy_limit"] = dp / r["entropy_limit_per_class"] if dp else None
+        if dp and r.get("keystream_bits") is not None and r.get("chacha_blocks") is not None:
+            k = r["k"]
+            amortised = dp + (r["keystream_bits"] * batch.per_bit
+                              - r["chacha_blocks"] / batch.blocks * batch.instructions) / k
+            r["keystream_bits_per_class"] = r["keystream_bits"] / k
+            r["dp_per_class_amortised"] = amortised
+            r["dp_over_naive_amortised"] = amortised / r["naive_per_class"] if r.get("naive_per_class") else None
+            r["dp_over_entropy_limit_amortised"] = amortised / r["entropy_limit_per_class"]
 
 
 def check_targets(result: dict) -> dict:
     """The performance targets (k = 10 under 100 us, at most the naive sampler; k = 1000 at most 150
-    instructions per class; DP core footprint), evaluated on this run (benchmark, not a test)."""
+    instructions per class; DP core footprint), evaluated on this run (benchmark, not a test). The
+    per-class ones use the DP step with its keystream amortised when the trace gave it for every
+    row (`basis`), else the windowed figure."""
     rows = result["rows"]
     out: dict = {}
     k10 = [r for r in rows if r["k"] == 10]
@@ -420,18 +440,27 @@ def check_targets(result: dict) -> dict:
     if k10 and all(r.get("est_us_168mhz") is not None for r in k10):
         worst = max(r["est_us_168mhz"] for r in k10)
         out["k10_under_100us"] = {"worst_us": worst, "ok": worst < TARGET_K10_US}
+    amortised = bool(rows) and all(r.get("dp_per_class_amortised") is not None for r in rows)
+    basis = "amortised" if amortised else "window"
+
+    def pick(r: dict, key: str) -> float:
+        """The row's figure with the keystream amortised when every row has it, else as measured."""
+        return r[key + "_amortised"] if amortised else r[key]
+
     if k10 and all(r.get("dp_over_naive") for r in k10):
-        worst = max(r["dp_over_naive"] for r in k10)
-        out["k10_at_most_naive"] = {"worst_ratio": worst, "ok": worst <= 1.0}
-        out["k10_at_most_0.8_naive"] = {"worst_ratio": worst, "ok": worst <= TARGET_K10_NAIVE}
+        worst = max(pick(r, "dp_over_naive") for r in k10)
+        out["k10_at_most_naive"] = {"worst_ratio": worst, "ok": worst <= 1.0, "basis": basis}
+        out["k10_at_most_0.8_naive"] = {"worst_ratio": worst, "ok": worst <= TARGET_K10_NAIVE, "basis": basis}
     if rows and all(r.get("dp_over_entropy_limit") for r in rows):
-        worst_row = max(rows, key=lambda r: r["dp_over_entropy_limit"])
-        out["at_most_2.5_entropy_limit"] = {"worst_ratio": worst_row["dp_over_entropy_limit"],
+        worst_row = max(rows, key=lambda r: pick(r, "dp_over_entropy_limit"))
+        worst = pick(worst_row, "dp_over_entropy_limit")
+        out["at_most_2.5_entropy_limit"] = {"worst_ratio": worst, "basis": basis,
                                             "at": {"k": worst_row["k"], "epsilon": worst_row["epsilon"]},
-                                            "ok": worst_row["dp_over_entropy_limit"] <= TARGET_ENTROPY_RATIO}
+                                            "ok": worst <= TARGET_ENTROPY_RATIO}
     if k1000 and all(r.get("dp_per_class") for r in k1000):
-        worst = max(r["dp_per_class"] for r in k1000)
-        out["k1000_at_most_150_per_class"] = {"worst_per_class": worst, "ok": worst <= TARGET_K1000_PER_CLASS}
+        worst = max(pick(r, "dp_per_class") for r in k1000)
+        out["k1000_at_most_150_per_class"] = {"worst_per_class": worst, "ok": worst <= TARGET_K1000_PER_CLASS,
+                                              "basis": basis}
     fp = result.get("footprint") or {}
     if "dp_flash_linked" in fp:
         out["dp_flash_at_most_8k"] = {"bytes": fp["dp_flash_linked"], "ok": fp["dp_flash_linked"] <= TARGET_FLASH,
@@ -454,7 +483,8 @@ def table(result: dict) -> str:
 
 def markdown(result: dict, plain: bool = False) -> str:
     head = ["k", "eps", "dp instr", "/class", "naive instr", "/class", "dp/naive", "est cycles", "est us@168",
-            "chacha", "drbg", "sampler", "mech", "H bits", "limit/class", "dp/limit", "frame instr", "framing/class",
+            "chacha", "drbg", "sampler", "mech", "bits/class", "amortised/class", "amortised/naive", "H bits",
+            "limit/class", "dp/limit", "amortised/limit", "frame instr", "framing/class",
             "q/s", "deadline", "max work"]
     lines = []
     for r in result["rows"]:
@@ -465,8 +495,11 @@ def markdown(result: dict, plain: bool = False) -> str:
                       _fmt(r["naive_per_class"], ".1f"), _fmt(r["dp_over_naive"], ".2f"),
                       _fmt(r.get("est_cycles")), _fmt(r.get("est_us_168mhz"), ".1f"),
                       _fmt(b.get("chacha20"), ".1f"), _fmt(b.get("drbg"), ".1f"), _fmt(b.get("sampler"), ".1f"),
-                      _fmt(b.get("mechanism"), ".1f"), _fmt(r.get("entropy_bits"), ".1f"),
+                      _fmt(b.get("mechanism"), ".1f"), _fmt(r.get("keystream_bits_per_class"), ".1f"),
+                      _fmt(r.get("dp_per_class_amortised"), ".1f"), _fmt(r.get("dp_over_naive_amortised"), ".2f"),
+                      _fmt(r.get("entropy_bits"), ".1f"),
                       _fmt(r.get("entropy_limit_per_class"), ".1f"), _fmt(r.get("dp_over_entropy_limit"), ".2f"),
+                      _fmt(r.get("dp_over_entropy_limit_amortised"), ".2f"),
                       _fmt(r.get("frame_instructions")),
                       _fmt(r["framing_instructions"] / r["k"] if r.get("framing_instructions") is not None else None,
                            ".1f"),
@@ -536,12 +569,14 @@ def default_plot_path() -> Path:
 
 _TARGET_LINES = {
     "k10_under_100us": lambda v: f"k=10 under 100 us at 168 MHz: worst {v['worst_us']:.1f} us",
-    "k10_at_most_naive": lambda v: f"k=10 at most the naive baseline: worst ratio {v['worst_ratio']:.2f}",
-    "k10_at_most_0.8_naive": lambda v: f"k=10 at most 0.8x the naive baseline: worst ratio {v['worst_ratio']:.2f}",
+    "k10_at_most_naive": lambda v: f"k=10 at most the naive baseline: worst ratio {v['worst_ratio']:.2f} "
+                                   f"({v['basis']})",
+    "k10_at_most_0.8_naive": lambda v: f"k=10 at most 0.8x the naive baseline: worst ratio {v['worst_ratio']:.2f} "
+                                       f"({v['basis']})",
     "at_most_2.5_entropy_limit": lambda v: (f"at most 2.5x the entropy limit: worst ratio {v['worst_ratio']:.2f} "
-                                            f"at k={v['at']['k']}, eps={v['at']['epsilon']:g}"),
+                                            f"at k={v['at']['k']}, eps={v['at']['epsilon']:g} ({v['basis']})"),
     "k1000_at_most_150_per_class": lambda v: f"k=1000 at most 150 instructions per class: worst "
-                                             f"{v['worst_per_class']:.1f}",
+                                             f"{v['worst_per_class']:.1f} ({v['basis']})",
 }
 
 

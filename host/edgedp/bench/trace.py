@@ -46,6 +46,7 @@ RETURN_ADDR = 0x00001000   # a mapped page holding nothing: emulation stops when
 SCRATCH_SIZE = 16 << 10
 SYSTICK_RELOAD = 0x00FFFFFF
 TICKS_PER_INSN = 1.344     # what QEMU -icount shift=3 gives a 168 MHz SysTick (see icount.py)
+DRBG_KEY_WORDS = 8         # drbg.h EDP_DRBG_KEY_WORDS: a batch's words that become the next key
 
 CATEGORIES = {
     "drbg.c": "drbg", "drbg.h": "drbg", "drbg_armv7m.c": "drbg", "drbg_portable.c": "drbg",
@@ -107,6 +108,7 @@ class StepTrace:
     categories: Counter = field(default_factory=Counter)
     functions: Counter = field(default_factory=Counter)
     chacha_blocks: int = 0
+    keystream_bits: int | None = None  # keystream bits the region consumed (None across a reseed)
 
     @property
     def us_168mhz(self) -> float:
@@ -241,7 +243,7 @@ class Emulator:
         self._chacha_entry = img.function_range("edp_chacha20_block")[0]
         self.ticks_reads: list[int] = []  # instruction index of each SysTick read via port->ticks
         self._tick_pending = False
-        self.marks: list[tuple[int, float, float, float, Counter, int]] = []
+        self.marks: list[tuple[int, float, float, float, Counter, int, int]] = []
         uc.hook_add(UC_HOOK_BLOCK, self._on_block)
         end = _end_of_bss(img)
         self.scratch = (end + 0xFF) & ~0xFF
@@ -253,6 +255,8 @@ class Emulator:
         if port_name is None:
             raise TraceError("no static port struct in the image (main.c)")
         self.port = img.symbol(port_name)
+        self._drbg = self.device + img.offset("edp_device_t", "drbg")
+        self._drbg_batch_words = (img.offset("edp_drbg_t", "word") - img.offset("edp_drbg_t", "block")) // 4
         self._boot()
 
     # ---- memory-mapped peripherals ------------------------------------------------
@@ -368,8 +372,28 @@ class Emulator:
 
     def _mark(self, n: int) -> None:
         """Snapshot at a port->ticks read: exact instruction index, cycle sums, (category,
-        function) counts and ChaCha20 blocks (the last three at block granularity)."""
-        self.marks.append((n, self._cycles, self._cycles_lo, self._cycles_hi, Counter(self._cat), self._chacha))
+        function) counts and ChaCha20 blocks (the last three at block granularity), and the
+        keystream position."""
+        self.marks.append((n, self._cycles, self._cycles_lo, self._cycles_hi, Counter(self._cat), self._chacha,
+                           self.keystream_position()))
+
+    @property
+    def chacha_blocks(self) -> int:
+        """ChaCha20 blocks computed since the boot."""
+        return self._chacha
+
+    def keystream_position(self) -> int:
+        """Keystream bits the DRBG has handed out since its last seed (drbg.h): every batch
+        generated (the block counter over the blocks per batch) outputs its words after the
+        next key's, less the words not yet read and the bits still buffered in acc. Exact at
+        the port->ticks reads, where no sampling loop holds bits in registers."""
+        img, base = self.image, self._drbg
+        counter, = struct.unpack("<I", self.uc.mem_read(base + img.offset("edp_drbg_t", "state") + 48, 4))
+        word, = struct.unpack("<I", self.uc.mem_read(base + img.offset("edp_drbg_t", "word"), 4))
+        nbits, = struct.unpack("<I", self.uc.mem_read(base + img.offset("edp_drbg_t", "nbits"), 4))
+        words = self._drbg_batch_words
+        batches = counter // (words // 16)
+        return 32 * (batches * (words - DRBG_KEY_WORDS) - (words - word)) - nbits
 
     def _on_ticks_entry(self, uc, address, size, user) -> None:
         self._tick_pending = True
@@ -444,7 +468,8 @@ class Emulator:
         for a, b in zip(marks[0::2], marks[1::2]):
             cats = b[4] - a[4]
             t = StepTrace(instructions=b[0] - a[0], cycles=b[1] - a[1], cycles_lo=b[2] - a[2],
-                          cycles_hi=b[3] - a[3], chacha_blocks=b[5] - a[5])
+                          cycles_hi=b[3] - a[3], chacha_blocks=b[5] - a[5],
+                          keystream_bits=b[6] - a[6] if b[6] >= a[6] else None)
             for (cat, fn), n in cats.items():
                 t.categories[cat] += n
                 t.functions[fn] += n

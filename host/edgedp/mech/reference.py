@@ -39,6 +39,7 @@ class BitStream:
         self._block = 0
         self._words: list[int] = []
         self._pos = 0  # bit position into the concatenated words
+        self._dropped = 0  # bits of the words dropped from the front
 
     def _batch(self) -> bytes:
         """The output bytes of the next batch; re-keys from its first 32 bytes."""
@@ -54,6 +55,12 @@ class BitStream:
             drop = self._pos // 32
             self._words = self._words[drop:] + np.frombuffer(raw, dtype="<u4").tolist()
             self._pos -= drop * 32
+            self._dropped += drop * 32
+
+    @property
+    def position(self) -> int:
+        """Bits consumed since the seed (the device's edgedp.bench.trace keystream position)."""
+        return self._dropped + self._pos
 
     def _window(self, n: int) -> int:
         """The next n <= 64 bits as an integer without consuming them."""
