@@ -82,3 +82,33 @@ def test_a_device_lost_mid_run_keeps_the_rows_measured(native_builds: None, tmp_
     check_partial(tmp_path, res, "")
     assert res["stopped"] != "interrupted"
     assert r.stderr.splitlines()[-1].startswith("edgedp: error: Partial run (")
+
+
+def test_ctrl_c_after_the_grid_skips_the_later_parts(native_builds: None, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the grid's last part runs: the grid is complete, --e2e is not run, and the
+    result says so (partial, nothing missing, e2e skipped), exit 130."""
+    from click.testing import CliRunner
+
+    from edgedp.bench import e2e, run as bench_run
+    from edgedp.cli import main
+    real = bench_run.run
+
+    def interrupted_at_the_end(*args, **kwargs):
+        result = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # deferred by the command: it sets its stop request
+        return result
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("--e2e ran after Ctrl-C")
+
+    monkeypatch.setattr(bench_run, "run", interrupted_at_the_end)
+    monkeypatch.setattr(e2e, "run", not_reached)
+    r = CliRunner().invoke(main, ["bench", "--target", "host", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
+                                  "--no-deadline", "--no-footprint", "--plot", str(tmp_path / "b.png"),
+                                  "--e2e", "8", "--json"])
+    assert r.exit_code == 130, r.output
+    res = json.loads(r.stdout)
+    assert res["partial"] and res["stopped"] == "interrupted" and res["missing"] == [] and res["skipped"] == ["e2e"]
+    assert [(row["k"], row["epsilon"]) for row in res["rows"]] == [(1, 1.0)] and "host" in res
+    assert r.stderr.endswith("edgedp: error: Partial run (interrupted): 1 points measured; not run: e2e\n")

@@ -145,9 +145,11 @@ class _Stop(Exception):
 
 
 def mark_partial(result: dict, stopped: str, skipped: str | None = None) -> None:
-    """Mark result as partial: why it stopped (the first reason is kept), and a part not run."""
+    """Mark result as partial: why it stopped (the first reason is kept), and a part not run
+    (``missing``, the grid points not measured, is set by :func:`run`; none by default)."""
     result["partial"] = True
     result.setdefault("stopped", stopped)
+    result.setdefault("missing", [])
     result.setdefault("skipped", [])
     if skipped:
         result["skipped"].append(skipped)
@@ -242,7 +244,6 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
         part()
     result["targets"] = check_targets(result)
     if stopped is not None:
-        result.setdefault("missing", [])
         raise Partial(result, cause)
     return result
 
