@@ -94,6 +94,16 @@
 #ifndef EDP_DL_MODEL_WIPE_BYTE
 #define EDP_DL_MODEL_WIPE_BYTE 1u   /* per byte zeroed (memset: a word and more per store) */
 #endif
+/* device.c's finite_output, on every INFER whatever the model gave: the check
+ * of its n_classes outputs and, when one is not finite, the fixed vector that
+ * replaces them (longest path: the last output not finite), its call site
+ * included (edgedp.bench.deadline.nonfinite_paths). */
+#ifndef EDP_DL_NONFINITE
+#define EDP_DL_NONFINITE 28u        /* once per INFER: the call, the fixed value (a division) */
+#endif
+#ifndef EDP_DL_NONFINITE_CLASS
+#define EDP_DL_NONFINITE_CLASS 18u  /* per class: its check and its store */
+#endif
 /* int8 models (model_s8.c; edgedp.bench.deadline.measure_s8 fits them on
  * synthetic nets, the worst of the clamps' branches). The weights' inner loop
  * and the input's widening depend on the DSP extension (SXTB16 and SMLAD on
@@ -394,7 +404,8 @@ static uint64_t model_s8_insns(const edp_model_t *m)
 uint32_t edp_deadline_model(const edp_model_t *m)
 {
     uint64_t n = (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
-                 (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m);
+                 (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m) +
+                 EDP_DL_NONFINITE + (uint64_t)EDP_DL_NONFINITE_CLASS * m->n_classes;
     uint32_t i, l;
     if (m->s8) return sat32(n + model_s8_insns(m));
     for (i = 0; i < m->n_nets; i++) {
