@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from edgedp import schema as S
+from edgedp.device import frames, protocol as P
+from edgedp.device.client import connect
+from edgedp.device.errors import ErrorCode
 from edgedp.device.transport import BOARD_IN_FLIGHT, BOARD_RX_BUFFER, SerialLink
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,3 +57,45 @@ def test_an_explicit_in_flight_is_not_relearned() -> None:
         assert (link.in_flight, link.in_flight_bytes, link.board_pending) == (8, None, False)
     finally:
         link.close()
+
+
+class _Board:
+    """A link to a fake board that answers PING and, for INFO, ``info`` (None: an error frame)."""
+
+    def __init__(self, info: bytes | None) -> None:
+        self.info, self.out = info, b""
+        self.in_flight, self.in_flight_bytes, self.board_pending = 1, None, True
+        self.learned: list[tuple[str, str]] = []
+
+    def learn_board(self, board: str, version: str) -> None:
+        self.learned.append((board, version))
+        self.board_pending = False
+
+    def write(self, data: bytes) -> None:
+        for f in frames.FrameReader().feed(data):
+            if f.type == P.PING:
+                self.out += frames.encode(P.PING | P.RESPONSE, f.seq, f.body)
+            elif self.info is None:
+                self.out += frames.encode(P.ERROR, f.seq, bytes([ErrorCode.ERR_UNKNOWN, f.type]))
+            else:
+                self.out += frames.encode(P.INFO | P.RESPONSE, f.seq, self.info)
+
+    def read(self, timeout: float) -> bytes:
+        out, self.out = self.out, b""
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def test_connect_asks_info_once_and_a_refusal_keeps_one_request_at_a_time() -> None:
+    link = _Board(None)
+    connect(None, timeout=2, link=link)  # type: ignore[arg-type]
+    assert link.learned == [("", "")] and not link.board_pending
+
+
+def test_connect_passes_infos_board_and_version() -> None:
+    head = S.INFO_HEAD_FMT.pack(1, 0, 0, 0, 1024, 1, 0, 168_000_000, 0, 0, 0)
+    link = _Board(head + bytes([5]) + b"0.1.0" + bytes([7]) + b"stm32f4")
+    connect(None, timeout=2, link=link)  # type: ignore[arg-type]
+    assert link.learned == [("stm32f4", "0.1.0")]

@@ -355,8 +355,12 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
     dev = Device(link or target.link(), timeout=timeout, target=target)
     dev.sync(sync_timeout)
     if getattr(dev.link, "board_pending", False):  # a board at a URL: may it take pipelined requests?
-        info = dev.info()
-        dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]
+        try:
+            info = dev.info()
+        except (DeviceError, TransportError):  # not an INFO this host reads: one request at a time
+            dev.link.learn_board("", "")  # type: ignore[attr-defined]
+        else:
+            dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]
     return dev
 
 
