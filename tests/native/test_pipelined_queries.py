@@ -20,7 +20,8 @@ class Recording:
 
     def __init__(self, inner):
         self.inner = inner
-        self.in_flight = inner.in_flight
+        self.in_flight = getattr(inner, "in_flight", 1)
+        self.in_flight_bytes = getattr(inner, "in_flight_bytes", None)
         self.sent: list[int] = []
         self.got: list[int] = []
         self.ahead = 0  # the most requests sent and not yet answered
