@@ -63,6 +63,10 @@ typedef struct {
     edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing) */
 } edp_record_t;
 
+/* bucket.last of a rate limit restored from the flash log after a store loss:
+ * the bucket is empty and refills from the first clock read that follows. */
+#define EDP_BUCKET_UNSET UINT64_MAX
+
 enum edp_store_state {
     EDP_STORE_LOADED = 0,   /* a valid record was found */
     EDP_STORE_FRESH = 1,    /* both slots blank: first boot or lost backup domain */
