@@ -108,13 +108,12 @@ static uint32_t slots(const edp_flash_t *f)
 int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
 {
     uint8_t buf[EDP_FLOG_RECORD];
-    edp_flog_mark_t m, marks[2];
+    edp_flog_mark_t m;
     edp_flog_rate_t r;
-    uint32_t s, i, seq, rate_seq = 0, rate_sector = 0, used[2] = {0, 0}, top[2] = {0, 0};
+    uint32_t s, i, seq, rate_seq = 0, used[2] = {0, 0}, top[2] = {0, 0};
     unsigned kind, kinds[2] = {0, 0};  /* the kinds each sector holds */
     int found = 0, err;
     memset(log, 0, sizeof *log);
-    memset(marks, 0, sizeof marks);
     log->flash = flash;
     for (s = 0; s < 2; s++) {
         for (i = 0; i < slots(flash); i++) {
@@ -128,11 +127,10 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
             kind = parse(buf, &seq, &m, &r);
             if (!kind) continue;
             if (kind == KIND_MARK) {
-                merge(&marks[s], &m);
+                merge(&log->mark, &m);
             } else if (!(log->kinds & KIND_RATE) || newer(&r, seq, &log->rate, rate_seq)) {
                 log->rate = r;
                 rate_seq = seq;
-                rate_sector = s;
             }
             if (!kinds[s] || seq > top[s]) top[s] = seq;
             kinds[s] |= kind;
@@ -145,12 +143,10 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
     log->seq = kinds[s] ? top[s] : 0;
     log->next = used[s];
     log->spare_erased = used[s ^ 1u] == 0;
-    /* The active sector covers the marks if its own are not below the other's,
-     * and the rate limit if it holds the newest rate record. */
-    m = marks[s];
-    if (!merge(&m, &marks[s ^ 1u]) && (kinds[s] & KIND_MARK)) log->covered |= KIND_MARK;
-    if ((kinds[s] & KIND_RATE) && rate_sector == s) log->covered |= KIND_RATE;
-    log->mark = m;
+    /* Every record of the active sector is newer than the spare's and carries
+     * the log's state when it was written (a mark the merge of all marks, a
+     * rate record the newest limit): a kind it holds is covered. */
+    log->covered = (uint8_t)kinds[s];
     if (log->rate.counter > log->mark.counter) log->mark.counter = log->rate.counter;
     return found;
 }
