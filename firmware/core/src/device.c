@@ -118,6 +118,10 @@ static void mark_restore(edp_device_t *d)
     }
 }
 
+/* bucket.last of a rate limit restored from the flash log (store.h): the
+ * bucket is empty and refills from the first clock read that follows. */
+#define BUCKET_UNSET UINT64_MAX
+
 /* The rate limit at boot. A store that did not load cleanly (lost, torn,
  * corrupt) takes the flash log's limit when a RATE newer than the record's
  * counter set it (after a loss: any), with an empty bucket that refills from
@@ -132,7 +136,7 @@ static void rate_restore(edp_device_t *d, uint64_t record_counter)
     if (d->store_state != EDP_STORE_LOADED && have->counter > record_counter) {
         d->rec.rate = have->limit;
         d->rec.bucket.tokens = 0;
-        d->rec.bucket.last = EDP_BUCKET_UNSET;
+        d->rec.bucket.last = BUCKET_UNSET;
     }
     run.counter = d->rec.auth_counter;  /* lifted by mark_restore: >= every counter in the log */
     run.limit = d->rec.rate;
@@ -266,7 +270,7 @@ static int rate_and_day(edp_device_t *d, edp_rate_t *bucket, uint32_t *day)
     int err;
     if (!d->rec.rate.burst) return today(d, day);
     if (!d->port->seconds || d->port->seconds(d->port->ctx, &now) < 0) return EDP_ERR_TIME;
-    if (bucket->last == EDP_BUCKET_UNSET) d->rec.bucket.last = bucket->last = now;  /* restored: refill from now */
+    if (bucket->last == BUCKET_UNSET) d->rec.bucket.last = bucket->last = now;  /* restored: refill from now */
     if ((err = edp_rate_check(bucket, &d->rec.rate, now, &d->rate_wait))) return err;
     *day = (uint32_t)(now / 86400u);
     return EDP_OK;

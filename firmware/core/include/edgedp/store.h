@@ -60,12 +60,10 @@ typedef struct {
     edp_mech_config_t mech;
     uint64_t auth_counter;    /* last accepted admin counter */
     edp_rate_config_t rate;   /* rate limit of external answers (burst 0: none) */
-    edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing) */
+    edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing);
+                               * last = UINT64_MAX: restored after a store loss, empty, refills from
+                               * the first clock read (device.c) */
 } edp_record_t;
-
-/* bucket.last of a rate limit restored from the flash log after a store loss:
- * the bucket is empty and refills from the first clock read that follows. */
-#define EDP_BUCKET_UNSET UINT64_MAX
 
 enum edp_store_state {
     EDP_STORE_LOADED = 0,   /* a valid record was found */
