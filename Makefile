@@ -110,12 +110,20 @@ build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HE
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,
-# tests/firmware/test_deadline.py and docs/benchmarks.md section 9).
+# tests/firmware/test_deadline.py and docs/benchmarks.md section 9), or with one of
+# build/gen/models/NAME.c (the non-finite model of the deadline test).
 build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(filter-out $(MODEL),$(TIMING_SRCS)) \
 	  firmware/model/$*.c $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	cp firmware/model/$*.c $(@D)/model.c
+	arm-none-eabi-size $@
+
+build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) build/gen/models/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(filter-out $(MODEL),$(TIMING_SRCS)) \
+	  build/gen/models/$*.c $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	cp build/gen/models/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 # The test image with a bundled model built without the DSP extension (-U__ARM_FEATURE_DSP): the

@@ -49,6 +49,27 @@ def make(*targets: str) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
+def overflow_model_source(tmp_path: Path) -> Path:
+    """build/gen/models/overflow.c, written by `edgedp deploy`: a softmax logistic regression on
+    64 inputs clamped to [0, 1] whose weights of 3e38 overflow a logit to Inf from two pixels at 1
+    (the softmax then gives NaN), for the images built from build/gen/models (Makefile)."""
+    import joblib
+    from click.testing import CliRunner
+    from sklearn.linear_model import LogisticRegression
+
+    from edgedp.cli import main
+    X = np.random.default_rng(0).random((40, 64))
+    m = LogisticRegression(max_iter=200).fit(X, np.arange(40) % 10)
+    m.coef_ = np.full_like(m.coef_, 3e38)
+    joblib.dump(m, tmp_path / "overflow.joblib")
+    out = ROOT / "build/gen/models/overflow.c"
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "overflow.joblib"), "--out", str(out),
+                                  "--input-range", "0", "1"])
+    assert r.exit_code == 0, r.output
+    assert "inputs clamped to [0, 1] (given)" in r.output
+    return out
+
+
 @pytest.fixture(scope="session")
 def empty_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("edgedp-state")

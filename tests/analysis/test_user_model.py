@@ -74,3 +74,26 @@ def test_attack_mia_on_the_deployed_model(user: Path, tmp_path: Path) -> None:
     assert rows[0.1]["auc"] < 0.75 and rows[0.1]["members"] == rows[0.1]["nonmembers"] == 60
     r = CliRunner().invoke(main, ["attack", "mia", "--model", str(tmp_path / "memo.joblib")])
     assert r.exit_code != 0 and "--holdout" in r.output
+
+
+@pytest.mark.parametrize("command", ["tradeoff", "attack mia", "report"])
+def test_each_command_reads_the_model_file_once(user: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                command: str) -> None:
+    """The model file is loaded once per command and passed down (device outputs, the report's model
+    section), not read again for each use."""
+    from edgedp.model import convert
+    loads: list[str] = []
+    real = convert.load_file
+
+    def counting(path):
+        loads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(convert, "load_file", counting)
+    model, data = str(user / "mine.joblib"), str(user / "mydata.npz")
+    args = {"tradeoff": ["tradeoff", "--data", data, "--quick", "--modes", "label"],
+            "attack mia": ["attack", "mia", "--data", data, "--holdout", data, "--epsilons", "inf", "--modes", "full"],
+            "report": ["report", "--out", str(tmp_path / "rep"), "--quick", "--data", data, "--no-dpsgd",
+                       "--shadows", "2", "--jobs", "1"]}[command]
+    invoke(*args, "--model", model, "--no-progress")
+    assert loads == [model]

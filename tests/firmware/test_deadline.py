@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from edgedp.datasets import digits_split
-from edgedp.bench.deadline import WindowProbe, Window, firmware_constants, measure
+from edgedp.bench.deadline import NONFINITE_CLASSES, WindowProbe, Window, firmware_constants, measure, nonfinite_paths
 from edgedp.bench.trace import Emulator
 from edgedp.device.protocol import MechConfig
 
-from ..conftest import ROOT
+from ..conftest import ROOT, make, overflow_model_source
 
 SRC = ROOT / "firmware" / "core" / "src" / "deadline.c"
 QEMU_BOARD = ROOT / "firmware" / "boards" / "qemu" / "board.c"
@@ -159,7 +159,8 @@ def test_model_bound_covers_every_bundled_model(model, c):
     assert not any(emu.uc.mem_read(scratch, 4 * n_classes))          # wiped
     macs = _model_shape(emu)[2]
     assert run > (macs if model.endswith("_int8") else 2 * macs)  # the model really ran (VMUL + VADD each)
-    assert bound >= MARGIN * (run + wipe), (model, bound, run, wipe)
+    check = nonfinite_paths(emu.image.path, (n_classes,)).cost(n_classes)  # its outputs checked (non-finite: replaced)
+    assert bound >= MARGIN * (run + check + wipe), (model, bound, run, check, wipe)
     if model.endswith("_int8"):
         # int8 constants: at most 2x the work (the float32 ones gave it 2.6-4x)
         old = _old_int8_bound(emu, c)
@@ -229,6 +230,19 @@ def test_head_and_wipe_constants_cover_their_paths(c):
             assert emu.uc.mem_read(emu.scratch, 4100) == b"\xaa" * align + bytes(n) + b"\xaa" * (4100 - n - align)
 
 
+@pytest.mark.parametrize("image", ["production", "digits_mlp_int8"])
+def test_nonfinite_constants_cover_the_output_check(image, c):
+    """device.c's finite_output on every INFER: the check of the model's outputs and, the last
+    one not finite (its longest path), the fixed vector in every class, with its call site,
+    within EDP_DL_NONFINITE + EDP_DL_NONFINITE_CLASS per class, for 1 to 32, 100 and 1000 classes."""
+    from edgedp.bench.infer import model_image
+    p = nonfinite_paths(TIMING_ELF if image == "production" else model_image(image, timing=True))
+    for n in NONFINITE_CLASSES:
+        assert c["EDP_DL_NONFINITE"] + c["EDP_DL_NONFINITE_CLASS"] * n >= MARGIN * p.cost(n), (n, p.cost(n))
+    per_class = (p.run[1000] - p.run[100]) / 900
+    assert 10 < per_class < 20 and 2 <= p.site <= 8   # the check (about 11) and the store (3) per class
+
+
 @pytest.fixture(scope="module")
 def probe():
     return WindowProbe(TIMING_ELF, model=True)
@@ -284,6 +298,46 @@ def test_whole_windows_stay_within_their_deadline(probe):
         w = Window()
         probe.run(lambda d, x=x: d.infer(x, "label"), w)
         assert MARGIN * w.work <= w.deadline, ("infer", i, w.as_dict())
+
+
+def test_a_non_finite_infer_stays_within_its_deadline(tmp_path, c):
+    """A model whose logits overflow to Inf on clamped inputs (the softmax gives NaN): the INFER
+    window, which replaces the output by the fixed vector, on its production timing image, the
+    first after a CONFIG and one whose charge reseeds, within 1/1.25 of its deadline; the
+    deadline's model part charges finite_output (the check and the fixed vector) for its 10
+    classes."""
+    from unicorn import UC_HOOK_CODE
+    from unicorn.arm_const import UC_ARM_REG_R0, UC_ARM_REG_R1
+    overflow_model_source(tmp_path)
+    make("build/qemu-timing-model-overflow/edgedp.elf")
+    probe = WindowProbe(ROOT / "build/qemu-timing-model-overflow/edgedp.elf", model=True)
+    emu = probe.emu
+    outputs = []
+
+    def seen(uc, address, size, user) -> None:  # finite_output(m, y): the model's raw output y
+        n = struct.unpack("<H", uc.mem_read(uc.reg_read(UC_ARM_REG_R0) + emu.image.offset("edp_model_t", "n_classes"), 2))[0]
+        outputs.append(np.frombuffer(bytes(uc.mem_read(uc.reg_read(UC_ARM_REG_R1), 4 * n)), np.float32))
+    entry = emu.image.symbol("finite_output") & ~1
+    emu.uc.hook_add(UC_HOOK_CODE, seen, begin=entry, end=entry)
+    probe.configure(MechConfig(1_000_000, 0.0, 1.0, 1.0, None))
+    x = np.zeros(64, np.float32)
+    x[:2] = 5.0                                          # clamped to 1: 3e38 + 3e38 = Inf
+    first, warm = Window(), Window()
+    probe.run(lambda d: d.infer(x, "full"), first)
+    probe.force_reseed()
+    probe.run(lambda d: d.infer(x, "full"), warm)
+    assert len(outputs) == 2 and not np.isfinite(outputs[0]).any() and not np.isfinite(outputs[1]).any()
+    for w in (first, warm):
+        assert MARGIN * w.work <= w.deadline, w.as_dict()
+    # the model part, term by term: the float32 net and softmax head, the output check, the wipe
+    n_nets, n_classes, macs, units, _ = _model_shape(emu)
+    m = struct.unpack("<I", emu.uc.mem_read(emu.image.symbol("edp_app_model"), 4))[0]
+    assert (n_nets, n_classes, macs, emu.uc.mem_read(m + emu.image.offset("edp_model_t", "head"), 1)) == \
+        (1, 10, 640, b"\x00")                        # softmax
+    assert _model_bound(emu) == (c["EDP_DL_MODEL_NET"] + c["EDP_DL_MODEL_CLASS"] * n_classes +
+                                 c["EDP_DL_MODEL_UNIT"] * units + c["EDP_DL_MODEL_MAC_FPU"] * macs +
+                                 c["EDP_DL_NONFINITE"] + c["EDP_DL_NONFINITE_CLASS"] * n_classes +
+                                 c["EDP_DL_MODEL_ZERO"] + c["EDP_DL_MODEL_WIPE_BYTE"] * emu.call("edp_model_wipe_bytes", m))
 
 
 @pytest.mark.slow

@@ -11,20 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from sklearn.linear_model import LogisticRegression
 
-from edgedp.cli import main
 from edgedp.device.client import Device
 from edgedp.device.errors import DeviceError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget
 from edgedp.device.transport import ProcessLink
 
-from ..conftest import ROOT, TEST_EPOCH, make
+from ..conftest import ROOT, TEST_EPOCH, make, overflow_model_source
 
 EPS = 1_000_000
 CFG = MechConfig(EPS, 0.0, 1.0, 2.0, None)   # the model's own output settings: INFER's plan = QUERY's
@@ -94,15 +90,7 @@ def test_non_finite_output_is_released_as_the_fixed_vector(tmp_path: Path, test_
     """Weights of 3e38: two clamped pixels at 1 overflow a logit to Inf, the softmax gives NaN.
     The answer is charged and is, noise for noise (same test seed), the QUERY of the fixed
     vector lo + (hi - lo) / n_classes = 0.1 in every class."""
-    X = np.random.default_rng(0).random((40, 64))
-    m = LogisticRegression(max_iter=200).fit(X, np.arange(40) % 10)
-    m.coef_ = np.full_like(m.coef_, 3e38)
-    joblib.dump(m, tmp_path / "overflow.joblib")
-    out = ROOT / "build/gen/models/overflow.c"
-    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "overflow.joblib"), "--out", str(out),
-                                  "--input-range", "0", "1"])
-    assert r.exit_code == 0, r.output
-    assert "inputs clamped to [0, 1] (given)" in r.output
+    overflow_model_source(tmp_path)
     make("build/host-model-overflow/edgedp")
     dev = host_device(ROOT / "build/host-model-overflow/edgedp", tmp_path)
     try:

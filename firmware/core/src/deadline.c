@@ -94,6 +94,16 @@
 #ifndef EDP_DL_MODEL_WIPE_BYTE
 #define EDP_DL_MODEL_WIPE_BYTE 1u   /* per byte zeroed (memset: a word and more per store) */
 #endif
+/* device.c's finite_output, on every INFER whatever the model gave: the check
+ * of its n_classes outputs and, when one is not finite, the fixed vector that
+ * replaces them (longest path: the last output not finite), its call site
+ * included (edgedp.bench.deadline.nonfinite_paths). */
+#ifndef EDP_DL_NONFINITE
+#define EDP_DL_NONFINITE 28u        /* once per INFER: the call, the fixed value (a division) */
+#endif
+#ifndef EDP_DL_NONFINITE_CLASS
+#define EDP_DL_NONFINITE_CLASS 18u  /* per class: its check and its store */
+#endif
 /* int8 models (model_s8.c; edgedp.bench.deadline.measure_s8 fits them on
  * synthetic nets, the worst of the clamps' branches). The weights' inner loop
  * and the input's widening depend on the DSP extension (SXTB16 and SMLAD on
@@ -107,7 +117,7 @@
 #define EDP_DL_S8_INPUT 22u         /* per input feature: its quantisation */
 #endif
 #ifndef EDP_DL_S8_LAYER
-#define EDP_DL_S8_LAYER 72u         /* per layer: the call and its set-up */
+#define EDP_DL_S8_LAYER 92u         /* per layer: the call, its set-up, the odd-output check */
 #endif
 #ifndef EDP_DL_S8_UNIT
 #define EDP_DL_S8_UNIT 50u          /* per output, rounded up to even: requantisation or dequantisation */
@@ -373,7 +383,7 @@ static uint64_t head_insns(const edp_model_t *m)
 
 /* An int8 model: the input's quantisation, and per layer its widened input
  * (once for consecutive first layers) and its outputs in pairs (an odd last
- * one runs as a pair). */
+ * one, which runs its row alone, is charged as a pair: an upper bound). */
 static uint64_t model_s8_insns(const edp_model_t *m)
 {
     uint64_t n = EDP_DL_S8_MODEL + (uint64_t)EDP_DL_S8_INPUT * m->n_features;
@@ -394,7 +404,8 @@ static uint64_t model_s8_insns(const edp_model_t *m)
 uint32_t edp_deadline_model(const edp_model_t *m)
 {
     uint64_t n = (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
-                 (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m);
+                 (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m) +
+                 EDP_DL_NONFINITE + (uint64_t)EDP_DL_NONFINITE_CLASS * m->n_classes;
     uint32_t i, l;
     if (m->s8) return sat32(n + model_s8_insns(m));
     for (i = 0; i < m->n_nets; i++) {

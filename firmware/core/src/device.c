@@ -415,6 +415,21 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
     return EDP_OK;
 }
 
+/* The model's output y if all its n_classes values are finite, else the fixed
+ * vector lo + (hi - lo) / n_classes in every class (in m->scratch). Out of line
+ * so that its longest path (the last value not finite) is measured on its own:
+ * the INFER deadline charges it per answer (EDP_DL_NONFINITE and
+ * EDP_DL_NONFINITE_CLASS, deadline.c), whichever output the model gave. */
+EDP_NOINLINE static const float *finite_output(const edp_model_t *m, const float *y)
+{
+    float fixed;
+    uint32_t i;
+    if (edp_mech_check_values(y, m->n_classes) == EDP_OK) return y;
+    fixed = m->lo + (m->hi - m->lo) / (float)m->n_classes;
+    for (i = 0; i < m->n_classes; i++) m->scratch[i] = fixed;
+    return m->scratch;
+}
+
 /* The INFER answer (edgedp/device.h): parse (mode u8 | arg u8 | n u16 | n x
  * f32, n = the model's n_features), prepare the plan and open the window (the
  * model's running time depends on its weights: it runs inside), charge, then
@@ -425,7 +440,7 @@ static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
 static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t n, uint32_t *k,
                  uint8_t **o)
 {
-    uint32_t mode, arg, i, t0, ticks;
+    uint32_t mode, arg, t0, ticks;
     const float *y;
     int err;
     if ((err = parse_vector(d, b, n, &mode, &arg, k))) return err;
@@ -441,11 +456,7 @@ static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t
     t0 = d->port->ticks(d->port->ctx);
     y = edp_model_run(m, d->xin);
     ticks = d->port->ticks(d->port->ctx) - t0;
-    if (edp_mech_check_values(y, m->n_classes) != EDP_OK) {
-        const float fixed = m->lo + (m->hi - m->lo) / (float)m->n_classes;
-        for (i = 0; i < m->n_classes; i++) m->scratch[i] = fixed;
-        y = m->scratch;
-    }
+    y = finite_output(m, y);
     edp_wr32(*o + EDP_QUERY_HEAD, EDP_REPORT_TICKS ? ticks : 0);
     return release(d, &d->infer_plan, y, mode, arg, EDP_INFER_TICKS, o);
 }

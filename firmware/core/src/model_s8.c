@@ -47,6 +47,27 @@ static inline void dot2(const int8_t *w0, const int8_t *w1, const uint32_t *xi, 
     *a0 = s0;
     *a1 = s1;
 }
+/* One output's sum, as one row of dot2 (an odd last output). */
+static inline void dot1(const int8_t *w0, const uint32_t *xi, uint32_t n4, int32_t *a0)
+{
+    int32_t s0 = *a0;
+    uint32_t v0, x02, x13, t;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr    %[v0], [%[w0]], #4\n\t"
+        "ldrd   %[x02], %[x13], [%[xi]], #8\n\t"
+        "sxtb16 %[t], %[v0]\n\t"
+        "smlad  %[s0], %[t], %[x02], %[s0]\n\t"
+        "sxtb16 %[t], %[v0], ror #8\n\t"
+        "smlad  %[s0], %[t], %[x13], %[s0]\n\t"
+        "subs   %[n], %[n], #1\n\t"
+        "bne    1b"
+        : [s0] "+r"(s0), [w0] "+r"(w0), [xi] "+r"(xi), [n] "+r"(n4), [v0] "=&r"(v0), [x02] "=&r"(x02),
+          [x13] "=&r"(x13), [t] "=&r"(t)
+        :
+        : "cc", "memory");
+    *a0 = s0;
+}
 #else
 static inline uint32_t pack(uint32_t l, uint32_t h) { return (uint32_t)(uint16_t)(int16_t)(int8_t)l | ((uint32_t)(int16_t)(int8_t)h << 16); }
 static inline uint32_t lo16(uint32_t v) { return pack(v, v >> 16); }
@@ -68,6 +89,16 @@ static inline void dot2(const int8_t *w0, const int8_t *w1, const uint32_t *xi, 
     }
     *a0 = s0;
     *a1 = s1;
+}
+static inline void dot1(const int8_t *w0, const uint32_t *xi, uint32_t n4, int32_t *a0)
+{
+    int32_t s0 = *a0;
+    uint32_t v0;
+    for (; n4; n4--, w0 += 4, xi += 2) {
+        memcpy(&v0, w0, 4);
+        s0 = dual(lo16(v0), xi[0], dual(hi16(v0), xi[1], s0));
+    }
+    *a0 = s0;
 }
 #endif
 
@@ -91,9 +122,18 @@ static int8_t requant(int32_t acc, int32_t mult, uint32_t s)
     return (int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));
 }
 
+/* Output j of layer l from its sum: requantised into y (a hidden layer) or
+ * dequantised into z (the last, y NULL). */
+static inline void put_s8(const edp_dense_s8_t *l, uint32_t j, int32_t acc, int8_t *y, float *z)
+{
+    if (y) y[j] = requant(acc, l->mult[j], l->shift[j]);
+    else z[j] = (float)acc * l->scale[j];
+}
+
 /* One layer on x (row(in) int8 values): hidden layers write int8 y, the last
  * float z. The input is widened into xp (unless `widened`: xp holds x widened
- * already); each pass over it feeds two outputs' accumulators (two weight rows). */
+ * already); each pass over it feeds two outputs' accumulators (two weight rows),
+ * an odd last output one pass of its own (its row once). */
 static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t widened, uint32_t *xp, int8_t *y, float *z)
 {
     const uint32_t n4 = row4(l->in) / 4u, row = 4u * n4, out = l->out;
@@ -104,17 +144,16 @@ static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t widened,
         xp[2u * i] = lo16(v);
         xp[2u * i + 1u] = hi16(v);
     }
-    for (j = 0; j < out; j += 2u, w += 2u * row) {
-        const int8_t *w0 = w, *w1 = j + 1u < out ? w + row : w;  /* an odd last output runs twice */
-        int32_t a0 = l->b[j], a1 = l->b[j + 1u < out ? j + 1u : j];
-        dot2(w0, w1, xp, n4, &a0, &a1);
-        if (y) {
-            y[j] = requant(a0, l->mult[j], l->shift[j]);
-            if (j + 1u < out) y[j + 1u] = requant(a1, l->mult[j + 1u], l->shift[j + 1u]);
-        } else {
-            z[j] = (float)a0 * l->scale[j];
-            if (j + 1u < out) z[j + 1u] = (float)a1 * l->scale[j + 1u];
-        }
+    for (j = 0; j + 1u < out; j += 2u, w += 2u * row) {
+        int32_t a0 = l->b[j], a1 = l->b[j + 1u];
+        dot2(w, w + row, xp, n4, &a0, &a1);
+        put_s8(l, j, a0, y, z);
+        put_s8(l, j + 1u, a1, y, z);
+    }
+    if (j < out) {  /* an odd last output: its row alone */
+        int32_t a0 = l->b[j];
+        dot1(w, xp, n4, &a0);
+        put_s8(l, j, a0, y, z);
     }
 }
 

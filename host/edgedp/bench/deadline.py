@@ -16,7 +16,9 @@ Unicorn, what those constants must cover:
 - ``less_than``: a comparison over n limbs, run with a keystream forced equal to the limbs so that
   it goes through every one (its longest path);
 - ``refill``: edp_drbg_next_block (4 ChaCha20 blocks and the key erasure: no data-dependent branch);
-- ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L.
+- ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L;
+- :func:`nonfinite_paths`: device.c's finite_output (the check of a model's outputs, the fixed
+  vector for a non-finite one) by class count, its longest path, and its call site.
 
 :func:`windows` runs whole QUERY / INFER windows of the production timing image and splits each
 into the noise (edp_dlap_noisy, the quantisation included, from its entry to edp_mech_output's)
@@ -235,9 +237,10 @@ def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: in
                   mode: str = "full", mech: Callable[[float], MechConfig] | None = None,
                   inputs: Callable[[int], np.ndarray] | None = None) -> dict[tuple[float, int], dict]:
     """(epsilon, k) -> {"first": the first query after the CONFIG (it prepares the plan),
-    "warm": `queries` more, the first of them with a forced reseed}. `mech(epsilon)` gives the
-    configuration (default: sensitivity 1 on [0, 1]) and `inputs(k)` each query's vector
-    (default: uniform on [0, 1))."""
+    "warm": `queries` more, the first of them with a forced reseed, "noise_bound": the plan's
+    noise bound (edp_mech_plan_t.noise_insns)}. `mech(epsilon)` gives the configuration
+    (default: sensitivity 1 on [0, 1]) and `inputs(k)` each query's vector (default: uniform on
+    [0, 1))."""
     from ..mech.lattice import to_micro
     probe = WindowProbe(elf)
     rng = np.random.default_rng(seed)
@@ -253,7 +256,8 @@ def query_windows(elf: str | Path, configs: list[tuple[float, int]], queries: in
                 if i == 0:
                     probe.force_reseed()
                 probe.run(lambda d: d.query(inputs(k), mode), warm)
-            out[(eps, k)] = {"first": first.as_dict(), "warm": warm.as_dict()}
+            out[(eps, k)] = {"first": first.as_dict(), "warm": warm.as_dict(),
+                             "noise_bound": _noise_bound(probe, "plan")}
     return out
 
 
@@ -269,10 +273,15 @@ def infer_windows(elf: str | Path, images: np.ndarray, mode: str = "label", epsi
         if i == 0:
             probe.force_reseed()
         probe.run(lambda d, x=x: d.infer(x, mode), warm)
+    return {"first": first.as_dict(), "warm": warm.as_dict(), "noise_bound": _noise_bound(probe, "infer_plan")}
+
+
+def _noise_bound(probe: WindowProbe, plan_field: str) -> int:
+    """The noise part of the release deadline of the device's cached plan (`plan` for QUERY,
+    `infer_plan` for INFER): edp_mech_plan_t.noise_insns, set when the plan was prepared."""
     img = probe.emu.image
-    plan = probe.emu.device + img.offset("edp_device_t", "infer_plan")
-    noise_bound = struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
-    return {"first": first.as_dict(), "warm": warm.as_dict(), "noise_bound": noise_bound}
+    plan = probe.emu.device + img.offset("edp_device_t", plan_field)
+    return struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
 
 
 def optimum_estimate(window: dict, noise_bound: int) -> float:
@@ -415,3 +424,68 @@ def head_per_class(elf: str | Path) -> dict[str, float]:
             n[k] = _counted(emu, "edp_model_head", m, cls, z, k, out)
         res[name] = (n[12] - n[2]) / 10
     return res
+
+
+@dataclass
+class NonfinitePaths:
+    """device.c's finite_output, on every INFER: what EDP_DL_NONFINITE and EDP_DL_NONFINITE_CLASS
+    must cover."""
+
+    run: dict[int, int]   # n_classes -> instructions, the last output NaN (the check's longest, then the fill)
+    site: int             # its call site: from the previous call's return to the BL, and the result's move
+
+    def cost(self, n: int) -> int:
+        return self.run[n] + self.site
+
+
+NONFINITE_CLASSES = (*range(1, 33), 100, 1000)
+
+
+def nonfinite_paths(elf: str | Path, classes: tuple[int, ...] = NONFINITE_CLASSES) -> NonfinitePaths:
+    """finite_output(m, y) under Unicorn on a copy of the image's model with n_classes patched, y
+    finite but for its last value (the check runs through every value, then the fixed vector is
+    stored), for every n in classes; checked to return the model's scratch, holding
+    lo + (hi - lo) / n. Its call site is counted from the disassembly of its only caller."""
+    emu = Emulator(elf)
+    img, uc = emu.image, emu.uc
+    proto = struct.unpack("<I", uc.mem_read(img.symbol("edp_app_model"), 4))[0]
+    m, y, out = emu.scratch, emu.scratch + 0x100, emu.scratch + 0x1100
+    uc.mem_write(m, bytes(uc.mem_read(proto, img.offset("edp_model_t", "__size__"))))
+    uc.mem_write(m + img.offset("edp_model_t", "scratch"), struct.pack("<I", out))
+    lo, hi = (struct.unpack("<f", uc.mem_read(m + img.offset("edp_model_t", f), 4))[0] for f in ("lo", "hi"))
+    run = {}
+    for n in classes:
+        uc.mem_write(m + img.offset("edp_model_t", "n_classes"), struct.pack("<H", n))
+        v = np.full(n, 0.5, np.float32)
+        v[-1] = np.nan
+        uc.mem_write(y, v.tobytes())
+        before = emu.count
+        if emu.call("finite_output", m, y) != out:
+            raise RuntimeError("finite_output did not return the fixed vector for a NaN output")
+        run[n] = emu.count - before
+        fixed = np.float32(lo) + (np.float32(hi) - np.float32(lo)) / np.float32(n)
+        if not np.array_equal(np.frombuffer(bytes(uc.mem_read(out, 4 * n)), np.float32), np.full(n, fixed)):
+            raise RuntimeError(f"finite_output's fixed vector for {n} classes is not lo + (hi - lo) / n")
+    return NonfinitePaths(run, _call_site(emu, "finite_output"))
+
+
+def _call_site(emu: Emulator, callee: str) -> int:
+    """Instructions around the only BL to callee: from the return of the call before it (the
+    argument set-up) to the BL, and the move of the result after it."""
+    target = emu.image.symbol(callee) & ~1
+    cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
+    sites = []
+    for name, (addr, size, _) in emu.image.symbols.items():
+        if not size or name == callee or not (addr & 1):
+            continue
+        start = addr & ~1
+        insns = list(cs.disasm(bytes(emu.uc.mem_read(start, size)), start))
+        for i, ins in enumerate(insns):
+            if ins.mnemonic == "bl" and ins.op_str == f"#{target:#x}":
+                j = i
+                while j > 0 and insns[j - 1].mnemonic not in ("bl", "blx"):
+                    j -= 1
+                sites.append(i - j + 2)
+    if len(sites) != 1:
+        raise RuntimeError(f"{callee} has {len(sites)} call sites, not one")
+    return sites[0]

@@ -26,6 +26,7 @@ import datetime
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,7 @@ TARGET_K10_US = 100.0
 TARGET_K1000_PER_CLASS = 150.0
 TARGET_K10_NAIVE = 0.8            # issue 22: the DP step at most 0.8x the naive sampler at k = 10
 TARGET_ENTROPY_RATIO = 2.5        # and at most 2.5x the entropy limit everywhere (bench.entropy)
+TARGET_DEADLINE_RATIO = 2.0      # issue 22: QUERY's release deadline within 2x the optimum, k >= 10
 TARGET_FLASH = 8 * 1024
 TARGET_RAM = 1024
 STEP_PARTS = ("chacha20", "drbg", "sampler", "mechanism", "timer")
@@ -130,10 +132,47 @@ def reference_rates(n: int, epsilon: float = 1.0, k: int = 1000) -> dict:
             "epsilon": epsilon, "k": k}
 
 
-def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None) -> dict:
-    """Run the benchmark; returns the JSON-ready result (see docs/benchmarks.md)."""
+class Partial(Exception):
+    """The run stopped early: asked to (``stop``, Ctrl-C), or on a device error (``cause``).
+    ``result`` holds what was measured, marked by :func:`mark_partial`."""
+
+    def __init__(self, result: dict, cause: EdgeDPError | None):
+        super().__init__(result.get("stopped", "stopped"))
+        self.result, self.cause = result, cause
+
+
+class _Stop(Exception):
+    """Raised between two queries when the run is asked to stop: the row in progress is dropped."""
+
+
+def mark_partial(result: dict, stopped: str, skipped: str | None = None) -> None:
+    """Mark result as partial: why it stopped (the first reason is kept), and a part not run
+    (``missing``, the grid points not measured, is set by :func:`run`; none by default)."""
+    result["partial"] = True
+    result.setdefault("stopped", stopped)
+    result.setdefault("missing", [])
+    result.setdefault("skipped", [])
+    if skipped:
+        result["skipped"].append(skipped)
+
+
+def _never() -> bool:
+    return False
+
+
+def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None,
+        stop: Callable[[], bool] = _never) -> dict:
+    """Run the benchmark; returns the JSON-ready result (see docs/benchmarks.md).
+
+    ``stop()`` is polled between queries: once it is true (or a device error ends the grid) the
+    row in progress is dropped, the later parts are not run and :class:`Partial` is raised with
+    the rows measured so far, ``partial``, ``missing`` (the (k, epsilon) points not measured),
+    ``skipped`` and ``stopped``."""
     cfg = cfg or BenchConfig()
     say = progress or (lambda msg: None)
+    grid = [(eps, k) for eps in cfg.epsilons for k in cfg.ks]
+    cause: EdgeDPError | None = None
+    stopped: str | None = None
     t_handle = start_target(target)
     try:
         dev = connect(t_handle, timeout=timeout_or(60.0), sync_timeout=timeout_or(20.0))
@@ -143,22 +182,25 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
         dev.set_time_if_unset(key)
         tracer = _Tracer() if cfg.trace else None
         lockstep = tracer is not None and t_handle.name == "qemu"
-        rows = []
-        for eps in cfg.epsilons:
-            say(f"epsilon {eps:g}: configure")
-            mech = MechConfig(to_micro(eps))
-            dev.configure(key, mech, BENCH_CAPS)
-            if tracer:
-                tracer.run(lambda d, mech=mech: d.configure(key, mech, BENCH_CAPS))
-            for k in cfg.ks:
-                say(f"epsilon {eps:g}, k {k}")
-                rows.append(_measure(dev, tracer, unit, lockstep, k, eps,
-                                     cfg.queries.get(k, 3), cfg.seed))
-        if cfg.deadline:
-            say("release deadlines (production timing image, Unicorn)")
-            _add_deadlines(rows, cfg)
-        if tracer:
-            _add_entropy_limits(rows, tracer.elf)
+        rows: list[dict] = []
+        try:
+            for eps in cfg.epsilons:
+                if stop():
+                    raise _Stop
+                say(f"epsilon {eps:g}: configure")
+                mech = MechConfig(to_micro(eps))
+                dev.configure(key, mech, BENCH_CAPS)
+                if tracer:
+                    tracer.run(lambda d, mech=mech: d.configure(key, mech, BENCH_CAPS))
+                for k in cfg.ks:
+                    say(f"epsilon {eps:g}, k {k}")
+                    rows.append(_measure(dev, tracer, unit, lockstep, k, eps,
+                                         cfg.queries.get(k, 3), cfg.seed, stop))
+                    say(f"epsilon {eps:g}, k {k}: measured ({len(rows)} of {len(grid)} points)")
+        except _Stop:
+            stopped = "interrupted"
+        except EdgeDPError as exc:  # the rows measured so far are kept
+            cause, stopped = exc, str(exc)
         result = {
             "tool": f"edgedp {__version__} bench",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -180,17 +222,39 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
         }
     finally:
         t_handle.close()
-    say("host reference rates")
-    result["host"] = reference_rates(cfg.reference_samples)
-    if cfg.footprint:
-        say("footprint")
-        from .footprint import FootprintError, measure
-        try:
-            result["footprint"] = measure().as_dict()
-        except (FootprintError, EdgeDPError) as exc:
-            result["footprint"] = {"error": str(exc)}
+    if stopped is not None:
+        mark_partial(result, stopped)
+        result["missing"] = [{"k": k, "epsilon": eps} for eps, k in grid[len(rows):]]
+    parts = [("deadlines", cfg.deadline, "release deadlines (production timing image, Unicorn)",
+              lambda: _add_deadlines(rows, cfg)),
+             ("entropy limits", tracer is not None, None,
+              lambda: _add_entropy_limits(rows, tracer.elf) if tracer else None),
+             ("host reference", True, "host reference rates",
+              lambda: result.update(host=reference_rates(cfg.reference_samples))),
+             ("footprint", cfg.footprint, "footprint", lambda: result.update(footprint=_footprint()))]
+    for name, wanted, msg, part in parts:
+        if not wanted:
+            continue
+        if stopped is None and stop():
+            stopped = "interrupted"
+        if stopped is not None:
+            mark_partial(result, stopped, name)
+            continue
+        if msg:
+            say(msg)
+        part()
     result["targets"] = check_targets(result)
+    if stopped is not None:
+        raise Partial(result, cause)
     return result
+
+
+def _footprint() -> dict:
+    from .footprint import FootprintError, measure
+    try:
+        return measure().as_dict()
+    except (FootprintError, EdgeDPError) as exc:
+        return {"error": str(exc)}
 
 
 @dataclass
@@ -211,13 +275,15 @@ def _same_answer(r, r2) -> None:
 
 
 def _dp_queries(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool, x: np.ndarray,
-                n: int) -> tuple[_Runs, int | None]:
+                n: int, stop: Callable[[], bool]) -> tuple[_Runs, int | None]:
     """n measured queries after one warm-up (which builds the table); returns the runs and the
     traced instructions of the warm-up frame."""
     dev.query(x)
     setup_frame = tracer.run(lambda d: d.query(x))[2] if tracer else None
     runs = _Runs()
     for _ in range(n):
+        if stop():
+            raise _Stop
         t0 = time.perf_counter()
         r = dev.query(x)
         runs.walls.append(time.perf_counter() - t0)
@@ -233,10 +299,12 @@ def _dp_queries(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lock
 
 
 def _naive_runs(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool, x: np.ndarray,
-                scale: float, n: int) -> _Runs:
+                scale: float, n: int, stop: Callable[[], bool]) -> _Runs:
     """n runs of the insecure rand()+logf baseline (test builds)."""
     runs = _Runs()
     for _ in range(n):
+        if stop():
+            raise _Stop
         t = dev.naive(x, scale).ticks
         runs.ticks.append(t)
         if tracer:
@@ -306,11 +374,12 @@ def _per_class(row: dict, k: int) -> dict:
 
 
 def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool,
-             k: int, eps: float, n: int, seed: int) -> dict:
-    """One benchmark row: n DP queries and n NAIVE runs at (eps, k), measured and traced."""
+             k: int, eps: float, n: int, seed: int, stop: Callable[[], bool] = _never) -> dict:
+    """One benchmark row: n DP queries and n NAIVE runs at (eps, k), measured and traced
+    (raises _Stop between two of them once stop() is true)."""
     x = bench_input(k, seed)
-    dp, setup_frame = _dp_queries(dev, tracer, unit, lockstep, x, n)
-    naive = _naive_runs(dev, tracer, unit, lockstep, x, SENSITIVITY / eps, n)
+    dp, setup_frame = _dp_queries(dev, tracer, unit, lockstep, x, n, stop)
+    naive = _naive_runs(dev, tracer, unit, lockstep, x, SENSITIVITY / eps, n, stop)
     row: dict = {"k": k, "epsilon": eps, "queries": n, **_measured(unit, dp, naive)}
     if tracer:
         row.update(_traced(dp, naive, setup_frame, k, lockstep))
@@ -322,19 +391,23 @@ def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
     """Each row's release deadline on the production image (docs/benchmarks.md section 9): the
     same configuration and input in build/qemu-timing/edgedp.elf under Unicorn, the plan ready
     (`deadline_instructions`), with the longest window measured (`max_work_instructions`: the
-    row's query count, up to 3, the first with a forced reseed), and the same for the first query
-    after the CONFIG, which prepares the plan (`first_*`)."""
+    row's query count, up to 3, the first with a forced reseed), the optimum's estimate
+    (`optimum_instructions`, edgedp.bench.deadline.optimum_estimate, as for INFER) and the
+    deadline over it, and the same for the first query after the CONFIG, which prepares the plan
+    (`first_*`)."""
     from ..device.targets.qemu import ensure_image
-    from .deadline import query_windows
+    from .deadline import optimum_estimate, query_windows
     configs = [(r["epsilon"], r["k"]) for r in rows]
     n = max(1, min(3, min(r["queries"] for r in rows)))
     res = query_windows(ensure_image("qemu-timing"), configs, n,
                         mech=lambda eps: MechConfig(to_micro(eps)), inputs=lambda k: bench_input(k, cfg.seed))
     for r in rows:
         w = res[(r["epsilon"], r["k"])]
+        optimum = optimum_estimate(w["warm"], w["noise_bound"])
         r.update({"deadline_instructions": w["warm"]["deadline"], "max_work_instructions": w["warm"]["work"],
                   "first_deadline_instructions": w["first"]["deadline"],
-                  "first_work_instructions": w["first"]["work"]})
+                  "first_work_instructions": w["first"]["work"], "optimum_instructions": optimum,
+                  "deadline_over_optimum": w["warm"]["deadline"] / optimum})
 
 
 def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
@@ -394,6 +467,13 @@ def check_targets(result: dict) -> dict:
         worst = max(pick(r, "dp_per_class") for r in k1000)
         out["k1000_at_most_150_per_class"] = {"worst_per_class": worst, "ok": worst <= TARGET_K1000_PER_CLASS,
                                               "basis": basis}
+    dl = [r for r in rows if r["k"] >= 10 and r.get("deadline_over_optimum")]
+    if dl:
+        worst_row = max(dl, key=lambda r: r["deadline_over_optimum"])
+        out["query_deadline_at_most_2x_optimum"] = {
+            "worst_ratio": worst_row["deadline_over_optimum"],
+            "at": {"k": worst_row["k"], "epsilon": worst_row["epsilon"]},
+            "ok": worst_row["deadline_over_optimum"] <= TARGET_DEADLINE_RATIO}
     fp = result.get("footprint") or {}
     if "dp_flash_linked" in fp:
         out["dp_flash_at_most_8k"] = {"bytes": fp["dp_flash_linked"], "ok": fp["dp_flash_linked"] <= TARGET_FLASH,
@@ -418,7 +498,7 @@ def markdown(result: dict, plain: bool = False) -> str:
     head = ["k", "eps", "dp instr", "/class", "naive instr", "/class", "dp/naive", "est cycles", "est us@168",
             "chacha", "drbg", "sampler", "mech", "bits/class", "amortised/class", "amortised/naive", "H bits",
             "limit/class", "dp/limit", "amortised/limit", "frame instr", "framing/class",
-            "q/s", "deadline", "max work"]
+            "q/s", "deadline", "max work", "optimum", "dl/opt"]
     lines = []
     for r in result["rows"]:
         b = r.get("breakdown") or {}
@@ -437,14 +517,26 @@ def markdown(result: dict, plain: bool = False) -> str:
                       _fmt(r["framing_instructions"] / r["k"] if r.get("framing_instructions") is not None else None,
                            ".1f"),
                       _fmt(r["queries_per_second"], ".1f"), _fmt(r.get("deadline_instructions")),
-                      _fmt(r.get("max_work_instructions"))])
+                      _fmt(r.get("max_work_instructions")), _fmt(r.get("optimum_instructions")),
+                      _fmt(r.get("deadline_over_optimum"), ".2f")])
     if plain:
-        widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
+        widths = [max([len(h), *(len(l[i]) for l in lines)]) for i, h in enumerate(head)]
         fmt = "  ".join("{:>%d}" % w for w in widths)
-        return "\n".join([fmt.format(*head)] + [fmt.format(*l) for l in lines])
+        return "\n".join([fmt.format(*head)] + [fmt.format(*l) for l in lines]
+                         + ([partial_note(result)] if result.get("partial") else []))
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(l) + " |" for l in lines]
+    if result.get("partial"):
+        out.append(f"\n{partial_note(result)}")
     return "\n".join(out)
+
+
+def partial_note(result: dict) -> str:
+    """One line on what a partial run left out (the points not measured, the parts not run)."""
+    missing = ", ".join(f"k={m['k']} eps={m['epsilon']:g}" for m in result["missing"])
+    return (f"Partial run ({result['stopped']}): {len(result['rows'])} points measured"
+            + (f"; not measured: {missing}" if missing else "")
+            + (f"; not run: {', '.join(result['skipped'])}" if result["skipped"] else "") + ".")
 
 
 def plot(result: dict, path: Path) -> Path:
@@ -461,7 +553,7 @@ def plot(result: dict, path: Path) -> Path:
         dp = [r["dp_instructions"] or r.get("trace_instructions") for r in rs]
         ax1.loglog(ks, dp, "o-", label=f"exact DP, eps={eps:g}")
         ax2.semilogx(ks, [r["dp_per_class"] for r in rs], "o-", label=f"exact DP, eps={eps:g}")
-    rs = sorted((r for r in rows if r["epsilon"] == rows[0]["epsilon"]), key=lambda r: r["k"])
+    rs = sorted((r for r in rows if r["epsilon"] == rows[0]["epsilon"]), key=lambda r: r["k"]) if rows else []
     if rs and rs[0].get("naive_per_class"):
         ks = [r["k"] for r in rs]
         ax1.loglog(ks, [r["naive_per_class"] * r["k"] for r in rs], "k--", label="naive rand()+logf")
@@ -474,7 +566,8 @@ def plot(result: dict, path: Path) -> Path:
     ax2.set_ylim(bottom=0)
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:  # a run stopped before its first row has no curve
+            ax.legend(fontsize=8)
     fig.suptitle(f"edgedp DP step on {result['board']} ({result['target']}), commit {result['commit']}",
                  fontsize=10)
     fig.tight_layout()
@@ -498,6 +591,9 @@ _TARGET_LINES = {
                                             f"at k={v['at']['k']}, eps={v['at']['epsilon']:g} ({v['basis']})"),
     "k1000_at_most_150_per_class": lambda v: f"k=1000 at most 150 instructions per class: worst "
                                              f"{v['worst_per_class']:.1f} ({v['basis']})",
+    "query_deadline_at_most_2x_optimum": lambda v: (f"QUERY release deadline at most 2x the optimum (k >= 10): "
+                                                    f"worst {v['worst_ratio']:.2f} at k={v['at']['k']}, "
+                                                    f"eps={v['at']['epsilon']:g}"),
 }
 
 

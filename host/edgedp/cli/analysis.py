@@ -331,11 +331,13 @@ def _model_outputs(model_path: str, data_spec: str, seed: int) -> data.Outputs:
     from ..model.convert import load_file
     from ..model.deploy import device_outputs, labelled_data
 
+    loaded = load_file(model_path)
     if data_spec == "digits":
         s = data.digits_split(seed)
-        return device_outputs(model_path, s.X_test, s.y_test, f"the digits test set ({len(s.y_test)} records)")
-    X, y = labelled_data(data_spec, load_file(model_path).model.n_features)
-    return device_outputs(model_path, X, y, data_spec)
+        return device_outputs(loaded, model_path, s.X_test, s.y_test,
+                              f"the digits test set ({len(s.y_test)} records)")
+    X, y = labelled_data(data_spec, loaded.model.n_features)
+    return device_outputs(loaded, model_path, X, y, data_spec)
 
 
 # ---- attack -----------------------------------------------------------------------------
@@ -432,8 +434,9 @@ def _mia_on_model(model_path: str | None, data_spec: str, holdout: str | None, s
     from ..model.convert import load_file
     from ..model.deploy import device_outputs, labelled_data
 
-    n_features = load_file(model_path).model.n_features
-    outs = [device_outputs(model_path, *labelled_data(p, n_features), p) for p in (data_spec, holdout)]
+    loaded = load_file(model_path)
+    outs = [device_outputs(loaded, model_path, *labelled_data(p, loaded.model.n_features), p)
+            for p in (data_spec, holdout)]
     members = np.r_[np.ones(len(outs[0].labels), bool), np.zeros(len(outs[1].labels), bool)]
     y = np.r_[outs[0].labels, outs[1].labels]
     T = outs[0].teachers
@@ -549,10 +552,10 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
         if model_path and not model_path.endswith(".npz"):
             from ..model.convert import load_file
             from ..model.deploy import deployed_model_doc
-            load_file(model_path)  # a file that is no model fails now, not after the pipeline
+            loaded = load_file(model_path)  # a file that is no model fails now, not after the pipeline
 
             def describe(X: np.ndarray, y: np.ndarray) -> dict:
-                return deployed_model_doc(model_path, X, y)
+                return deployed_model_doc(loaded, model_path, X, y)
         announce("report", s, jobs, dpsgd)
         doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=show_progress(no_progress), command=_command_line(),
                         data_spec=data_spec, dpsgd=dpsgd, model_path=None if describe else model_path,

@@ -1,13 +1,16 @@
 """edgedp bench: instruction counts, cycle estimates and footprint of the DP step against the naive baseline."""
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import click
 
-from .common import emit_json, handle_errors, json_option, note, progress, progress_option, target_option
-from .exit_codes import ExitCode
+from ..device.errors import EdgeDPError
+from .common import emit_json, fail, handle_errors, json_option, note, progress, progress_option, target_option
+from .exit_codes import ExitCode, for_exception
+from .output import StopRequest
 from .params import CLASSES, EPSILON, check_writable
 
 
@@ -55,7 +58,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     from the QUERY/NAIVE ticks (QEMU -icount: ticks / 1.344; Renode's DWT, virtual time at 42 MIPS:
     ticks / 4); test images only, a production image is refused at once. Cycles and microseconds at 168 MHz
     from the same frames replayed instruction by instruction in Unicorn with the Cortex-M4 timing
-    table. See docs/benchmarks.md."""
+    table. Ctrl-C (or a device error) stops after the query in flight and still writes the points
+    measured, marked "partial" with the "missing" ones (exit 130 for Ctrl-C). See docs/benchmarks.md."""
     from ..bench import run as bench_run
 
     cfg = bench_run.BenchConfig(trace=not no_trace, deadline=not no_deadline, footprint=not no_footprint,
@@ -73,30 +77,45 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     for out in (plot_path, md_path):  # a file that cannot be written fails here, before the long run
         if out:
             check_writable(out)
+    if models_n > 0:
+        from ..bench import infer as bench_infer
+    if e2e_n > 0:
+        from ..bench import e2e as bench_e2e
     if peers_n > 0:
         from ..bench import peers as bench_peers
         bench_peers.sources()  # a missing peer fails here, before the long run
-    result = bench_run.run(target, cfg, progress=say)
-    if models_n > 0:
-        from ..bench import infer as bench_infer
-        result["infer"] = bench_infer.run(models_n, deadline=not no_deadline, progress=say)
-    if e2e_n > 0:
-        from ..bench import e2e as bench_e2e
-        result["e2e"] = bench_e2e.run(e2e_n, progress=say)
-    if peers_n > 0:
-        result["peers"] = bench_peers.run(peers_n, progress=say)
+    stop = StopRequest()
+    cause: EdgeDPError | None = None
+    with stop.deferring_signals():  # Ctrl-C: stop after the query in flight, keep what was measured
+        try:
+            result = bench_run.run(target, cfg, progress=say, stop=lambda: bool(stop))
+        except bench_run.Partial as p:
+            result, cause = p.result, p.cause
+        extras = (("infer", models_n, lambda: bench_infer.run(models_n, deadline=not no_deadline, progress=say)),
+                  ("e2e", e2e_n, lambda: bench_e2e.run(e2e_n, progress=say)),
+                  ("peers", peers_n, lambda: bench_peers.run(peers_n, progress=say)))
+        for name, n, part in extras:
+            if n <= 0:
+                continue
+            if stop and not result.get("partial"):
+                bench_run.mark_partial(result, "interrupted")
+            if result.get("partial"):
+                bench_run.mark_partial(result, result["stopped"], name)
+            else:
+                result[name] = part()
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
     result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
     if md_path:
-        extra = "\n\n" + bench_infer.markdown(result["infer"]) if models_n > 0 else ""
-        if e2e_n > 0:
+        extra = "\n\n" + bench_infer.markdown(result["infer"]) if "infer" in result else ""
+        if "e2e" in result:
             extra += "\n\n" + bench_e2e.markdown(result["e2e"])
-        if peers_n > 0:
+        if "peers" in result:
             extra += "\n\n" + bench_peers.markdown(result["peers"])
         Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
     if as_json:
         emit_json(result)
+        _end(result, cause, stop)
         _check(check, result["missed"])
         return
     click.echo(f"edgedp bench on {result['board']} ({result['target']}), commit {result['commit']}")
@@ -111,9 +130,10 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     conv = [r["conversion_max_error"] for r in result["rows"] if r.get("conversion_max_error") is not None]
     if conv:
         click.echo(f"tick -> instruction conversion: max |ticks/1.344 - traced| = {max(conv):.2f} instructions")
-    h = result["host"]
-    click.echo(f"host reference: {h['reference_samples_per_second']:,.0f} samples/s bit-exact, "
-               f"{h['fast_samples_per_second']:,.0f} samples/s vectorised")
+    h = result.get("host")
+    if h:
+        click.echo(f"host reference: {h['reference_samples_per_second']:,.0f} samples/s bit-exact, "
+                   f"{h['fast_samples_per_second']:,.0f} samples/s vectorised")
     fp = result.get("footprint") or {}
     if "modules" in fp:
         click.echo(f"footprint ({fp['image']}): module  text data bss  linked")
@@ -121,17 +141,31 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
             click.echo(f"  {m['module']:8s} {m['text']:6d} {m['data']:4d} {m['bss']:4d}  {m['linked_flash']:6d}")
     elif fp:
         note(f"footprint: {fp.get('error')}")
-    if models_n > 0:
+    if "infer" in result:
         click.echo(bench_infer.markdown(result["infer"]))
-    if e2e_n > 0:
+    if "e2e" in result:
         click.echo(bench_e2e.markdown(result["e2e"]))
-    if peers_n > 0:
+    if "peers" in result:
         click.echo(bench_peers.markdown(result["peers"]))
     for line in bench_run.describe_targets(result):
         click.echo(line)
     click.echo(f"plot: {png}")
     sys.stdout.flush()
+    _end(result, cause, stop)
     _check(check, result["missed"])
+
+
+def _end(result: dict, cause: EdgeDPError | None, stop: StopRequest) -> None:
+    """A partial run, once its rows are out: one error line saying what is missing, and the exit
+    code of what stopped it (the device error's, or 130 / 143 for Ctrl-C / SIGTERM)."""
+    from ..bench import run as bench_run
+    if not result.get("partial"):
+        return
+    kept = bench_run.partial_note(result).rstrip(".")
+    if cause is not None:
+        fail(EdgeDPError(kept, cause.code), False, for_exception(cause))
+    fail(EdgeDPError(kept, "ERR_INTERRUPTED"), False,
+         ExitCode.TERMINATED if stop.signal == signal.SIGTERM else ExitCode.INTERRUPTED)
 
 
 def _check(check: bool, missed: list[str]) -> None:

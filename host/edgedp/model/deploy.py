@@ -118,11 +118,10 @@ def check_on_data(source: str, data: str | Path, model: DeviceModel | None = Non
     return scores(dev, np.asarray(loaded.predict(X)), y, str(data))
 
 
-def device_outputs(source: str, X: np.ndarray, y: np.ndarray, name: str) -> Outputs:
+def device_outputs(loaded: convert.Loaded, source: str, X: np.ndarray, y: np.ndarray, name: str) -> Outputs:
     """What the deployed model's raw output is on labelled inputs (the device kernels, bit for bit):
     class probabilities (softmax head) or teacher votes (votes head, probs = votes / T), and the
-    labels as the model's class indices."""
-    loaded = convert.load_file(source)
+    labels as the model's class indices. ``loaded`` is the model file ``source`` (convert.load_file)."""
     if X.shape[1] != loaded.model.n_features:
         raise ValueError(f"{name}: {X.shape[1]} features, the model {source} takes {loaded.model.n_features}")
     index = {int(v): i for i, v in enumerate(loaded.labels)}
@@ -138,14 +137,15 @@ def device_outputs(source: str, X: np.ndarray, y: np.ndarray, name: str) -> Outp
     return Outputs(probs=out, labels=labels, source=name)
 
 
-def deployed_model_doc(source: str, X_test: np.ndarray, y_test: np.ndarray) -> dict:
+def deployed_model_doc(loaded: convert.Loaded, source: str, X_test: np.ndarray, y_test: np.ndarray) -> dict:
     """What `edgedp report --model` says of a deployed model that has no privacy manifest: what it
-    is and, when it takes these inputs, the device kernels' accuracy on the report's test set."""
-    m = convert.load_file(source).model
+    is and, when it takes these inputs, the device kernels' accuracy on the report's test set.
+    ``loaded`` is the model file ``source`` (convert.load_file)."""
+    m = loaded.model
     doc = {"path": str(source), "kind": f"{m.head} head, {len(m.nets)} net(s), {m.n_features} inputs -> "
            f"{m.n_classes} classes", "name": m.name, "sha256": cgen.digest(m)}
     try:
-        out = device_outputs(source, X_test, y_test, "the test set")
+        out = device_outputs(loaded, source, X_test, y_test, "the test set")
     except ValueError as exc:
         doc["not_scored"] = str(exc)
     else:

@@ -30,7 +30,8 @@
  *  - the rest is deterministic given the request and the configuration:
  *    the request's COBS decoding, CRC and parsing, the plan when this request
  *    prepared it (edp_deadline_prepare), the model (its run, float32 or int8,
- *    and the wipe of its scratch), the charge (with a reseed
+ *    the check of its outputs with the fixed vector for a non-finite one, and
+ *    the wipe of its scratch), the charge (with a reseed
  *    and the store and flash-log writes: the port's window_fixed, port.h),
  *    quantize, the output mode, the response's CRC and the encoding before the
  *    first UART write.
@@ -63,8 +64,9 @@ uint32_t edp_deadline_prepare(const edp_dlap_t *d);
  * takes some 2-3 x 10^5 instructions on the Cortex-M4: software double). Saturates at 2^32 - 1. */
 uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k);
 
-/* Instructions of the model's inference and of the wipe of its scratch after
- * the answer (its part of an INFER window). Depends on the model's shape only;
+/* Instructions of the model's inference, of the check of its outputs (with
+ * the fixed vector that replaces a non-finite one) and of the wipe of its
+ * scratch after the answer (its part of an INFER window). Depends on the model's shape only;
  * computed once per model and plan at set-up (device.c). Saturates. */
 uint32_t edp_deadline_model(const edp_model_t *m);
 

@@ -1,0 +1,114 @@
+"""`edgedp bench` stopped part way keeps what it measured: Ctrl-C (the terminal's, to the whole
+process group) and a device that dies mid-run, through the real command on the native build."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT
+
+EDGEDP = str(ROOT / ".venv/bin/edgedp")
+KS, EPSILONS = (1, 10, 100, 1000), (1.0, 10.0)
+GRID = [(k, eps) for eps in EPSILONS for k in KS]
+
+
+def bench_until_first_row(tmp_path: Path, then) -> tuple[subprocess.CompletedProcess, dict]:
+    """Start a bench whose grid takes far longer than one row (20,000 queries a point), call
+    then(process) once the first point is measured (progress on stderr), and wait for the end."""
+    args = [EDGEDP, "bench", "--target", "host", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
+            "--plot", str(tmp_path / "b.png"), "--markdown", str(tmp_path / "b.md"), "--json"]
+    for k in KS:
+        args += ["--k", str(k)]
+    for eps in EPSILONS:
+        args += ["--epsilon", f"{eps:g}"]
+    env = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
+    with open(tmp_path / "out.json", "w+") as out:
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, text=True, env=env, process_group=0)
+        seen = []
+        assert p.stderr is not None
+        for line in p.stderr:
+            seen.append(line)
+            if "measured (1 of 8 points)" in line:
+                then(p)
+                break
+        err = "".join(seen) + p.stderr.read()
+        p.wait(timeout=30)
+        out.seek(0)
+        text = out.read()
+    r = subprocess.CompletedProcess(args, p.returncode, text, err)
+    assert "Traceback" not in err, err
+    return r, json.loads(text)
+
+
+def check_partial(tmp_path: Path, res: dict, stopped: str) -> None:
+    measured = [(r["k"], r["epsilon"]) for r in res["rows"]]
+    assert res["partial"] is True and stopped in res["stopped"]
+    assert 1 <= len(measured) < len(GRID) and measured == GRID[:len(measured)]
+    assert [(m["k"], m["epsilon"]) for m in res["missing"]] == GRID[len(measured):]
+    assert "host reference" in res["skipped"] and "host" not in res
+    assert all(r["queries"] == 20000 and r["queries_per_second"] > 0 for r in res["rows"])
+    md = (tmp_path / "b.md").read_text()  # the markdown table has the rows measured and says what is missing
+    table = [line.split(" | ")[:2] for line in md.splitlines() if line.startswith("| ")][1:]
+    assert table == [[f"| {k}", f"{e:g}"] for k, e in measured] and f"{len(measured)} points measured" in md
+    assert "not measured: " + ", ".join(f"k={k} eps={e:g}" for k, e in GRID[len(measured):]) in md
+    assert (tmp_path / "b.png").stat().st_size > 1000
+
+
+def test_ctrl_c_keeps_the_rows_measured(native_builds: None, tmp_path: Path) -> None:
+    r, res = bench_until_first_row(tmp_path, lambda p: os.killpg(p.pid, signal.SIGINT))
+    assert r.returncode == 130, r.stderr
+    check_partial(tmp_path, res, "interrupted")
+    last = r.stderr.splitlines()[-1]
+    assert last.startswith("edgedp: error: Partial run (interrupted): ") and "not run: host reference" in last
+    assert r.stdout.count("\n") == 1  # one JSON object: the result, no second error object
+
+
+def child_of(pid: int) -> int:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def test_a_device_lost_mid_run_keeps_the_rows_measured(native_builds: None, tmp_path: Path) -> None:
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs /proc to find the native device's process")
+    r, res = bench_until_first_row(tmp_path, lambda p: os.kill(child_of(p.pid), signal.SIGKILL))
+    assert r.returncode == 3, r.stderr  # TRANSPORT: the link broke
+    check_partial(tmp_path, res, "")
+    assert res["stopped"] != "interrupted"
+    assert r.stderr.splitlines()[-1].startswith("edgedp: error: Partial run (")
+
+
+def test_ctrl_c_after_the_grid_skips_the_later_parts(native_builds: None, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the grid's last part runs: the grid is complete, --e2e is not run, and the
+    result says so (partial, nothing missing, e2e skipped), exit 130."""
+    from click.testing import CliRunner
+
+    from edgedp.bench import e2e, run as bench_run
+    from edgedp.cli import main
+    real = bench_run.run
+
+    def interrupted_at_the_end(*args, **kwargs):
+        result = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # deferred by the command: it sets its stop request
+        return result
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("--e2e ran after Ctrl-C")
+
+    monkeypatch.setattr(bench_run, "run", interrupted_at_the_end)
+    monkeypatch.setattr(e2e, "run", not_reached)
+    r = CliRunner().invoke(main, ["bench", "--target", "host", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
+                                  "--no-deadline", "--no-footprint", "--plot", str(tmp_path / "b.png"),
+                                  "--e2e", "8", "--json"])
+    assert r.exit_code == 130, r.output
+    res = json.loads(r.stdout)
+    assert res["partial"] and res["stopped"] == "interrupted" and res["missing"] == [] and res["skipped"] == ["e2e"]
+    assert [(row["k"], row["epsilon"]) for row in res["rows"]] == [(1, 1.0)] and "host" in res
+    assert r.stderr.endswith("edgedp: error: Partial run (interrupted): 1 points measured; not run: e2e\n")
