@@ -293,7 +293,8 @@ def test_a_flash_log_of_the_old_layout_is_read_and_takes_the_rate_limit(dev_file
                                                                        test_key: bytes) -> None:
     """A board updated from firmware that kept no rate limit in flash: its log (one full sector and
     a record in the other, packed here in the old layout) still gives back the spend and the counter
-    after a store loss, and a RATE then sent is restored after the next loss too."""
+    after a store loss, a limit its store holds but its log does not (set by the old firmware) is
+    written to the log at boot, and it is restored after the next loss."""
     day = TEST_EPOCH // 86400
     raw = bytearray(b"\xff" * (2 * SECTOR))
     for i in range(SECTOR // SLOT + 1):
@@ -311,6 +312,14 @@ def test_a_flash_log_of_the_old_layout_is_read_and_takes_the_rate_limit(dev_file
     counter = dev.budget().auth_counter
     # the record is the rate kind of flog.h, with the counter of the RATE that set it
     assert rate_records(flash.read_bytes()) == [(n + 1, 4, 6, 250, counter)]
+    # as the old firmware left it: the limit in the store only (the slot reads erased again)
+    dev_files.stop()
+    raw = bytearray(flash.read_bytes())
+    raw[SECTOR + SLOT: SECTOR + 2 * SLOT] = b"\xff" * SLOT
+    flash.write_bytes(bytes(raw))
+    dev = dev_files.start()
+    assert dev.info().store == "loaded" and dev.info().rate == limit
+    assert rate_records(flash.read_bytes()) == [(n + 1, 4, 6, 250, counter)]  # written back at boot
     lose_store(dev_files)
     dev = dev_files.start()
     b = dev.budget()
