@@ -15,7 +15,8 @@
  *         | counter u64 | crc32 ^ EDP_FLOG_RATE_TAG
  * with crc32 the CRC-32 of the 32-byte body. seq increases by one per record,
  * whatever its kind. An erased slot reads all 0xFF. A rate record's counter
- * is the admin counter of the RATE that set the limit (burst 0: no limit).
+ * (at the offset of a mark's) is the admin counter of the RATE that set the
+ * limit (burst 0: no limit); its two zero words are reserved, ignored on read.
  *
  * Old logs: firmware before rate records wrote mark records only, in this
  * same slot grid and layout, and this firmware reads them as it wrote them.
@@ -28,9 +29,9 @@
  * Append-only: a write programs the next erased slot of the active sector
  * (the one holding the highest valid seq), body first, check word last, and
  * reads it back. Before it, the newest record of every other kind the log
- * holds is copied into the active sector if that sector lacks it, so the
- * active sector soon holds the whole log ("complete"): when it is full, the
- * new record, after that copy, starts the other sector, the spare. The spare
+ * holds is copied into the active sector if that sector lacks it, so once a
+ * write returns the active sector holds the whole log ("complete"). When it is
+ * full, the copy and then the new record start the other sector, the spare. The spare
  * is erased ahead of need by edp_flog_prepare, which the device calls after an
  * answer has left (outside every release window: a sector erase takes 1-2 s
  * on stm32f4), and only once the active sector is complete: no erase takes
@@ -48,9 +49,10 @@
  * record's counter raises the counter too), and for the rate limit the record
  * that is greatest in (counter, seq, burst, per_minute, tarpit_ms): the limit
  * of the highest admin counter that set one (the counter is monotone though
- * the limit is not), a total order, so the result does not depend on the
- * order of the records, and no order of cuts can lower a mark, nor replace a
- * limit, that a write reported as written. */
+ * the limit is not; seq settles a counter written twice, the later record
+ * winning: edp_flog_set_rate). A total order, so the result does not depend
+ * on the order of the records, and no order of cuts can lower a mark, nor
+ * bring back a limit older than one a write reported as written. */
 #ifndef EDGEDP_FLOG_H
 #define EDGEDP_FLOG_H
 #include <stdint.h>
