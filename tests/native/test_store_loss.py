@@ -6,13 +6,16 @@ The host port keeps the store and the RAM NOR model of the flash log in two file
 VBAT, or a power cycle on a board with VBAT tied to VDD) while the flash survives."""
 from __future__ import annotations
 
+import json
 import re
 import struct
 import zlib
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from edgedp.cli import main
 from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, TransportError
 from edgedp.device.protocol import Caps, MechConfig
@@ -326,3 +329,28 @@ def test_a_flash_log_of_the_old_layout_is_read_and_takes_the_rate_limit(dev_file
     assert b.lifetime_spent >= (n + 100) * EPS and b.auth_counter == counter
     reprovision(dev, test_key)
     assert_empty_bucket(dev, test_key, limit)
+
+
+def test_rate_limit_survives_store_loss_through_the_cli(native_builds: None, monkeypatch, tmp_path: Path) -> None:
+    """The operator's path: `admin rate`, the store lost, `admin config` and `admin set-time` to
+    re-provision; `info` shows the limit again and `query` is refused with ERR_RATE and the wait
+    of an empty bucket (one answer every 10 s)."""
+    def run(*args: str, stdin: str | None = None):
+        return CliRunner().invoke(main, [*args, "--target", "host"], input=stdin)
+
+    key = str(ROOT / "tests/keys/test-device.key")
+    store = tmp_path / "store.bin"
+    monkeypatch.setenv("EDP_STORE_FILE", str(store))
+    monkeypatch.setenv("EDP_FLASH_FILE", str(tmp_path / "flash.bin"))
+    monkeypatch.setenv("EDP_HOST_TIME", str(TEST_EPOCH))
+    r = run("admin", "rate", "--key-file", key, "--burst", "3", "--per-minute", "6")
+    assert r.exit_code == 0, r.output
+    store.unlink()
+    for args in (["admin", "config", "--key-file", key, "--daily-cap", "100"],
+                 ["admin", "set-time", "--key-file", key, "--unix", str(TEST_EPOCH)]):
+        r = run(*args)
+        assert r.exit_code == 0, r.output
+    info = json.loads(run("info", "--json").output)
+    assert (info["store"], info["rate_burst"], info["rate_per_minute"]) == ("loaded", 3, 6)
+    rec = json.loads(run("query", "--json", "-", stdin="0.2,0.8\n").stdout.splitlines()[0])
+    assert rec["status"] == "ERR_RATE" and rec["retry_after_s"] == 10
