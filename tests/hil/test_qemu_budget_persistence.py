@@ -16,7 +16,7 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget, ensure_image
 from edgedp.mech.lattice import MICRO, to_micro
 
-from ..conftest import DAY
+from ..conftest import DAY, TEST_EPOCH
 
 pytestmark = pytest.mark.hil
 X = np.array([0.3, 0.3, 0.4])
@@ -165,7 +165,8 @@ def store_address(elf) -> tuple[int, int]:
 def test_store_lost_at_every_reset_keeps_spend_and_counter_from_flash(test_key: bytes) -> None:
     """A board with VBAT tied to VDD: every power cycle loses the store. Emulated with QEMU's
     generic loader zeroing the .noinit store at every reset, while the RAM model of the flash
-    log (also .noinit) survives: spend and counter come back from the flash mark, never 0."""
+    log (also .noinit) survives: spend and counter come back from the flash mark, never 0, and
+    the rate limit from its rate record, with an empty bucket."""
     elf = ensure_image("qemu")
     addr, size = store_address(elf)
     assert size == S.STORE_SIZE  # the record slots and the audit ring, lost together
@@ -177,6 +178,8 @@ def test_store_lost_at_every_reset_keeps_spend_and_counter_from_flash(test_key: 
         dev.configure(test_key, MechConfig(), Caps(daily=1000 * MICRO))
         for _ in range(30):  # two reservation records (edgedp/options.h, EDP_FLOG_RESERVE)
             dev.query(X, "label")
+        limit = P.Rate(2, 1, 0)  # a full bucket of 2 after the RATE, one answer a minute
+        dev.admin(P.RATE, limit.pack(), test_key)
         before = dev.budget()
         assert before.lifetime_spent == 30_000_000
         seq, wire = dev.admin_frame(P.RESET_BUDGET, b"", test_key)
@@ -192,6 +195,10 @@ def test_store_lost_at_every_reset_keeps_spend_and_counter_from_flash(test_key: 
         assert dev.receive().body[0] == 9
         # the reserved spend comes back: at most a reservation's worth (16 answers) more
         assert after.lifetime_spent <= before.lifetime_spent + 16_000_000
+        assert dev.info().rate == limit, "the store loss lifted the rate limit"
+        with pytest.raises(DeviceError, match="ERR_RATE"):  # the bucket is empty, not full
+            dev.query(X, "label")
+        dev.set_time(test_key, TEST_EPOCH + 2 * DAY)  # the authenticated clock refills it
         dev.query(X, "label")
         assert dev.budget().lifetime_spent == after.lifetime_spent + 1_000_000
     finally:

@@ -19,7 +19,9 @@
  *   7. every admin answer carries the device's tag over (type, the nonce the
  *      frame was checked against, the frame's tag, result, counter), and every
  *      STATE answer its tag over the request's challenge and its body;
- *   7. an ERR_RATE refusal (signed RATE frames set small buckets) carries its wait.
+ *   7. an ERR_RATE refusal (signed RATE frames set small buckets) carries its wait;
+ *   8. the flash log's rate limit is the one the device runs (RATE writes it
+ *      before its commit), and a reboot, with the store kept or lost, keeps it.
  * Prints a summary line; exits non-zero on the first violated invariant. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,10 +286,12 @@ int main(int argc, char **argv)
         int aq = 0, got, damaged = 0, auth_before = dev.auth_ok;
         uint64_t before = dev.rec.budget.lifetime_spent;
         if (it % 5000 == 0) {  /* reboot, sometimes with a dead RNG, half of them losing the store */
+            const edp_rate_config_t rate = dev.rec.rate;
             entropy_fails = (int)(rnd() % 3 == 0);
             if (rnd() % 2) memset(store, 0, sizeof store);
             edp_device_init(&dev, &port);
             if (dev.rec.budget.lifetime_spent < before) { printf("FAIL a reboot lowered the spend\n"); return 1; }
+            if (memcmp(&rate, &dev.rec.rate, sizeof rate)) { printf("FAIL a reboot changed the rate limit\n"); return 1; }
         }
         if (rnd() % 50 == 0) {  /* an oversize run without delimiter */
             n = EDP_WIRE_MAX + rnd() % 64;
@@ -340,6 +344,11 @@ int main(int argc, char **argv)
         }
         if (dev.flog.mark.lifetime < dev.rec.budget.lifetime_spent) {
             printf("FAIL the flash mark is below the committed spend at iteration %ld\n", it);
+            return 1;
+        }
+        if (dev.flog.rate.limit.burst != dev.rec.rate.burst || dev.flog.rate.limit.per_minute != dev.rec.rate.per_minute ||
+            dev.flog.rate.limit.tarpit_ms != dev.rec.rate.tarpit_ms || dev.flog.rate.counter > dev.rec.auth_counter) {
+            printf("FAIL the flash log's rate limit is not the device's at iteration %ld\n", it);
             return 1;
         }
         if (dev.rec.budget.daily_spent > 900000000u) dev.rec.budget.daily_spent = 0;  /* keep answering */

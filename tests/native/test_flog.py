@@ -2,8 +2,8 @@
 
 Builds tests/native/test_flog.c with flog.c and the model under ASan/UBSan; the program cuts
 power at every flash operation (and again at every operation of the recovery) and checks that
-no acknowledged mark is ever lost, and that the spare sector is erased ahead of need
-(edp_flog_prepare), never inside a raise."""
+no acknowledged mark (nor rate limit) is ever lost, and that the spare sector is erased ahead of
+need (edp_flog_prepare), never inside a write; and that a log in the old layout still reads."""
 from __future__ import annotations
 
 import re
@@ -36,17 +36,36 @@ def output() -> str:
 
 def test_no_acknowledged_mark_is_lost_at_any_cut(output: str) -> None:
     assert "not ok" not in output
-    for group in ("uncut run and no-op raise", "power cut at each of", "a second power cut during recovery"):
-        assert f"ok {group}" in output
+    for script in ("marks", "mixed"):
+        for group in ("uncut run and no-op writes", "power cut at each of", "a second power cut during recovery"):
+            assert f"ok {script}: {group}" in output
     checked = re.search(r"# checked (\d+) cut points, 0 failures", output)
-    assert checked and int(checked.group(1)) > 5000
+    assert checked and int(checked.group(1)) > 10000
+
+
+def _stats(output: str, script: str) -> tuple[int, ...]:
+    s = re.search(rf"stats {script} writes (\d+) rate_writes (\d+) word_programs (\d+) erases (\d+) "
+                  r"slots_per_sector (\d+) erases_in_write (\d+)", output)
+    assert s, output
+    return tuple(map(int, s.groups()))
 
 
 def test_one_record_per_raise_and_one_erase_per_sector(output: str) -> None:
-    s = re.search(r"stats raises (\d+) word_programs (\d+) erases (\d+) slots_per_sector (\d+) "
-                  r"erases_in_raise (\d+)", output)
-    assert s
-    raises, programs, erases, slots, in_raise = map(int, s.groups())
-    assert programs == raises * 9  # 36-byte record = 9 word programs
-    assert erases == (raises - 1) // slots
-    assert in_raise == 0, "a sector erase ran inside a raise (inside an answer's release window)"
+    """A log of marks only (as firmware before rate records wrote it) copies nothing."""
+    writes, rates, programs, erases, slots, in_write = _stats(output, "marks")
+    assert rates == 0
+    assert programs == writes * 9  # 36-byte record = 9 word programs
+    assert erases == (writes - 1) // slots
+    assert in_write == 0, "a sector erase ran inside a raise (inside an answer's release window)"
+
+
+def test_rate_limits_are_copied_across_sector_switches(output: str) -> None:
+    """Marks with a RATE every eleventh write (rarer than a sector fills): each switch copies the
+    newest record of the other kind into the new sector, one record more per switch at most, and
+    the spare is still erased ahead of need; a log in the old layout opens to its mark."""
+    writes, rates, programs, erases, slots, in_write = _stats(output, "mixed")
+    assert rates == 4 and in_write == 0
+    records = programs // 9
+    assert writes < records <= writes + erases + 1
+    assert erases <= (writes - 1) // (slots - 1)  # the wear bound of flog.h
+    assert "ok old-layout log read, rate limit kept across switches" in output

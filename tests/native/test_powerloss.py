@@ -177,3 +177,41 @@ def test_no_flash_cut_lowers_the_spend_below_the_answers_received(native_builds:
             assert h.stop() == 0
             assert spent >= received * EPS, f"cut {cut}, store lost {lost}: {spent} < {received} answers"
             assert spent <= (received + (RESERVE if lost else 0)) * EPS, (cut, lost, spent, received)
+
+
+OLD_RATE, NEW_RATE = P.Rate(2, 30, 0), P.Rate(9, 120, 50)
+
+
+@pytest.mark.parametrize("cut", [f"flash:{n}" for n in range(FLASH_WORDS + 1)] + ["store:0", "store:5"])
+def test_power_cut_in_a_rate_leaves_the_old_or_the_new_limit(native_builds: None, tmp_path, test_key: bytes,
+                                                             cut: str) -> None:
+    """A RATE that loosens the limit, power cut at each of the 9 word programs of its flash record
+    (flash:9 cuts nothing), before its store commit (store:0: the flash record is written, the
+    commit is not) or inside it (store:5: a torn slot, the store loads "recovered"): rebooted on the kept store and then again with the store lost, the limit is the
+    old or the new one, the new one whenever the answer came, and the loss restores the limit the
+    device ran before it (with an empty bucket: the first query is refused)."""
+    kind, n = cut.split(":")
+    h = HostDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
+    dev = h.start()
+    admin.run(dev, test_key, P.RATE, lambda b: OLD_RATE.pack(), lambda b, a: None)
+    dev = h.start(**{"EDP_FLASH_CUT_AFTER" if kind == "flash" else "EDP_STORE_CUT_AFTER": n})
+    dev.timeout = 2.0
+    try:
+        dev.admin(P.RATE, NEW_RATE.pack(), test_key)
+        answered = True
+    except StateUnknown:
+        answered = False
+    code = h.stop()
+    assert answered == (cut == f"flash:{FLASH_WORDS}") and code == (0 if answered else 99), (cut, code)
+    dev = h.start()
+    kept = dev.info().rate
+    assert kept in (OLD_RATE, NEW_RATE) and (kept == NEW_RATE or not answered), (cut, kept)
+    if cut == "store:5":  # the torn slot may have held the RATE's commit: the newer signed limit
+        assert dev.info().store == "recovered" and kept == NEW_RATE
+    assert h.stop() == 0
+    h.store.unlink()
+    dev = h.start()
+    assert dev.info().rate == kept, f"{cut}: the store loss restored {dev.info().rate}, the device ran {kept}"
+    with pytest.raises(DeviceError, match="ERR_RATE"):
+        dev.query(X)
+    assert h.stop() == 0

@@ -6,17 +6,22 @@ The host port keeps the store and the RAM NOR model of the flash log in two file
 VBAT, or a power cycle on a board with VBAT tied to VDD) while the flash survives."""
 from __future__ import annotations
 
+import json
 import re
+import struct
+import zlib
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from edgedp.device import frames, protocol as P
+from edgedp.cli import main
+from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import ROOT, HostDevice
+from ..conftest import ROOT, TEST_EPOCH, HostDevice
 
 pytestmark = pytest.mark.native
 X = np.array([0.1, 0.6, 0.3])
@@ -25,6 +30,7 @@ RECORD_WORDS = 9  # one 36-byte flash log record
 RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
                         (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
 SLOT, SECTOR = 36, 1008  # the host port's flash log: 28 slots per sector
+RATE_TAG = 0x52415445    # edgedp/flog.h: XORed into a rate record's check word
 
 
 @pytest.fixture
@@ -209,3 +215,142 @@ def test_failed_reseed_is_retried_at_the_next_query(dev_files: HostDevice) -> No
     assert r.label in (0, 1, 2)
     assert dev.info().entropy == "ok"
     assert dev.budget().lifetime_spent == EPS
+
+
+def set_rate(dev, key: bytes, rate: P.Rate) -> None:
+    admin.run(dev, key, P.RATE, lambda b: rate.pack(), lambda b, a: None)
+
+
+def reprovision(dev, key: bytes, now: int = TEST_EPOCH) -> None:
+    """What a blank store needs on a production board before any external output."""
+    dev.configure(key, MechConfig(), Caps(daily=100 * MICRO))
+    dev.set_time(key, now)
+
+
+def assert_empty_bucket(dev, key: bytes, rate: P.Rate) -> None:
+    """The limit is `rate` and its bucket is empty: the first query is refused with the wait for
+    one token, nothing is charged; that wait later exactly the answers it refilled pass."""
+    assert dev.info().rate == rate and dev.state(key).rate == rate
+    spent = dev.budget().lifetime_spent
+    wait = -(-60 // rate.per_minute)
+    with pytest.raises(DeviceError, match=f"ERR_RATE.*retry in {wait} s"):
+        dev.query(X, "label")
+    assert dev.budget().lifetime_spent == spent
+    dev.set_time(key, TEST_EPOCH + wait)
+    for _ in range(min(rate.burst, wait * rate.per_minute // 60)):
+        dev.query(X, "label")
+    with pytest.raises(DeviceError, match="ERR_RATE"):
+        dev.query(X, "label")
+
+
+def test_rate_limit_survives_store_loss(dev_files: HostDevice, test_key: bytes) -> None:
+    """The rate limit comes back from the flash log after a lost store, with an empty bucket (no
+    burst right after a loss); a later RATE that loosens the limit, and one that lifts it, are the
+    ones restored after the next loss (the limit of the highest counter, not the strictest)."""
+    dev = dev_files.start()
+    strict = P.Rate(3, 30, 0)
+    set_rate(dev, test_key, strict)
+    dev.query(X, "label")          # two tokens left in the bucket the store held
+    lose_store(dev_files)
+    dev = dev_files.start()
+    assert dev.info().store == "fresh"
+    reprovision(dev, test_key)
+    assert_empty_bucket(dev, test_key, strict)
+    loose = P.Rate(50, 120, 0)
+    set_rate(dev, test_key, loose)
+    lose_store(dev_files)
+    dev = dev_files.start()
+    reprovision(dev, test_key)
+    assert_empty_bucket(dev, test_key, loose)
+    set_rate(dev, test_key, P.Rate())
+    lose_store(dev_files)
+    dev = dev_files.start()
+    reprovision(dev, test_key)
+    assert dev.info().rate == P.Rate()
+    for _ in range(5):
+        dev.query(X, "label")
+
+
+def old_mark_record(seq: int, day: int, daily: int, lifetime: int, counter: int) -> bytes:
+    """A flash log record as firmware before rate records wrote it (seq | day | daily | lifetime |
+    counter | CRC-32 of the 32 bytes before it)."""
+    body = struct.pack("<IIQQQ", seq, day, daily, lifetime, counter)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def rate_records(raw: bytes) -> list[tuple[int, int, int, int, int]]:
+    """(seq, burst, per_minute, tarpit_ms, counter) of every rate record in the flash file."""
+    out = []
+    for s in range(2):
+        for i in range(SECTOR // SLOT):
+            rec = raw[s * SECTOR + i * SLOT: s * SECTOR + (i + 1) * SLOT]
+            check, = struct.unpack_from("<I", rec, 32)
+            if check ^ zlib.crc32(rec[:32]) == RATE_TAG:
+                seq, burst, per_minute, tarpit, z1, z2, counter = struct.unpack_from("<IIIIIIQ", rec)
+                assert (z1, z2) == (0, 0)
+                out.append((seq, burst, per_minute, tarpit, counter))
+    return out
+
+
+def test_a_flash_log_of_the_old_layout_is_read_and_takes_the_rate_limit(dev_files: HostDevice,
+                                                                       test_key: bytes) -> None:
+    """A board updated from firmware that kept no rate limit in flash: its log (one full sector and
+    a record in the other, packed here in the old layout) still gives back the spend and the counter
+    after a store loss, a limit its store holds but its log does not (set by the old firmware) is
+    written to the log at boot, and it is restored after the next loss."""
+    day = TEST_EPOCH // 86400
+    raw = bytearray(b"\xff" * (2 * SECTOR))
+    for i in range(SECTOR // SLOT + 1):
+        off = (i // (SECTOR // SLOT)) * SECTOR + (i % (SECTOR // SLOT)) * SLOT
+        raw[off: off + SLOT] = old_mark_record(i + 1, day, (i + 1) * EPS, (i + 101) * EPS, i // 4 + 1)
+    flash = dev_files.store.parent / "flash.bin"
+    flash.write_bytes(bytes(raw))
+    dev = dev_files.start()
+    b = dev.budget()
+    assert dev.info().store == "fresh"
+    n = SECTOR // SLOT + 1
+    assert (b.lifetime_spent, b.daily_spent, b.auth_counter) == ((n + 100) * EPS, n * EPS, (n - 1) // 4 + 1)
+    limit = P.Rate(4, 6, 250)
+    set_rate(dev, test_key, limit)
+    counter = dev.budget().auth_counter
+    # the record is the rate kind of flog.h, with the counter of the RATE that set it
+    assert rate_records(flash.read_bytes()) == [(n + 1, 4, 6, 250, counter)]
+    # as the old firmware left it: the limit in the store only (the slot reads erased again)
+    dev_files.stop()
+    raw = bytearray(flash.read_bytes())
+    raw[SECTOR + SLOT: SECTOR + 2 * SLOT] = b"\xff" * SLOT
+    flash.write_bytes(bytes(raw))
+    dev = dev_files.start()
+    assert dev.info().store == "loaded" and dev.info().rate == limit
+    assert rate_records(flash.read_bytes()) == [(n + 1, 4, 6, 250, counter)]  # written back at boot
+    lose_store(dev_files)
+    dev = dev_files.start()
+    b = dev.budget()
+    assert b.lifetime_spent >= (n + 100) * EPS and b.auth_counter == counter
+    reprovision(dev, test_key)
+    assert_empty_bucket(dev, test_key, limit)
+
+
+def test_rate_limit_survives_store_loss_through_the_cli(native_builds: None, monkeypatch, tmp_path: Path) -> None:
+    """The operator's path: `admin rate`, the store lost, `admin config` and `admin set-time` to
+    re-provision; `info` shows the limit again and `query` is refused with ERR_RATE and the wait
+    of an empty bucket (one answer every 10 s)."""
+    def run(*args: str, stdin: str | None = None):
+        return CliRunner().invoke(main, [*args, "--target", "host"], input=stdin)
+
+    key = str(ROOT / "tests/keys/test-device.key")
+    store = tmp_path / "store.bin"
+    monkeypatch.setenv("EDP_STORE_FILE", str(store))
+    monkeypatch.setenv("EDP_FLASH_FILE", str(tmp_path / "flash.bin"))
+    monkeypatch.setenv("EDP_HOST_TIME", str(TEST_EPOCH))
+    r = run("admin", "rate", "--key-file", key, "--burst", "3", "--per-minute", "6")
+    assert r.exit_code == 0, r.output
+    store.unlink()
+    for args in (["admin", "config", "--key-file", key, "--daily-cap", "100"],
+                 ["admin", "set-time", "--key-file", key, "--unix", str(TEST_EPOCH)]):
+        r = run(*args)
+        assert r.exit_code == 0, r.output
+    info = json.loads(run("info", "--json").output)
+    assert (info["store"], info["rate_burst"], info["rate_per_minute"]) == ("loaded", 3, 6)
+    rec = json.loads(run("query", "--json", "-", stdin="0.2,0.8\n").stdout.splitlines()[0])
+    assert rec["status"] == "ERR_RATE" and rec["retry_after_s"] == 10

@@ -118,6 +118,45 @@ static void mark_restore(edp_device_t *d)
     }
 }
 
+/* bucket.last of a rate limit restored from the flash log (store.h): the
+ * bucket is empty and refills from the first clock read that follows. */
+#define BUCKET_UNSET UINT64_MAX
+
+/* The rate limit at boot. A store that did not load cleanly (lost, torn,
+ * corrupt) takes the flash log's limit when a RATE newer than the record's
+ * counter set it (after a loss: any), with an empty bucket that refills from
+ * the first clock read after boot: no burst right after a loss. Then the log
+ * is made to hold the limit the device runs, at the lifted counter (a store
+ * written before the log kept limits, or a RATE cut between its flash record
+ * and its commit, whose answer never left): a later loss restores that one. */
+static void rate_restore(edp_device_t *d, uint64_t record_counter)
+{
+    const edp_flog_rate_t *have = &d->flog.rate;
+    edp_flog_rate_t run;
+    if (d->store_state != EDP_STORE_LOADED && have->counter > record_counter) {
+        d->rec.rate = have->limit;
+        d->rec.bucket.tokens = 0;
+        d->rec.bucket.last = BUCKET_UNSET;
+    }
+    run.counter = d->rec.auth_counter;  /* lifted by mark_restore: >= every counter in the log */
+    run.limit = d->rec.rate;
+    if (run.limit.burst != have->limit.burst || run.limit.per_minute != have->limit.per_minute ||
+        run.limit.tarpit_ms != have->limit.tarpit_ms)
+        (void)edp_flog_set_rate(&d->flog, &run);  /* a failure leaves the log's older limit */
+}
+
+/* Record the rate limit of r, set by the RATE of counter r->auth_counter, in
+ * the flash log before r is committed and acted on (the counter mark rises with it). */
+static int rate_raise(edp_device_t *d, const edp_record_t *r)
+{
+    edp_flog_rate_t fr;
+    if (!d->port->flash) return EDP_OK;
+    if (!d->flog_ok) return EDP_ERR_STORE;
+    fr.counter = r->auth_counter;
+    fr.limit = r->rate;
+    return edp_flog_set_rate(&d->flog, &fr);
+}
+
 static int today(edp_device_t *d, uint32_t *day);
 
 /* Append an audit entry (store.h) now. A failed write loses the entry, nothing else. */
@@ -155,7 +194,11 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     d->store_state = (uint8_t)edp_store_load(port, &d->rec, &d->slot);
     d->store_ok = d->store_state == EDP_STORE_LOADED;
     if (d->store_state != EDP_STORE_LOADED && d->store_state != EDP_STORE_RECOVERED) default_record(&d->rec);
-    if (port->flash && d->flog_ok) mark_restore(d);
+    if (port->flash && d->flog_ok) {
+        const uint64_t record_counter = d->rec.auth_counter;
+        mark_restore(d);
+        rate_restore(d, record_counter);
+    }
     if (d->store_state == EDP_STORE_RECOVERED) {
         /* The damaged slot may hold a newer commit whose answer was sent: count
          * one more query against both budgets (over-count, never under-count). */
@@ -219,13 +262,15 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
 /* Today, and with a rate limit: EDP_ERR_RATE (and d->rate_wait) if *bucket,
  * refilled to now, holds no token for one more external answer. Decided from
  * the configuration and the clock only, read once (port.h: day() is
- * seconds() / 86400). */
+ * seconds() / 86400). A bucket restored after a store loss (rate_restore)
+ * starts refilling at the first clock read, also when it refuses. */
 static int rate_and_day(edp_device_t *d, edp_rate_t *bucket, uint32_t *day)
 {
     uint64_t now;
     int err;
     if (!d->rec.rate.burst) return today(d, day);
     if (!d->port->seconds || d->port->seconds(d->port->ctx, &now) < 0) return EDP_ERR_TIME;
+    if (bucket->last == BUCKET_UNSET) d->rec.bucket.last = bucket->last = now;  /* restored: refill from now */
     if ((err = edp_rate_check(bucket, &d->rec.rate, now, &d->rate_wait))) return err;
     *day = (uint32_t)(now / 86400u);
     return EDP_OK;
@@ -668,7 +713,9 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
     }
     /* The counter (and any change) is durable, in flash and in the store,
      * before the command takes effect. */
-    if ((err = mark_raise(d, &next, 0)) || (err = edp_store_commit(d->port, &next, &d->slot))) return err;
+    if ((err = type == EDP_T_RATE ? rate_raise(d, &next) : mark_raise(d, &next, 0)) ||
+        (err = edp_store_commit(d->port, &next, &d->slot)))
+        return err;
     d->rec = next;
     if (type == EDP_T_CONFIG) {
         d->store_ok = 1;

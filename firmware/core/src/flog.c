@@ -5,26 +5,59 @@
 
 #include <string.h>
 
-static void pack(uint8_t out[EDP_FLOG_RECORD], uint32_t seq, const edp_flog_mark_t *m)
+enum { KIND_MARK = 1, KIND_RATE = 2 };  /* bits of log->kinds and log->covered */
+
+#define BODY (EDP_FLOG_RECORD - 4u)
+
+static void seal(uint8_t out[EDP_FLOG_RECORD], uint32_t tag)
+{
+    (void)edp_wr32(out + BODY, edp_crc32(0, out, BODY) ^ tag);
+}
+
+static void pack_mark(uint8_t out[EDP_FLOG_RECORD], uint32_t seq, const edp_flog_mark_t *m)
 {
     uint8_t *o = out;
     o = edp_wr32(o, seq);
     o = edp_wr32(o, m->day);
     o = edp_wr64(o, m->daily);
     o = edp_wr64(o, m->lifetime);
-    o = edp_wr64(o, m->counter);
-    (void)edp_wr32(o, edp_crc32(0, out, EDP_FLOG_RECORD - 4));
+    (void)edp_wr64(o, m->counter);
+    seal(out, 0);
 }
 
-static int parse(const uint8_t in[EDP_FLOG_RECORD], uint32_t *seq, edp_flog_mark_t *m)
+static void pack_rate(uint8_t out[EDP_FLOG_RECORD], uint32_t seq, const edp_flog_rate_t *r)
 {
-    if (edp_rd32(in + EDP_FLOG_RECORD - 4) != edp_crc32(0, in, EDP_FLOG_RECORD - 4)) return 0;
+    uint8_t *o = out;
+    o = edp_wr32(o, seq);
+    o = edp_wr32(o, r->limit.burst);
+    o = edp_wr32(o, r->limit.per_minute);
+    o = edp_wr32(o, r->limit.tarpit_ms);
+    o = edp_wr32(o, 0);
+    o = edp_wr32(o, 0);
+    (void)edp_wr64(o, r->counter);  /* at the offset of a mark's counter */
+    seal(out, EDP_FLOG_RATE_TAG);
+}
+
+/* The kind of the record in `in` (0: it passes neither check) and its fields. */
+static unsigned parse(const uint8_t in[EDP_FLOG_RECORD], uint32_t *seq, edp_flog_mark_t *m, edp_flog_rate_t *r)
+{
+    const uint32_t tag = edp_rd32(in + BODY) ^ edp_crc32(0, in, BODY);
     *seq = edp_rd32(in);
-    m->day = edp_rd32(in + 4);
-    m->daily = edp_rd64(in + 8);
-    m->lifetime = edp_rd64(in + 16);
-    m->counter = edp_rd64(in + 24);
-    return 1;
+    if (tag == 0) {
+        m->day = edp_rd32(in + 4);
+        m->daily = edp_rd64(in + 8);
+        m->lifetime = edp_rd64(in + 16);
+        m->counter = edp_rd64(in + 24);
+        return KIND_MARK;
+    }
+    if (tag == EDP_FLOG_RATE_TAG) {
+        r->limit.burst = edp_rd32(in + 4);
+        r->limit.per_minute = edp_rd32(in + 8);
+        r->limit.tarpit_ms = edp_rd32(in + 12);
+        r->counter = edp_rd64(in + 24);
+        return KIND_RATE;
+    }
+    return 0;
 }
 
 static int erased(const uint8_t *p)
@@ -49,6 +82,24 @@ static int merge(edp_flog_mark_t *a, const edp_flog_mark_t *b)
     return up;
 }
 
+/* Whether rate record (b, bseq) is greater than (a, aseq) in (counter, seq, burst,
+ * per_minute, tarpit_ms): a total order, so the newest limit does not depend on
+ * the order in which the records are read. */
+static int newer(const edp_flog_rate_t *b, uint32_t bseq, const edp_flog_rate_t *a, uint32_t aseq)
+{
+    if (b->counter != a->counter) return b->counter > a->counter;
+    if (bseq != aseq) return bseq > aseq;
+    if (b->limit.burst != a->limit.burst) return b->limit.burst > a->limit.burst;
+    if (b->limit.per_minute != a->limit.per_minute) return b->limit.per_minute > a->limit.per_minute;
+    return b->limit.tarpit_ms > a->limit.tarpit_ms;
+}
+
+static int same_rate(const edp_flog_rate_t *a, const edp_flog_rate_t *b)
+{
+    return a->counter == b->counter && a->limit.burst == b->limit.burst &&
+           a->limit.per_minute == b->limit.per_minute && a->limit.tarpit_ms == b->limit.tarpit_ms;
+}
+
 static uint32_t slots(const edp_flash_t *f)
 {
     return f->sector_size / EDP_FLOG_RECORD;
@@ -58,77 +109,118 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
 {
     uint8_t buf[EDP_FLOG_RECORD];
     edp_flog_mark_t m;
-    uint32_t s, i, seq, used[2] = {0, 0};
-    int found = 0, have[2] = {0, 0}, err;
-    uint32_t top[2] = {0, 0};
+    edp_flog_rate_t r;
+    uint32_t s, i, seq, rate_seq = 0, used[2] = {0, 0}, top[2] = {0, 0};
+    unsigned kind, kinds[2] = {0, 0};  /* the kinds each sector holds */
+    int found = 0, err;
     memset(log, 0, sizeof *log);
     log->flash = flash;
     for (s = 0; s < 2; s++) {
         for (i = 0; i < slots(flash); i++) {
             err = flash->read(flash->ctx, s * flash->sector_size + i * EDP_FLOG_RECORD, buf, EDP_FLOG_RECORD);
             if (err < 0) {
-                memset(&log->mark, 0, sizeof log->mark);
-                log->flash = 0;
+                memset(log, 0, sizeof *log);
                 return err;
             }
             if (erased(buf)) continue;
             used[s] = (i + 1) * EDP_FLOG_RECORD;
-            if (!parse(buf, &seq, &m)) continue;
-            merge(&log->mark, &m);
-            if (!have[s] || seq > top[s]) top[s] = seq;
-            have[s] = 1;
+            kind = parse(buf, &seq, &m, &r);
+            if (!kind) continue;
+            if (kind == KIND_MARK) {
+                merge(&log->mark, &m);
+            } else if (!(log->kinds & KIND_RATE) || newer(&r, seq, &log->rate, rate_seq)) {
+                log->rate = r;
+                rate_seq = seq;
+            }
+            if (!kinds[s] || seq > top[s]) top[s] = seq;
+            kinds[s] |= kind;
+            log->kinds |= (uint8_t)kind;
             found++;
         }
     }
-    log->sector = have[1] && (!have[0] || top[1] > top[0]) ? 1 : 0;
-    log->seq = have[log->sector] ? top[log->sector] : 0;
-    log->next = used[log->sector];
-    log->active_valid = (uint8_t)have[log->sector];
-    log->spare_erased = used[log->sector ^ 1u] == 0;
+    log->sector = kinds[1] && (!kinds[0] || top[1] > top[0]) ? 1 : 0;
+    s = log->sector;
+    log->seq = kinds[s] ? top[s] : 0;
+    log->next = used[s];
+    log->spare_erased = used[s ^ 1u] == 0;
+    /* Every record of the active sector is newer than the spare's and carries
+     * the log's state when it was written (a mark the merge of all marks, a
+     * rate record the newest limit): a kind it holds is covered. */
+    log->covered = (uint8_t)kinds[s];
+    if (log->rate.counter > log->mark.counter) log->mark.counter = log->rate.counter;
     return found;
 }
 
-int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m)
+/* Append the record of `kind` holding m (a mark) or r (a rate limit). Before it,
+ * the newest record of the other kind, if the log holds one and the active
+ * sector does not, is copied there: the active sector then holds the whole log
+ * and the spare may be erased. A slot that does not read back intact (not
+ * really erased) is skipped, at most one sector's worth of them. */
+static int append(edp_flog_t *log, unsigned kind, const edp_flog_mark_t *m, const edp_flog_rate_t *r)
 {
     const edp_flash_t *f = log->flash;
-    edp_flog_mark_t next = log->mark;
     uint8_t rec[EDP_FLOG_RECORD], check[EDP_FLOG_RECORD];
-    uint32_t tries, off;
+    uint32_t fails = 0, off;
+    unsigned k;
     int err;
-    if (!f) return EDP_ERR_STORE;
-    if (!merge(&next, m) && log->seq) return EDP_OK;
-    pack(rec, log->seq + 1, &next);
-    /* At most one pass over a sector: a slot that does not read back intact
-     * (not really erased) is skipped. */
-    for (tries = 0; tries <= slots(f); tries++) {
+    while (fails <= slots(f)) {
         if (log->next + EDP_FLOG_RECORD > slots(f) * EDP_FLOG_RECORD) {
             if (!log->spare_erased && (err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
             log->sector ^= 1u;
             log->next = 0;
-            log->active_valid = 0;
-            log->spare_erased = 0;  /* the old sector, now the spare, holds the previous mark */
+            log->covered = 0;
+            log->spare_erased = 0;  /* the old sector, now the spare, holds the previous log */
         }
+        k = (log->kinds & ~log->covered & ~kind) ? kind ^ (KIND_MARK | KIND_RATE) : kind;
+        if (k == KIND_MARK) pack_mark(rec, log->seq + 1, k == kind ? m : &log->mark);
+        else pack_rate(rec, log->seq + 1, k == kind ? r : &log->rate);
         off = log->sector * f->sector_size + log->next;
         log->next += EDP_FLOG_RECORD;
-        /* Body first, CRC last: the record is valid only with its final word. */
-        if ((err = f->program(f->ctx, off, rec, EDP_FLOG_RECORD - 4)) < 0) return err;
-        if ((err = f->program(f->ctx, off + EDP_FLOG_RECORD - 4, rec + EDP_FLOG_RECORD - 4, 4)) < 0) return err;
+        /* Body first, check word last: the record is valid only with its final word. */
+        if ((err = f->program(f->ctx, off, rec, BODY)) < 0) return err;
+        if ((err = f->program(f->ctx, off + BODY, rec + BODY, 4)) < 0) return err;
         if ((err = f->read(f->ctx, off, check, EDP_FLOG_RECORD)) < 0) return err;
-        if (memcmp(check, rec, EDP_FLOG_RECORD) == 0) {
-            log->mark = next;
-            log->seq++;
-            log->active_valid = 1;
-            return EDP_OK;
+        if (memcmp(check, rec, EDP_FLOG_RECORD) != 0) {
+            fails++;
+            continue;
         }
+        log->seq++;
+        log->covered |= (uint8_t)k;
+        log->kinds |= (uint8_t)k;
+        if (k == kind) return EDP_OK;
     }
     return EDP_ERR_STORE;
+}
+
+int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m)
+{
+    edp_flog_mark_t next;
+    int err;
+    if (!log->flash) return EDP_ERR_STORE;
+    next = log->mark;
+    if (!merge(&next, m) && log->seq) return EDP_OK;
+    if ((err = append(log, KIND_MARK, &next, 0)) < 0) return err;
+    log->mark = next;
+    return EDP_OK;
+}
+
+int edp_flog_set_rate(edp_flog_t *log, const edp_flog_rate_t *r)
+{
+    int err;
+    if (!log->flash) return EDP_ERR_STORE;
+    if (r->counter < log->rate.counter) return EDP_ERR_BAD_VALUE;
+    if ((log->kinds & KIND_RATE) && same_rate(r, &log->rate)) return EDP_OK;
+    if ((err = append(log, KIND_RATE, 0, r)) < 0) return err;
+    log->rate = *r;
+    if (r->counter > log->mark.counter) log->mark.counter = r->counter;
+    return EDP_OK;
 }
 
 int edp_flog_prepare(edp_flog_t *log)
 {
     const edp_flash_t *f = log->flash;
     int err;
-    if (!f || log->spare_erased || (log->seq && !log->active_valid)) return EDP_OK;
+    if (!f || log->spare_erased || log->covered != log->kinds) return EDP_OK;
     if ((err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
     log->spare_erased = 1;
     return EDP_OK;

@@ -60,7 +60,9 @@ typedef struct {
     edp_mech_config_t mech;
     uint64_t auth_counter;    /* last accepted admin counter */
     edp_rate_config_t rate;   /* rate limit of external answers (burst 0: none) */
-    edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing) */
+    edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing);
+                               * last = UINT64_MAX: restored after a store loss, empty, refills from
+                               * the first clock read (device.c) */
 } edp_record_t;
 
 enum edp_store_state {
