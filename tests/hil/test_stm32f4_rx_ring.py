@@ -75,7 +75,7 @@ def test_a_board_url_learns_to_pipeline_within_the_ring(board: Board) -> None:
     dev = connect(board.target, timeout=20)
     info = dev.info()
     assert (info.board, info.build) == ("stm32f4", "test")
-    assert (link.in_flight, link.in_flight_bytes) == (BOARD_IN_FLIGHT, 16384)
+    assert (link.in_flight, link.in_flight_bytes) == (BOARD_IN_FLIGHT, 4096)
 
 
 def test_pipelined_requests_all_arrive_matched(board: Board) -> None:

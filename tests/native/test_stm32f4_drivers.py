@@ -64,7 +64,7 @@ def test_each_driver_is_covered(output: str, topic: str) -> None:
     "commit/load round trip", "rolled-back backup SRAM", "HSE never ready -> HSI 16 MHz fallback",
     "CYCCNT standing still -> SysTick fallback", "keys refused (LOCK stays) -> ERR_STORE",
     "WRPERR -> ERR_STORE, relocked", "BSY never clears -> ERR_STORE", "high-water log on the driver",
-    "a full ring of 16384 bytes is kept", "an overrun (ORE) at any byte of a frame",
+    "a full ring of 4096 bytes is kept", "an overrun (ORE) at any byte of a frame",
     "a framing error (FE) at any byte of a frame", "no prefix of 0..600 bytes makes the invalid frame valid COBS",
     "work + (L / T + 1) x c fits the window L", "every slot read is wiped",
 ])

@@ -3,7 +3,7 @@
  *  - clock: 168 MHz PLL from the 8 MHz HSE, or HSI 16 MHz if that fails
  *    (the tick rate and the UART baud divisor follow what the RCC reports);
  *  - console: USART2 (PA2/PA3) or USART3 (PD8/PD9) per EDP_CONSOLE_USART, 115200 8N1;
- *    TX polled, RX by the USART's RXNE interrupt into a 16 KiB ring
+ *    TX polled, RX by the USART's RXNE interrupt into a 4 KiB ring
  *    (EDP_STM32_RX_RING, stm32f4.h) that edp_board_uart_read drains, so requests
  *    may be pipelined; a byte lost to an overrun, a line error or a full ring
  *    reaches the core as an invalid frame (an EDP_ERR_CRC answer), never as a

@@ -61,6 +61,6 @@
 #define EDP_FLOG_RESERVE 16u
 #endif
 
-#define EDP_FIRMWARE_VERSION "0.1.0"
+#define EDP_FIRMWARE_VERSION "0.2.0"
 
 #endif
