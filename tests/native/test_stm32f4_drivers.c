@@ -321,6 +321,7 @@ static void test_uart(void)
 {
     uint8_t buf[16];
     static uint8_t big[EDP_STM32_RX_RING + 600];
+    uint8_t poison[255];
     size_t n, i, nb;
     int ok, frames = 0;
     reset_all();
@@ -378,20 +379,56 @@ static void test_uart(void)
     rx_byte(0x05, 0);
     rx_byte(0, 0);                 /* a good frame after it */
     n = rx_drain(big, sizeof big, 64);
-    ok = n == 255 + 3;
-    for (i = 0; ok && i < 254; i++) ok = big[i] == 0xFF;
-    CHECK(ok && big[254] == 0 && edp_cobs_decode(big, 254) < 0 && big[255] == 0x02 && big[256] == 0x05 && big[257] == 0,
-          "uart: after a full-ring loss: 254 x 0xFF, 0x00 in place of the frame, then the next frame intact (%zu)", n);
+    ok = n == 256 + 3 && big[0] == 0x01;
+    for (i = 1; ok && i < 255; i++) ok = big[i] == 0xFF;
+    memcpy(poison, big, sizeof poison);
+    CHECK(ok && big[255] == 0 && big[256] == 0x02 && big[257] == 0x05 && big[258] == 0,
+          "uart: after a full-ring loss: 0x01, 254 x 0xFF, 0x00 in place of the frame, then the next frame intact (%zu)",
+          n);
 
-    /* 254 x 0xFF after any prefix is not valid COBS. */
-    ok = 1;
-    for (i = 0; ok && i <= 600; i++) {
-        size_t j;
-        for (j = 0; j < i; j++) big[j] = (uint8_t)(j % 5 == 0 ? i % 254 + 1 : (j * 37) % 255 + 1);
-        memset(big + i, 0xFF, 254);
-        ok = edp_cobs_decode(big, i + 254) < 0;
+    /* The invalid frame after every prefix state is invalid COBS: a prefix
+     * (no 0x00 in it) leaves the decoder at a code position or r = 1..254
+     * data bytes into a block. Every block code 1..255 with every count of its
+     * data bytes received, alone or after a complete block (code 0x02, or a
+     * full block of code 0xFF), and the prefixes at a code position. */
+    {
+        static const uint8_t before[][256] = {{0}, {0x02, 0x41}, {0xFF}};
+        static const size_t before_len[] = {0, 2, 255};
+        size_t states = 0, b, code, got;
+        int old_valid = 0;
+        ok = 1;
+        for (b = 0; b < 3; b++) {
+            size_t pre = before_len[b];
+            memcpy(big, before[b], pre);
+            if (b == 2) memset(big + 1, 0x5A, 254);
+            /* at a code position, after the complete block(s) before */
+            memcpy(big + pre, poison, 255);
+            ok = ok && edp_cobs_decode(big, pre + 255) < 0;
+            states++;
+            for (code = 1; code <= 255; code++) {
+                for (got = 0; got < code; got++) {   /* data bytes of this block received: r = code - 1 - got */
+                    size_t len = pre + 1 + got;
+                    memcpy(big, before[b], pre);
+                    if (b == 2) memset(big + 1, 0x5A, 254);
+                    big[pre] = (uint8_t)code;
+                    memset(big + pre + 1, (int)(0x80 | (got & 0x7F)), got);
+                    memcpy(big + len, poison, 255);
+                    ok = ok && edp_cobs_decode(big, len + 255) < 0;
+                    states++;
+                    if (got == 0 && code == 255) {   /* the poison before this fix: valid here */
+                        memcpy(big, before[b], pre);
+                        if (b == 2) memset(big + 1, 0x5A, 254);
+                        big[pre] = 0xFF;
+                        memset(big + pre + 1, 0xFF, 254);
+                        old_valid += edp_cobs_decode(big, pre + 255) >= 0;
+                    }
+                }
+            }
+        }
+        CHECK(ok && states == 3u * (1u + 255u * 256u / 2u) && old_valid == 3,
+              "uart: the invalid frame is invalid COBS after every prefix state, code byte 0xFF and prefixes ending "
+              "inside a block included (%zu prefixes; 254 x 0xFF alone was valid after code 0xFF)", states);
     }
-    CHECK(ok, "uart: no prefix of 0..600 bytes makes the invalid frame valid COBS");
 
     nb = wire_of(frame_b, sizeof frame_b, 0x21, big);
     ok = 1;

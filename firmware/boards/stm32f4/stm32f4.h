@@ -170,11 +170,16 @@ uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
 /* Hand up to max received bytes to buf, without waiting; returns the count.
  * Each slot is zeroed as it is read (a later RAM read finds no past request).
  * A damaged frame (a slot flagged LOST or BAD) never reaches the core as a
- * different frame: in its place the core gets 254 x 0xFF and a 0x00, which
- * no prefix can make a valid COBS frame (a code byte 0xFF then runs past the
- * delimiter), so the core answers it EDP_ERR_CRC (EDP_ERR_LEN if the prefix was
- * already near EDP_WIRE_MAX); the rest of the damaged frame, up to its 0x00,
- * is dropped. */
+ * different frame: in its place the core gets 0x01, 254 x 0xFF and a 0x00,
+ * which no prefix can make a valid COBS frame. A prefix leaves the decoder at
+ * a code position or r = 1..254 data bytes into a block (r = 254 after a code
+ * byte 0xFF): at a code position the 0x01 is an empty block and the next 0xFF
+ * a code announcing 254 bytes where 253 remain; r bytes into a block, the
+ * block takes the 0x01 and r - 1 x 0xFF (all non-zero) and the next 0xFF
+ * announces 254 bytes where 254 - r remain. (254 x 0xFF alone would be the
+ * data of a block whose code 0xFF ended the prefix.) So the core answers it
+ * EDP_ERR_CRC (EDP_ERR_LEN if the prefix was already near EDP_WIRE_MAX); the
+ * rest of the damaged frame, up to its 0x00, is dropped. */
 size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max);
 
 /* ---- rng.c ---- */

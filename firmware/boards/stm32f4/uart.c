@@ -59,8 +59,9 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r)
     }
 }
 
-/* The invalid frame handed over in place of a damaged one: 254 x 0xFF, 0x00. */
-#define POISON_LEN 255u
+/* The invalid frame handed over in place of a damaged one: 0x01, 254 x 0xFF,
+ * 0x00 (stm32f4.h, edp_stm32_rx_read: invalid COBS after any prefix). */
+#define POISON_LEN 256u
 
 size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
 {
@@ -70,7 +71,8 @@ size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
     while (n < max) {
         uint32_t e;
         if (r->poison) {
-            buf[n++] = --r->poison ? 0xFFu : 0x00u;
+            const uint32_t p = r->poison--;
+            buf[n++] = p == POISON_LEN ? 0x01u : p == 1u ? 0x00u : 0xFFu;
             continue;
         }
         if (t == h) break;
