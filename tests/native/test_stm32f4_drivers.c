@@ -444,30 +444,54 @@ static void test_uart(void)
 
     /* The release window's term for the interrupt: whatever the work, bytes
      * arriving at the fastest the USART completes them cannot push it past
-     * the window; and the term is no larger than it must be. */
+     * the window; and the term is no larger than it must be. Every clock the
+     * port runs at, with the default baud and faster ones a build may set
+     * (EDP_CONSOLE_BAUD), up to T = c + 1 (the largest share); T <= c has no
+     * window at all. */
     {
-        static const uint32_t clocks_hz[] = {168000000u, 16000000u, 84000000u};
-        uint32_t ci, share = 0;
+        static const struct { uint32_t hz, baud; int32_t share; } cases[] = {
+            {168000000u, 115200u, 1304}, {16000000u, 115200u, 16879}, {84000000u, 115200u, -1},
+            {168000000u, 460800u, -1}, {16000000u, 460800u, 299594}, {168000000u, 921600u, -1},
+            {16000000u, 230400u, -1}, {257000u, 9000u, 1 << 24},   /* T = 257 = c + 1 */
+            {16000000u, 921600u, 0}, {256000u, 9000u, 0}, {16000000u, 0u, 0},   /* T <= c: EDP_ERR_TIMING */
+        };
+        uint32_t ci, share = 0, windows = 0;
         uint64_t work, worst = 0;
-        ok = edp_stm32_rx_isr_share(168000000u, 115200u) == 1304u && edp_stm32_rx_isr_share(16000000u, 115200u) == 16879u;
-        CHECK(ok, "uart: the interrupt's share of a window is 1304/65536 at 168 MHz, 16879/65536 at 16 MHz");
         ok = 1;
-        for (ci = 0; ci < 3; ci++) {
-            share = edp_stm32_rx_isr_share(clocks_hz[ci], 115200u);
-            for (work = 0; ok && work < 200000000u; work = work * 3u / 2u + 1u) {
-                uint64_t l = edp_stm32_window_cycles(work, share);
-                uint64_t bytes = l * 115200u / (9ull * clocks_hz[ci]) + 1u;   /* floor(L / T) + 1 */
-                ok = work + bytes * EDP_STM32_RX_ISR_CYCLES <= l;
+        for (ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            const uint32_t hz = cases[ci].hz, baud = cases[ci].baud;
+            const int r = edp_stm32_rx_isr_share(hz, baud, &share);
+            if (cases[ci].share == 0) {
+                ok = ok && r == EDP_ERR_TIMING && share == 0;
+                continue;
+            }
+            ok = ok && r == EDP_OK && (cases[ci].share < 0 || share == (uint32_t)cases[ci].share) &&
+                 share <= EDP_STM32_RX_SHARE_MAX;
+            /* up to the most the port passes: 4 cycles x (2^32 - 1) instructions */
+            for (work = 0; ok; work = work * 3u / 2u + 1u) {
+                uint64_t l, bytes;
+                if (work > 4u * 0xFFFFFFFFull) work = 4u * 0xFFFFFFFFull;
+                l = edp_stm32_window_cycles(work, share);
+                bytes = l * baud / (9ull * hz) + 1u;   /* floor(L / T) + 1 */
+                ok = l < UINT64_MAX && work + bytes * EDP_STM32_RX_ISR_CYCLES <= l;
+                windows++;
                 if (ci == 0 && work > 1000u) {
                     uint64_t over = l - work - EDP_STM32_RX_ISR_CYCLES;  /* the term past W + c */
                     if (over * 10000u / (work + EDP_STM32_RX_ISR_CYCLES) > worst)
                         worst = over * 10000u / (work + EDP_STM32_RX_ISR_CYCLES);
                 }
+                if (work == 4u * 0xFFFFFFFFull) break;
             }
         }
-        CHECK(ok && worst <= 205u, "uart: work + (L / T + 1) x c fits the window L at 168, 84 and 16 MHz "
-                                   "(past W + c the term is at most %u.%02u %% of it at 168 MHz)",
-              (unsigned)(worst / 100u), (unsigned)(worst % 100u));
+        CHECK(ok, "uart: the interrupt's share of a window is 1304/65536 at 168 MHz, 16879/65536 at 16 MHz, "
+                  "299594/65536 at 16 MHz and 460800 baud, 2^24 at T = c + 1; EDP_ERR_TIMING for T <= c");
+        CHECK(ok && worst <= 205u, "uart: work + (L / T + 1) x c fits the window L at 168, 84 and 16 MHz, 115200 to "
+                                   "921600 baud, for work up to 2^34 cycles (%u windows; past W + c the term is at "
+                                   "most %u.%02u %% of it at 168 MHz)",
+              (unsigned)windows, (unsigned)(worst / 100u), (unsigned)(worst % 100u));
+        CHECK(edp_stm32_window_cycles(EDP_STM32_WINDOW_WORK_MAX, EDP_STM32_RX_SHARE_MAX) == UINT64_MAX &&
+                  edp_stm32_window_cycles(0, EDP_STM32_RX_SHARE_MAX + 1u) == UINT64_MAX,
+              "uart: a window past what its product holds saturates (no wrapped, short window)");
     }
 
     edp_stm32_gpio_af(&gpio, 2, 7);

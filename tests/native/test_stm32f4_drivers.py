@@ -66,10 +66,21 @@ def test_each_driver_is_covered(output: str, topic: str) -> None:
     "WRPERR -> ERR_STORE, relocked", "BSY never clears -> ERR_STORE", "high-water log on the driver",
     "a full ring of 4096 bytes is kept", "an overrun (ORE) at any byte of a frame",
     "a framing error (FE) at any byte of a frame", "the invalid frame is invalid COBS after every prefix state",
-    "work + (L / T + 1) x c fits the window L", "every slot read is wiped",
+    "work + (L / T + 1) x c fits the window L at 168, 84 and 16 MHz, 115200 to 921600 baud",
+    "EDP_ERR_TIMING for T <= c", "saturates (no wrapped, short window)", "every slot read is wiped",
 ])
 def test_required_behaviour_checked(output: str, behaviour: str) -> None:
     assert any(line.startswith("ok ") and behaviour in line for line in output.splitlines()), behaviour
+
+
+@pytest.mark.parametrize("baud, builds", [(460800, True), (560311, True), (560312, False), (921600, False)])
+def test_console_baud_is_checked_against_the_hsi_fallback(baud: int, builds: bool) -> None:
+    """A build whose EDP_CONSOLE_BAUD leaves the RX interrupt no room between two bytes on the
+    16 MHz HSI fallback (9 bit times <= EDP_STM32_RX_ISR_CYCLES = 256) does not compile."""
+    r = subprocess.run([CC, *CFLAGS, "-fsyntax-only", f"-DEDP_CONSOLE_BAUD={baud}u",
+                        str(ROOT / "firmware/boards/stm32f4/uart.c")], capture_output=True, text=True)
+    assert (r.returncode == 0) == builds, r.stderr
+    assert builds or "EDP_CONSOLE_BAUD too fast" in r.stderr
 
 
 def test_rtc_day_index_matches_datetime(output: str) -> None:

@@ -151,20 +151,39 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
  * cycles, rounded up (docs/privacy.md §6). */
 #define EDP_STM32_RX_ISR_CYCLES 256u
 
-/* The interrupt's share of a release window, c / (T - c) in 16.16 fixed point
- * rounded up, with c = EDP_STM32_RX_ISR_CYCLES and T the fewest core cycles
- * between two received bytes: 9 bit times at baud (a start bit, 8 data bits
- * and the half stop bit the receiver samples, less the baud tolerance; RXNE
- * comes no faster whatever the sender does). 1,304 (2.0 %) at 168 MHz and
- * 115,200 baud, 16,879 (25.8 %) at 16 MHz; 1.0 if T <= 2c. */
-uint32_t edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud);
+/* The console's baud must leave the interrupt room between two bytes (T > c,
+ * below) on the slowest clock the port can run, the 16 MHz HSI fallback:
+ * EDP_CONSOLE_BAUD <= 560,311 (460,800 gives T = 312 cycles, 921,600 only 156). */
+#if (EDP_STM32_HSI_HZ * 9u) / (EDP_CONSOLE_BAUD) <= EDP_STM32_RX_ISR_CYCLES
+#error "EDP_CONSOLE_BAUD too fast for the RX interrupt at the 16 MHz HSI fallback (9 bit times <= EDP_STM32_RX_ISR_CYCLES)"
+#endif
+
+/* Largest share edp_stm32_rx_isr_share gives (T = c + 1: c in 16.16) and the
+ * work edp_stm32_window_cycles takes without saturating (2^40 cycles). */
+#define EDP_STM32_RX_SHARE_MAX (EDP_STM32_RX_ISR_CYCLES << 16)
+#define EDP_STM32_WINDOW_WORK_MAX ((uint64_t)1 << 40)
+
+/* The interrupt's share of a release window: *share = c / (T - c) in 16.16
+ * fixed point rounded up, with c = EDP_STM32_RX_ISR_CYCLES and T the fewest
+ * core cycles between two received bytes: 9 bit times at baud (a start bit, 8
+ * data bits and the half stop bit the receiver samples, less the baud
+ * tolerance; RXNE comes no faster whatever the sender does), rounded down.
+ * 1,304 (2.0 %) at 168 MHz and 115,200 baud, 16,879 (25.8 %) at 16 MHz,
+ * 299,594 (4.57) at 16 MHz and 460,800 baud; at most EDP_STM32_RX_SHARE_MAX
+ * (T = c + 1). Returns EDP_OK, or EDP_ERR_TIMING (and *share = 0) when
+ * T <= c: bytes arriving at the fastest can keep the core in the interrupt,
+ * and no window bounds the work (the board then has no release window, so
+ * the core refuses QUERY and INFER with EDP_ERR_TIMING, port.h). */
+int edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud, uint32_t *share);
 
 /* Cycles a release window must last for `work` cycles of work to end in it
  * while bytes arrive at the fastest: L = (W + c)(1 + share) + 1 with
  * W = work. A window of L cycles holds at most floor(L / T) + 1 interrupts,
  * and L >= W + (L / T + 1) c <=> L >= (W + c) T / (T - c) = (W + c)(1 + c / (T - c)),
  * so the work still fits; a function of work and the clock only
- * (docs/privacy.md §6). */
+ * (docs/privacy.md §6). share as edp_stm32_rx_isr_share gives it; work below
+ * EDP_STM32_WINDOW_WORK_MAX (the port passes at most 4 x (2^32 - 1)), else
+ * (or a larger share) UINT64_MAX. */
 uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
 
 /* Hand up to max received bytes to buf, without waiting; returns the count.

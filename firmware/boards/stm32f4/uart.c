@@ -3,6 +3,7 @@
  * that arrive while the device computes an answer are kept.
  * QEMU models the USART (SR.RXNE/TXE, DR, CR1.UE/TE/RE/RXNEIE and its IRQ line)
  * but not GPIO or RCC; the pin and clock set-up is harmless there. */
+#include "edgedp/error.h"
 #include "stm32f4.h"
 
 void edp_stm32_gpio_af(edp_gpio_regs_t *g, uint32_t pin, uint32_t af)
@@ -97,14 +98,19 @@ size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
     return n;
 }
 
-uint32_t edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud)
+int edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud, uint32_t *share)
 {
-    const uint64_t t = (uint64_t)sysclk_hz * 9u / baud, c = EDP_STM32_RX_ISR_CYCLES;
-    return t > 2u * c ? (uint32_t)(((c << 16) + (t - c) - 1u) / (t - c)) : 1u << 16;
+    const uint64_t c = EDP_STM32_RX_ISR_CYCLES;
+    const uint64_t t = baud ? (uint64_t)sysclk_hz * 9u / baud : 0u;
+    *share = 0;
+    if (t <= c) return EDP_ERR_TIMING;   /* the interrupt alone can fill the time between bytes */
+    *share = (uint32_t)(((c << 16) + (t - c) - 1u) / (t - c));   /* <= c << 16 = 2^24 */
+    return EDP_OK;
 }
 
 uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share)
 {
     const uint64_t w = work + EDP_STM32_RX_ISR_CYCLES;
-    return w + ((w * share) >> 16) + 1u;
+    if (work >= EDP_STM32_WINDOW_WORK_MAX || share > EDP_STM32_RX_SHARE_MAX) return UINT64_MAX;
+    return w + ((w * share) >> 16) + 1u;   /* w * share < 2^41 x 2^24 */
 }
