@@ -6,6 +6,7 @@
 #include "edgedp/device.h"
 #include "edgedp/model.h"
 #include "edgedp/options.h"
+#include "edgedp/sha256.h"
 #if EDP_TEST_BUILD
 #include "naive.h"
 #endif
@@ -40,7 +41,12 @@ int main(void)
 #if EDP_TEST_BUILD
     device.naive = edp_naive_laplace;
 #endif
+    /* buf is wiped once the core has taken it (the core wipes its own copy of
+     * a request likewise): a later RAM read finds no past request in it. */
     while ((n = edp_board_uart_read(buf, sizeof buf)) >= 0)
-        if (n > 0) edp_device_rx(&device, buf, (size_t)n);
+        if (n > 0) {
+            edp_device_rx(&device, buf, (size_t)n);
+            edp_wipe(buf, (size_t)n);
+        }
     return 0;
 }

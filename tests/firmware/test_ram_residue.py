@@ -1,17 +1,19 @@
 """A later RAM read finds no input and no raw model output of the last answer (issue 17.4).
 
-The logistic-regression test image runs in Unicorn (edgedp.bench.trace); after an INFER and a
-QUERY the whole of SRAM is searched for every float32 of the request's inputs and of the model's
-raw output (computed bit for bit by edgedp.model.reference). Only the emulator's own receive
-buffer (the bytes on the wire, which the peer sent) is left out. Before the fix the model's
-scratch held the raw softmax output and the device's input buffer the request."""
+The logistic-regression test image runs in Unicorn (edgedp.bench.trace), its own main and frame
+loop reading the request from USART1; after an INFER and a QUERY the whole of SRAM is searched for
+every float32 of the request's inputs and of the model's raw output (computed bit for bit by
+edgedp.model.reference). Nothing is left out: the frame loop's receive buffer (firmware/app/main.c)
+is searched too. Before the fixes the model's scratch held the raw softmax output, the device's
+input buffer the request, and main's receive buffer the last 64 bytes of the request on the wire
+(a k = 10 QUERY whole)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from edgedp.bench.infer import model_image
-from edgedp.bench.trace import RAM_BASE, RAM_SIZE, SCRATCH_SIZE, Emulator, TraceLink
+from edgedp.bench.trace import RAM_BASE, RAM_SIZE, Emulator, TraceLink
 from edgedp.device.client import Device, load_key
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.model import cgen, reference
@@ -21,17 +23,12 @@ from ..conftest import ROOT
 
 @pytest.fixture(scope="module")
 def logreg_emulator() -> Emulator:
-    emu = Emulator(model_image("digits_logreg"))
-    emu.install_model()
-    return emu
+    return Emulator(model_image("digits_logreg"), main=True)
 
 
 def ram(emu: Emulator) -> bytes:
-    """SRAM as a debugger would read it, without the emulator's receive buffer."""
-    mem = bytearray(emu.uc.mem_read(RAM_BASE, RAM_SIZE))
-    off = emu.scratch - RAM_BASE
-    mem[off:off + SCRATCH_SIZE] = bytes(SCRATCH_SIZE)
-    return bytes(mem)
+    """SRAM as a debugger would read it: all of it."""
+    return bytes(emu.uc.mem_read(RAM_BASE, RAM_SIZE))
 
 
 def found(mem: bytes, values: np.ndarray) -> list[float]:
@@ -61,8 +58,7 @@ def test_no_input_or_raw_output_stays_in_ram_after_infer_and_query(logreg_emulat
 def test_int8_model_leaves_no_activation_or_output_in_ram() -> None:
     """The int8 MLP's scratch: its int8 input, hidden activations, widened input and float
     logits/outputs are wiped too (edp_model_wipe_s8)."""
-    emu = Emulator(model_image("digits_mlp_int8"))
-    emu.install_model()
+    emu = Emulator(model_image("digits_mlp_int8"), main=True)
     dev = Device(TraceLink(emu), timeout=60)
     dev.configure(load_key(), MechConfig(), Caps(10**12))
     model = cgen.read(ROOT / "firmware/model/digits_mlp_int8.c")

@@ -7,7 +7,11 @@ USART1 and the System Control Space (SysTick, CPACR) as MMIO callbacks. The boar
 ``edp_board_init`` and the core's ``edp_device_init`` boot it exactly as ``main`` does;
 frames go through ``edp_device_rx`` (COBS, CRC, dispatcher, budget commit, response) so
 the trace covers the whole QUERY path, and a :class:`TraceLink` lets the ordinary
-:class:`edgedp.device.client.Device` talk to it.
+:class:`edgedp.device.client.Device` talk to it. With ``main=True`` the image's own ``main``
+runs instead (board init, banner, frame loop), and received bytes reach it through USART1's
+RXNE and data register, as under QEMU: what the frame loop leaves in RAM is then the
+firmware's (its receive buffer and stack frame included); instruction counts outside the
+``port->ticks`` marks are then not exact (a suspended block is counted again on resuming).
 
 The DP step is what the QUERY response's ``ticks`` measure: the instructions between the
 two SysTick reads made through ``port->ticks`` around quantize/noise/output. Unicorn
@@ -211,7 +215,7 @@ class Image:
 class Emulator:
     """The firmware image booted in Unicorn; feed it wire bytes, read its UART output."""
 
-    def __init__(self, elf: str | Path):
+    def __init__(self, elf: str | Path, main: bool = False):
         self.image = img = Image(elf)
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         self.cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
@@ -257,12 +261,19 @@ class Emulator:
         self.port = img.symbol(port_name)
         self._drbg = self.device + img.offset("edp_device_t", "drbg")
         self._drbg_batch_words = (img.offset("edp_drbg_t", "word") - img.offset("edp_drbg_t", "block")) // 4
-        self._boot()
+        self._rx = bytearray()           # bytes received on USART1, not yet read (main=True)
+        self._main_pc: int | None = None  # where main's frame loop waits for input (main=True)
+        if main:
+            self._boot_main()
+        else:
+            self._boot()
 
     # ---- memory-mapped peripherals ------------------------------------------------
     def _usart_read(self, uc, offset, size, data) -> int:
-        if offset == 0x00:
-            return 0xC0  # SR: TXE | TC, never RXNE (input arrives through edp_device_rx)
+        if offset == 0x00:  # SR: TXE | TC, and RXNE while received bytes wait (main=True only)
+            return 0xC0 | (0x20 if self._rx else 0)
+        if offset == 0x04 and self._rx:
+            return self._rx.pop(0)
         return 0
 
     def _usart_write(self, uc, offset, size, value, data) -> None:
@@ -414,6 +425,8 @@ class Emulator:
              limit: int = 200_000_000) -> int:
         """Call a function with integer args (r0-r3, the rest on the stack) and float args s0..
         (hard-float ABI); returns r0."""
+        if self._main_pc is not None:
+            raise TraceError("main runs this image: a call would overwrite its stack")
         addr = self.image.symbol(name_or_addr) if isinstance(name_or_addr, str) else name_or_addr
         uc = self.uc
         for reg, v in zip((UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3), args):
@@ -444,13 +457,51 @@ class Emulator:
             naive_off = self.image.offset("edp_device_t", "naive")
             self.uc.mem_write(self.device + naive_off, struct.pack("<I", self.image.symbol("edp_naive_laplace")))
 
+    def _boot_main(self) -> None:
+        """Run main until its frame loop asks the board for input and none is there."""
+        reader = self.image.symbol("edp_board_uart_read") & ~1
+
+        def wait_for_input(uc, address, size, user) -> None:
+            if not self._rx:
+                uc.emu_stop()  # before the instruction: resuming here reads the new bytes
+
+        self.uc.hook_add(UC_HOOK_CODE, wait_for_input, begin=reader, end=reader)
+        if "edp_qemu_host_entropy" in self.image.symbols:  # what QEMU's generic loader writes at a start
+            self.uc.mem_write(self.image.symbol("edp_qemu_host_entropy"), bytes(range(0xA0, 0xC0)))
+        initial_sp, = struct.unpack("<I", self.uc.mem_read(FLASH_BASE, 4))  # the vector table's, as at reset
+        self._run(self.image.symbol("main"), initial_sp)
+        ticks_fn = struct.unpack("<I", self.uc.mem_read(self.port + self.image.offset("edp_port_t", "ticks"), 4))[0]
+        self.uc.hook_add(UC_HOOK_CODE, self._on_ticks_entry, begin=ticks_fn & ~1, end=ticks_fn & ~1)
+        self.uart_out.clear()  # the banner
+
+    def _run(self, addr: int, sp: int | None = None, limit: int = 200_000_000) -> None:
+        """Run main (main=True) from addr until its frame loop waits for input again."""
+        if sp is not None:
+            self.uc.reg_write(UC_ARM_REG_SP, sp)
+        self._prev = None
+        try:
+            self.uc.emu_start(addr | 1, RETURN_ADDR, count=limit)
+        except UcError as exc:
+            pc = self.uc.reg_read(UC_ARM_REG_PC)
+            raise TraceError(f"emulation fault {exc} at 0x{pc:08x} ({self.image.function_at(pc)})") from None
+        pc = self.uc.reg_read(UC_ARM_REG_PC) & ~1
+        if pc != self.image.symbol("edp_board_uart_read") & ~1 or self._rx:
+            raise TraceError(f"main did not come back for input within {limit} instructions")
+        self._main_pc = pc
+
     def install_model(self) -> None:
         """What main() does after edp_device_init: device.model = edp_app_model."""
         ptr = self.uc.mem_read(self.image.symbol("edp_app_model"), 4)
         self.uc.mem_write(self.device + self.image.offset("edp_device_t", "model"), bytes(ptr))
 
     def write(self, data: bytes) -> None:
-        """Feed received bytes to edp_device_rx (in scratch-sized pieces)."""
+        """Feed received bytes to edp_device_rx (in scratch-sized pieces), or with main=True to
+        USART1, running main's frame loop until it has read them all and waits for more."""
+        if self._main_pc is not None:
+            if data:
+                self._rx += data
+                self._run(self._main_pc)
+            return
         for i in range(0, len(data), SCRATCH_SIZE):
             piece = data[i:i + SCRATCH_SIZE]
             self.uc.mem_write(self.scratch, piece)
