@@ -6,8 +6,9 @@
  *    TX polled, RX by the USART's RXNE interrupt into a 4 KiB ring
  *    (EDP_STM32_RX_RING, stm32f4.h) that edp_board_uart_read drains, so requests
  *    may be pipelined; a byte lost to an overrun, a line error or a full ring
- *    reaches the core as an invalid frame (an EDP_ERR_CRC answer), never as a
- *    different frame;
+ *    reaches the core as an invalid frame (an EDP_ERR_CRC answer), not as a
+ *    different frame (except an overrun the interrupt cannot see: stm32f4.h,
+ *    edp_stm32_rx_read);
  *  - entropy: the hardware RNG only (health-checked, fails closed); the core
  *    reseeds from it every EDP_RESEED_BLOCKS ChaCha20 blocks;
  *  - day index and SET_TIME: the LSE-clocked RTC calendar (UTC);

@@ -1,8 +1,12 @@
 /* Internal flash programming for the flash high-water log (RM0090 §3.6).
  * The controller is left locked between operations. Code runs from the same
  * bank: the core stalls on instruction fetches while an operation is busy,
- * which is harmless (no interrupts are used) but holds the UART: bytes that
- * arrive during a sector erase (1-2 s) are lost and the host retries. */
+ * the USART's RX interrupt (uart.c) included, unless its code sits in the ART
+ * cache. Bytes that arrive during a sector erase (1-2 s) overrun the USART:
+ * they are lost, flagged (ORE) when the interrupt runs again, their frame
+ * answered as invalid (stm32f4.h, edp_stm32_rx_read), and the host retries.
+ * A stall that holds the interrupt between its SR and DR reads can hide an
+ * overrun (stm32f4.h). */
 #include "stm32f4.h"
 
 #include "edgedp/error.h"

@@ -198,7 +198,18 @@ uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
  * announces 254 bytes where 254 - r remain. (254 x 0xFF alone would be the
  * data of a block whose code 0xFF ended the prefix.) So the core answers it
  * EDP_ERR_CRC (EDP_ERR_LEN if the prefix was already near EDP_WIRE_MAX); the
- * rest of the damaged frame, up to its 0x00, is dropped. */
+ * rest of the damaged frame, up to its 0x00, is dropped. If that 0x00 itself
+ * came with a line error (FE, NF, PE: flagged BAD, so it may not have been a
+ * 0x00 at all) the drop runs on to the next good 0x00, the end of the next
+ * frame: two requests get the one invalid frame's answer (ERR_CRC, seq 0),
+ * and the host raises TransportError for both (docs/privacy.md §6).
+ * A loss this cannot see: an overrun that sets ORE after the interrupt's SR
+ * read and before its DR read is cleared by that DR read unseen, and the
+ * byte is missing from its frame without a flag. It takes the interrupt
+ * delayed about a byte time between its two reads (87 us at 115,200 baud,
+ * e.g. a flash program stalling the fetch of the DR read while bytes are
+ * pipelined); the spliced frame is then caught only by the CRC (and the
+ * length check). */
 size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max);
 
 /* ---- rng.c ---- */

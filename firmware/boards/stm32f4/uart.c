@@ -41,7 +41,8 @@ void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uin
 void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r)
 {
     /* SR then DR: the pair clears RXNE, ORE, NF, FE and PE. With ORE, DR holds
-     * the byte before the lost one: the loss is flagged on the next slot. */
+     * the byte before the lost one: the loss is flagged on the next slot. An
+     * ORE set between the two reads is cleared unseen (stm32f4.h). */
     const uint32_t sr = EDP_RD(u->SR);
     const uint32_t b = EDP_RD(u->DR) & 0xFFu;
     const uint32_t h = r->head;
@@ -88,7 +89,10 @@ size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max)
         }
         if (r->skip) {
             /* The damaged frame ends at a 0x00 that is itself good (it may
-             * follow the loss); the poison's 0x00 stands in for it. */
+             * follow the loss); the poison's 0x00 stands in for it. A 0x00
+             * that came with a line error is BAD and ends nothing: the skip
+             * runs on through the next frame to its 0x00, so two requests
+             * get one answer (stm32f4.h, edp_stm32_rx_read). */
             if ((e & ~EDP_STM32_RX_LOST) == 0) r->skip = 0;
             continue;
         }
