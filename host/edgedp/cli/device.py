@@ -277,7 +277,9 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                 click.echo(run.table.header())
             t0 = time.perf_counter()
             with run.stop.deferring_signals():
-                for i, r in enumerate((dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m)):
+                answers = (dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m,
+                                                                       stop=run.stop.__bool__)
+                for i, r in enumerate(answers):
                     run.take(i, r)
             elapsed = time.perf_counter() - t0
             i_dev = dev.info()
