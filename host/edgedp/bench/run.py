@@ -412,9 +412,9 @@ def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
 
 def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
     """Each row's entropy limit per class (edgedp.bench.entropy) at the image's DRBG cost per bit,
-    the DP step per class over it, and the step with its keystream amortised: the measured
-    instructions less the batches that happened to be generated inside the measured steps, plus
-    the bits the steps read at the batch's cost per bit (the long-run cost of those bits; a
+    the DP step per class over it, and the step with its keystream amortised: the traced
+    instructions less the batches that happened to be generated inside the traced steps, plus
+    the bits those steps read at the batch's cost per bit (the long-run cost of those bits; a
     60-query window holds a handful of batches of about 3,200 instructions each, so one batch
     more or less moves the windowed figure by about 5 per class at k = 10)."""
     from .entropy import drbg_batch, limit_per_class
@@ -424,13 +424,16 @@ def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
         r.update(limit_per_class(r["k"], r["epsilon"], batch.per_bit, MechConfig(to_micro(r["epsilon"]))))
         dp = r.get("dp_per_class")
         r["dp_over_entropy_limit"] = dp / r["entropy_limit_per_class"] if dp else None
-        if dp and r.get("keystream_bits") is not None and r.get("chacha_blocks") is not None:
+        if r.get("keystream_bits") is not None and r.get("trace_instructions"):
+            # from the trace alone: its queries are the ones whose bits and batches were counted
+            # (on QEMU the same as the target's, in lockstep; on Renode the target's keystream differs)
             k = r["k"]
-            amortised = dp + (r["keystream_bits"] * batch.per_bit
-                              - r["chacha_blocks"] / batch.blocks * batch.instructions) / k
+            amortised = (r["trace_instructions"] + r["keystream_bits"] * batch.per_bit
+                         - r["chacha_blocks"] / batch.blocks * batch.instructions) / k
+            naive = r.get("naive_trace_instructions")
             r["keystream_bits_per_class"] = r["keystream_bits"] / k
             r["dp_per_class_amortised"] = amortised
-            r["dp_over_naive_amortised"] = amortised / r["naive_per_class"] if r.get("naive_per_class") else None
+            r["dp_over_naive_amortised"] = amortised * k / naive if naive else None
             r["dp_over_entropy_limit_amortised"] = amortised / r["entropy_limit_per_class"]
 
 
