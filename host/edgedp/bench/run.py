@@ -193,6 +193,8 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
                 if tracer:
                     tracer.run(lambda d, mech=mech: d.configure(key, mech, BENCH_CAPS))
                 for k in cfg.ks:
+                    if stop():  # before the next point's warm-up query
+                        raise _Stop
                     say(f"epsilon {eps:g}, k {k}")
                     rows.append(_measure(dev, tracer, unit, lockstep, k, eps,
                                          cfg.queries.get(k, 3), cfg.seed, stop))
