@@ -598,7 +598,8 @@ _TARGET_LINES = {
                                              f"{v['worst_per_class']:.1f} ({v['basis']})",
     "query_deadline_at_most_2x_optimum": lambda v: (f"QUERY release deadline at most 2x the optimum (k >= 10): "
                                                     f"worst {v['worst_ratio']:.2f} at k={v['at']['k']}, "
-                                                    f"eps={v['at']['epsilon']:g}"),
+                                                    f"eps={v['at']['epsilon']:g} (against the optimum's "
+                                                    f"estimate, an upper one: the true ratio is higher)"),
 }
 
 
