@@ -167,7 +167,10 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
     ``stop()`` is polled between queries: once it is true (or a device error ends the grid) the
     row in progress is dropped, the later parts are not run and :class:`Partial` is raised with
     the rows measured so far, ``partial``, ``missing`` (the (k, epsilon) points not measured),
-    ``skipped`` and ``stopped``."""
+    ``skipped`` and ``stopped``. A failed Unicorn replay during the grid, or any error in a
+    later part (deadlines, entropy limits, host reference, footprint), ends the run the same way
+    with that error as the cause."""
+    from .trace import TraceError
     cfg = cfg or BenchConfig()
     say = progress or (lambda msg: None)
     grid = [(eps, k) for eps in cfg.epsilons for k in cfg.ks]
@@ -203,6 +206,9 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
             stopped = "interrupted"
         except EdgeDPError as exc:  # the rows measured so far are kept
             cause, stopped = exc, str(exc)
+        except TraceError as exc:  # the Unicorn replay failed: the rows so far are kept too
+            cause = EdgeDPError(f"trace: {exc}", "ERR_BENCH")
+            stopped = str(cause)
         result = {
             "tool": f"edgedp {__version__} bench",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -244,7 +250,13 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
             continue
         if msg:
             say(msg)
-        part()
+        try:
+            part()
+        except Exception as exc:  # noqa: BLE001 - the rows measured so far are kept, the error said
+            cause = exc if isinstance(exc, EdgeDPError) else EdgeDPError(
+                f"{name}: {type(exc).__name__}: {exc}", "ERR_BENCH")
+            stopped = str(cause)
+            mark_partial(result, stopped, name)
     result["targets"] = check_targets(result)
     if stopped is not None:
         raise Partial(result, cause)
