@@ -9,8 +9,13 @@ input buffer the request, and main's receive buffer the last 64 bytes of the req
 (a k = 10 QUERY whole)."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
+from unicorn import UC_HOOK_CODE
+from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3,
+                               UC_ARM_REG_R12, UC_ARM_REG_SP)
 
 from edgedp.bench.infer import model_image
 from edgedp.bench.trace import RAM_BASE, RAM_SIZE, Emulator, TraceLink
@@ -104,3 +109,35 @@ def test_keystream_that_made_the_noise_is_gone_from_ram(logreg_emulator: Emulato
     mem = ram(emu)
     assert [v for v in used if int(v).to_bytes(4, "little") in mem] == [], "consumed keystream stays in RAM"
     assert all(int(v).to_bytes(4, "little") in mem for v in unread)
+
+
+def test_interrupt_frames_pushed_during_the_noise_are_gone(logreg_emulator: Emulator) -> None:
+    """An interrupt (the stm32f4 port's RXNE, SysTick) pushes r0-r3, r12, lr, pc and xPSR of the
+    code it interrupts below SP: during the sampler, noise and keystream values. Unicorn takes
+    no interrupts, so the test does what exception entry does (an extended frame: the core
+    uses the FPU, so r0 lies 104 bytes below the 8-byte-aligned SP) at every instruction of
+    edp_dlap_noisy during a QUERY; after the answer none of those words may be left in SRAM
+    where they were pushed. Before the ports wiped the dead stack after an answer
+    (boards/cortexm/stackwipe.h) almost all of them were."""
+    emu = logreg_emulator
+    dev = Device(TraceLink(emu), timeout=60)
+    dev.configure(load_key(), MechConfig(), Caps(10**12))
+    start, end = emu.image.function_range("edp_dlap_noisy")
+    pushed: dict[int, int] = {}
+    regs = (UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3, UC_ARM_REG_R12, UC_ARM_REG_LR)
+
+    def exception_entry(uc, address, size, user) -> None:
+        base = (uc.reg_read(UC_ARM_REG_SP) & ~7) - 104
+        words = [uc.reg_read(r) for r in regs] + [address | 1, 0x01000000]
+        uc.mem_write(base, struct.pack("<8I", *words))
+        pushed.update((base + 4 * i, w) for i, w in enumerate(words) if w)
+
+    hook = emu.uc.hook_add(UC_HOOK_CODE, exception_entry, begin=start & ~1, end=end - 1)
+    try:
+        dev.query(np.random.default_rng(9).random(10, dtype=np.float32), "full")
+    finally:
+        emu.uc.hook_del(hook)
+    assert len(pushed) >= 16
+    mem = ram(emu)
+    left = [a for a, w in pushed.items() if mem[a - RAM_BASE:a - RAM_BASE + 4] == struct.pack("<I", w)]
+    assert not left, f"{len(left)} of {len(pushed)} words interrupt frames pushed during the noise stay in RAM"

@@ -6,6 +6,8 @@
  * (.noinit is left alone) and main() called. Symbols come from the linker script. */
 #include <stdint.h>
 
+#include "stackwipe.h"
+
 extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
 extern int main(void);
 
@@ -36,6 +38,32 @@ __attribute__((noreturn, used)) void edp_c_start(void)
     main();
     for (;;) {
     }
+}
+
+/* Assembly: it must not push anything itself (a push would land in the range
+ * it zeroes) and reads SP only once; r0-r3 and r12 only, 32 bytes a pass
+ * then words, ascending from _end (word-aligned by both linker scripts). */
+__attribute__((naked)) void edp_cortexm_stack_wipe(void)
+{
+    __asm__ volatile(
+        "ldr r0, =_end\n"
+        "mov r1, sp\n"
+        "movs r2, #0\n"
+        "movs r3, #0\n"
+        "1: add r12, r0, #32\n"
+        "cmp r12, r1\n"
+        "bhi 2f\n"
+        "strd r2, r3, [r0], #8\n"
+        "strd r2, r3, [r0], #8\n"
+        "strd r2, r3, [r0], #8\n"
+        "strd r2, r3, [r0], #8\n"
+        "b 1b\n"
+        "2: cmp r0, r1\n"
+        "bhs 3f\n"
+        "str r2, [r0], #4\n"
+        "b 2b\n"
+        "3: bx lr\n"
+        ".ltorg\n");
 }
 
 /* Faults and unexpected interrupts park the core: the watchdog (production)

@@ -17,12 +17,15 @@
  *  - admin nonce key: SHA-256 of the 32 bytes the host's QEMU launcher writes
  *    at 0x2001FFE0 (generic loader) and a .noinit boot counter, so the nonce
  *    differs across processes and warm resets; all-zero bytes (no loader) =
- *    EDP_ERR_ENTROPY, every admin command refused. */
+ *    EDP_ERR_ENTROPY, every admin command refused;
+ *  - dead stack: zeroed (../cortexm/stackwipe.h) by the first UART read after
+ *    anything was sent. */
 #include "board.h"
 #include "edgedp/error.h"
 #include "edgedp/sha256.h"
 #include "edgedp/store.h"
 #include "ramflash.h"
+#include "stackwipe.h"
 #include "systick.h"
 #include "test_keys.h"
 
@@ -149,9 +152,13 @@ static int device_key(void *ctx, const uint8_t **key)
     return EDP_OK;
 }
 
+/* 1: something was sent since the last dead-stack wipe (edp_board_uart_read). */
+static uint8_t sent;
+
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
     (void)ctx;
+    sent = 1;
     const uint8_t *end = buf + n;
     while (buf != end) {
         if (!(USART1_SR & SR_TXE)) {  /* QEMU's USART is always ready: the bounded wait is cold */
@@ -267,6 +274,10 @@ const edp_port_t *edp_board_init(void)
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
     size_t n = 0;
+    if (sent) {  /* an answer has left: its computation's stack goes (stackwipe.h) */
+        sent = 0;
+        edp_cortexm_stack_wipe();
+    }
     while (n < max && (USART1_SR & SR_RXNE)) buf[n++] = (uint8_t)USART1_DR;
     return (int)n;
 }

@@ -26,7 +26,9 @@
  *    states, ART cache), not measured here; the poll leaves a jitter of one
  *    loop pass (a few cycles) and, if a byte arrives at the release instant,
  *    the interrupt's length (at most EDP_STM32_RX_ISR_CYCLES);
- *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG).
+ *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG);
+ *  - dead stack (with the RX interrupt's frames): zeroed (../cortexm/stackwipe.h)
+ *    by the first edp_board_uart_read after anything was sent.
  *
  * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
  * SRAM) this boots in bounded time and reports entropy, clock and store as
@@ -45,6 +47,7 @@
 #include "board.h"
 #include "edgedp/error.h"
 #include "stm32f4.h"
+#include "../cortexm/stackwipe.h"
 #include "../cortexm/systick.h"
 
 #if EDP_TEST_BUILD
@@ -163,9 +166,13 @@ void CONSOLE_HANDLER(void)
     edp_stm32_uart_irq(CONSOLE, &rx);
 }
 
+/* 1: something was sent since the last dead-stack wipe (edp_board_uart_read). */
+static uint8_t sent;
+
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
     (void)ctx;
+    sent = 1;
     edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
 }
 
@@ -315,5 +322,9 @@ const edp_port_t *edp_board_init(void)
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
     watchdog_poll();
+    if (sent) {  /* an answer has left: its computation's stack goes, RX interrupt frames included (stackwipe.h) */
+        sent = 0;
+        edp_cortexm_stack_wipe();
+    }
     return (int)edp_stm32_rx_read(&rx, buf, max);
 }

@@ -265,6 +265,8 @@ class Emulator:
         self._drbg_batch_words = (img.offset("edp_drbg_t", "word") - img.offset("edp_drbg_t", "block")) // 4
         self._rx = bytearray()           # bytes received on USART1, not yet read (main=True)
         self._main_pc: int | None = None  # where main's frame loop waits for input (main=True)
+        self._got = False                # the board's current read took a byte (main=True)
+        self._idle = False               # a read found nothing waiting and took nothing (main=True)
         if main:
             self._boot_main()
         else:
@@ -273,8 +275,11 @@ class Emulator:
     # ---- memory-mapped peripherals ------------------------------------------------
     def _usart_read(self, uc, offset, size, data) -> int:
         if offset == 0x00:  # SR: TXE | TC, and RXNE while received bytes wait (main=True only)
+            if not self._rx and not self._got:
+                self._idle = True
             return 0xC0 | (0x20 if self._rx else 0)
         if offset == 0x04 and self._rx:
+            self._got = True
             return self._rx.pop(0)
         return 0
 
@@ -462,12 +467,15 @@ class Emulator:
             self.uc.mem_write(self.device + naive_off, struct.pack("<I", self.image.symbol("edp_naive_laplace")))
 
     def _boot_main(self) -> None:
-        """Run main until its frame loop asks the board for input and none is there."""
+        """Run main until its frame loop asks the board for input again after a read that found
+        none (so whatever the board does between answers, e.g. its dead-stack wipe, has run)."""
         reader = self.image.symbol("edp_board_uart_read") & ~1
 
         def wait_for_input(uc, address, size, user) -> None:
-            if not self._rx:
+            if not self._rx and self._idle:
                 uc.emu_stop()  # before the instruction: resuming here reads the new bytes
+            else:
+                self._idle = self._got = False
 
         self.uc.hook_add(UC_HOOK_CODE, wait_for_input, begin=reader, end=reader)
         if "edp_qemu_host_entropy" in self.image.symbols:  # what QEMU's generic loader writes at a start
