@@ -247,6 +247,31 @@ static void cuts(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log, con
         }
     }
     if (failures == bad) printf("ok %s: a second power cut during recovery\n", name);
+
+    /* Repeated tears: after a cut at every point of the run, the next writes
+     * are each cut inside their first record (tear at word 1..8), one reboot
+     * per write, more times than a sector has slots: each burns a slot, the
+     * active sector fills (a switch whose copy landed and whose new record did
+     * not leaves it incomplete), and no mark or limit reported written is lost. */
+    bad = failures;
+    for (cut1 = 0; cut1 <= ops; cut1++) {
+        for (cut2 = 1; cut2 < (long)(EDP_FLOG_RECORD / 4u); cut2 += 3) {
+            uint32_t round;
+            edp_ramflash_format(flash);
+            edp_ramflash_bind(flash, model, mem, SECTOR);
+            model->cut_after = cut1;
+            edp_flog_open(log, flash);
+            stopped = run(log, 0);
+            stopped = reboot(flash, model, log, stopped, cut1, cut2);
+            for (round = 0; round < 2u * SLOTS + 2u && stopped < STEPS; round++) {
+                model->cut_after = cut2;
+                stopped = run(log, stopped);
+                stopped = reboot(flash, model, log, stopped, cut1, cut2);
+            }
+            finish(flash, log, stopped, cut1, cut2);
+        }
+    }
+    if (failures == bad) printf("ok %s: repeated tears until the sector fills\n", name);
 }
 
 /* A mark record as firmware before rate records wrote it (flog.h: seq | day |

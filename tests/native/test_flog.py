@@ -37,7 +37,8 @@ def output() -> str:
 def test_no_acknowledged_mark_is_lost_at_any_cut(output: str) -> None:
     assert "not ok" not in output
     for script in ("marks", "mixed"):
-        for group in ("uncut run and no-op writes", "power cut at each of", "a second power cut during recovery"):
+        for group in ("uncut run and no-op writes", "power cut at each of", "a second power cut during recovery",
+                      "repeated tears until the sector fills"):
             assert f"ok {script}: {group}" in output
     checked = re.search(r"# checked (\d+) cut points, 0 failures", output)
     assert checked and int(checked.group(1)) > 10000

@@ -151,6 +151,23 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
     return found;
 }
 
+/* A full active sector that is not complete (a switch whose new record never
+ * landed, then torn writes until the sector filled) holds, besides torn slots,
+ * only copies of records of the other sector, which alone holds the newest
+ * record of some kind: erase the active sector, never the other, and start it
+ * again (next 0). A cut during the erase leaves that other sector the active
+ * one. Nothing otherwise. */
+static int restart(edp_flog_t *log)
+{
+    const edp_flash_t *f = log->flash;
+    int err;
+    if (log->covered == log->kinds || log->next + EDP_FLOG_RECORD <= slots(f) * EDP_FLOG_RECORD) return EDP_OK;
+    if ((err = f->erase(f->ctx, log->sector)) < 0) return err;
+    log->next = 0;
+    log->covered = 0;
+    return EDP_OK;
+}
+
 /* Append the record of `kind` holding m (a mark) or r (a rate limit). Before it,
  * the newest record of the other kind, if the log holds one and the active
  * sector does not, is copied there: the active sector then holds the whole log
@@ -165,11 +182,14 @@ static int append(edp_flog_t *log, unsigned kind, const edp_flog_mark_t *m, cons
     int err;
     while (fails <= slots(f)) {
         if (log->next + EDP_FLOG_RECORD > slots(f) * EDP_FLOG_RECORD) {
-            if (!log->spare_erased && (err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
-            log->sector ^= 1u;
-            log->next = 0;
-            log->covered = 0;
-            log->spare_erased = 0;  /* the old sector, now the spare, holds the previous log */
+            if ((err = restart(log)) < 0) return err;
+            if (log->next) {  /* complete: start the spare */
+                if (!log->spare_erased && (err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
+                log->sector ^= 1u;
+                log->next = 0;
+                log->covered = 0;
+                log->spare_erased = 0;  /* the old sector, now the spare, holds the previous log */
+            }
         }
         k = (log->kinds & ~log->covered & ~kind) ? kind ^ (KIND_MARK | KIND_RATE) : kind;
         if (k == KIND_MARK) pack_mark(rec, log->seq + 1, k == kind ? m : &log->mark);
@@ -220,7 +240,9 @@ int edp_flog_prepare(edp_flog_t *log)
 {
     const edp_flash_t *f = log->flash;
     int err;
-    if (!f || log->spare_erased || log->covered != log->kinds) return EDP_OK;
+    if (!f) return EDP_OK;
+    if ((err = restart(log)) < 0) return err;
+    if (log->spare_erased || log->covered != log->kinds) return EDP_OK;
     if ((err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
     log->spare_erased = 1;
     return EDP_OK;

@@ -37,7 +37,13 @@
  * on stm32f4), and only once the active sector is complete: no erase takes
  * the newest record of any kind, so a power cut during the erase or the
  * program leaves everything readable. A write erases the spare itself only
- * when no prepare ran since the switch (the erase failed). Wear: one erase
+ * when no prepare ran since the switch (the erase failed). A sector left
+ * incomplete (a switch cut after the copy, before the new record) takes the
+ * missing kind's record at the next write; if torn writes fill it first, it
+ * holds nothing but a copy of the other sector's records, and it is that
+ * sector, never the other, that is erased and started again (by prepare, or
+ * by the write when prepare did not run): a complete sector is erased only
+ * once the other one is complete. Wear: one erase
  * per sector_size / EDP_FLOG_RECORD records, alternating between the sectors;
  * a switch may add one copied record, so a log with both kinds erases at
  * most once per sector_size / EDP_FLOG_RECORD - 1 writes (mark raises and
@@ -108,8 +114,11 @@ typedef struct {
 int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash);
 
 /* Make the durable mark >= m (element-wise; (day, daily) lexicographically).
- * Programs one record if the mark rises, nothing otherwise; erases the other
- * sector first when the active one is full. Returns EDP_OK once the record
+ * Programs a record if the mark rises, nothing otherwise: one, or two when
+ * the active sector lacks the newest rate record (its copy goes first). When
+ * the active sector is full it erases, unless edp_flog_prepare did since, the
+ * spare (active sector complete) or the active sector (not complete: started
+ * again, edp_flog_prepare). Returns EDP_OK once the record
  * reads back intact, or a negative error (the flash's, or EDP_ERR_STORE when
  * no slot takes the record); the caller must then not release what the mark
  * should have covered. */
@@ -125,7 +134,9 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m);
 int edp_flog_set_rate(edp_flog_t *log, const edp_flog_rate_t *r);
 
 /* Erase the spare sector if it is not erased and the active sector is
- * complete (holds the newest record of every kind; nothing otherwise). Call it where a 1-2 s stall reveals
+ * complete (holds the newest record of every kind), or the active sector
+ * itself if it is full and not complete (it is started again; the other
+ * sector holds the log); nothing otherwise. Call it where a 1-2 s stall reveals
  * nothing: after an answer has left, never inside a release window. Returns
  * EDP_OK or the flash's negative error (retried at the next call). */
 int edp_flog_prepare(edp_flog_t *log);
