@@ -321,6 +321,66 @@ static void old_layout(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *lo
     if (failures == bad) printf("ok old-layout log read, rate limit kept across switches\n");
 }
 
+/* A rate record packed here (flog.h layout), at slot `slot` of sector 0. */
+static void rate_record(uint32_t slot, uint32_t seq, const edp_flog_rate_t *r)
+{
+    uint8_t *o = mem + slot * EDP_FLOG_RECORD;
+    uint32_t i, w[6], crc;
+    w[0] = seq, w[1] = r->limit.burst, w[2] = r->limit.per_minute, w[3] = r->limit.tarpit_ms, w[4] = 0, w[5] = 0;
+    for (i = 0; i < 24; i++) o[i] = (uint8_t)(w[i / 4] >> (8 * (i % 4)));
+    for (i = 0; i < 8; i++) o[24 + i] = (uint8_t)(r->counter >> (8 * i));
+    crc = (uint32_t)edp_crc32(0, o, 32) ^ EDP_FLOG_RATE_TAG;
+    for (i = 0; i < 4; i++) o[32 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+static const edp_flash_t *tie_inner;
+static int lands_but_fails;  /* the next check-word program lands, then reports an error (a BSY timeout) */
+
+static int tie_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    int err = tie_inner->program(ctx, off, buf, n);
+    if (err == EDP_OK && lands_but_fails && n == 4) {
+        lands_but_fails = 0;
+        return EDP_ERR_STORE;
+    }
+    return err;
+}
+
+/* A rate record that landed but was reported failed, then the RATE retried at
+ * the same counter with a stricter limit: the retry is the log's limit after a
+ * reboot. And two rate records of one (counter, seq), in either slot order:
+ * the stricter limit wins. */
+static void ties(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log)
+{
+    static const edp_flog_rate_t loose = {7, {1000, 1000, 0}}, tight = {7, {2, 1, 0}}, none = {7, {0, 0, 0}};
+    edp_flash_t wrapped;
+    const edp_flog_rate_t *pairs[3][2] = {{&loose, &tight}, {&none, &tight}, {&none, &loose}};
+    uint32_t i, order;
+    int bad = failures;
+    edp_ramflash_format(flash);
+    edp_ramflash_bind(flash, model, mem, SECTOR);
+    wrapped = *flash;
+    wrapped.program = tie_program;
+    tie_inner = flash;
+    edp_flog_open(log, &wrapped);
+    lands_but_fails = 1;
+    if (edp_flog_set_rate(log, &loose) == EDP_OK || log->rate.counter != 0)
+        fail("a rate record reported failed is not the log's limit", -1, -1);
+    if (edp_flog_set_rate(log, &tight) != EDP_OK) fail("the retry at the same counter", -1, -1);
+    if (edp_flog_open(log, flash) != 2 || !rate_eq(&log->rate, &tight))
+        fail("after a reboot the retried limit, not the one reported failed", -1, -1);
+    for (i = 0; i < 3; i++) {
+        for (order = 0; order < 2; order++) {
+            edp_ramflash_format(flash);
+            rate_record(0, 1, pairs[i][order]);
+            rate_record(1, 1, pairs[i][order ^ 1u]);
+            if (edp_flog_open(log, flash) != 2 || !rate_eq(&log->rate, pairs[i][1]))
+                fail("two rate records of one seq: the stricter limit wins", (long)i, (long)order);
+        }
+    }
+    if (failures == bad) printf("ok seq per slot programmed, ties to the stricter limit\n");
+}
+
 int main(void)
 {
     edp_flash_t flash;
@@ -334,6 +394,7 @@ int main(void)
     mixed = 1;
     cuts(&flash, &model, &log, "mixed");
     old_layout(&flash, &model, &log);
+    ties(&flash, &model, &log);
     printf("# checked %ld cut points, %d failures\n", checked, failures);
     return failures ? 1 : 0;
 }

@@ -70,3 +70,9 @@ def test_rate_limits_are_copied_across_sector_switches(output: str) -> None:
     assert writes < records <= writes + erases + 1
     assert erases <= (writes - 1) // (slots - 1)  # the wear bound of flog.h
     assert "ok old-layout log read, rate limit kept across switches" in output
+
+
+def test_a_record_reported_failed_never_ties_with_its_retry(output: str) -> None:
+    """A rate record that landed but was reported failed, then the RATE retried at the same counter:
+    the retry's limit after a reboot; two rate records of one seq: the stricter limit."""
+    assert "ok seq per slot programmed, ties to the stricter limit" in output

@@ -82,15 +82,19 @@ static int merge(edp_flog_mark_t *a, const edp_flog_mark_t *b)
     return up;
 }
 
-/* Whether rate record (b, bseq) is greater than (a, aseq) in (counter, seq, burst,
- * per_minute, tarpit_ms): a total order, so the newest limit does not depend on
- * the order in which the records are read. */
+/* Whether rate record (b, bseq) wins over (a, aseq): the higher counter, then
+ * the higher seq, then (two records of one seq: only a flash that misreads
+ * could write them) the stricter limit: a burst (0, no limit, is the loosest),
+ * then per_minute, the lower the stricter, then the longer tarpit_ms. A total
+ * order, so the newest limit does not depend on the order in which the records
+ * are read. */
 static int newer(const edp_flog_rate_t *b, uint32_t bseq, const edp_flog_rate_t *a, uint32_t aseq)
 {
+    const uint32_t bb = b->limit.burst - 1u, ab = a->limit.burst - 1u;  /* burst 0 wraps to the top */
     if (b->counter != a->counter) return b->counter > a->counter;
     if (bseq != aseq) return bseq > aseq;
-    if (b->limit.burst != a->limit.burst) return b->limit.burst > a->limit.burst;
-    if (b->limit.per_minute != a->limit.per_minute) return b->limit.per_minute > a->limit.per_minute;
+    if (bb != ab) return bb < ab;
+    if (b->limit.per_minute != a->limit.per_minute) return b->limit.per_minute < a->limit.per_minute;
     return b->limit.tarpit_ms > a->limit.tarpit_ms;
 }
 
@@ -192,8 +196,12 @@ static int append(edp_flog_t *log, unsigned kind, const edp_flog_mark_t *m, cons
             }
         }
         k = (log->kinds & ~log->covered & ~kind) ? kind ^ (KIND_MARK | KIND_RATE) : kind;
-        if (k == KIND_MARK) pack_mark(rec, log->seq + 1, k == kind ? m : &log->mark);
-        else pack_rate(rec, log->seq + 1, k == kind ? r : &log->rate);
+        /* Every slot programmed takes a seq of its own, whatever its program or
+         * readback reports: a record reported failed may still read valid later,
+         * and the retry must not tie with it. */
+        log->seq++;
+        if (k == KIND_MARK) pack_mark(rec, log->seq, k == kind ? m : &log->mark);
+        else pack_rate(rec, log->seq, k == kind ? r : &log->rate);
         off = log->sector * f->sector_size + log->next;
         log->next += EDP_FLOG_RECORD;
         /* Body first, check word last: the record is valid only with its final word. */
@@ -204,7 +212,6 @@ static int append(edp_flog_t *log, unsigned kind, const edp_flog_mark_t *m, cons
             fails++;
             continue;
         }
-        log->seq++;
         log->covered |= (uint8_t)k;
         log->kinds |= (uint8_t)k;
         if (k == kind) return EDP_OK;
@@ -218,7 +225,7 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m)
     int err;
     if (!log->flash) return EDP_ERR_STORE;
     next = log->mark;
-    if (!merge(&next, m) && log->seq) return EDP_OK;
+    if (!merge(&next, m) && log->kinds) return EDP_OK;
     if ((err = append(log, KIND_MARK, &next, 0)) < 0) return err;
     log->mark = next;
     return EDP_OK;

@@ -13,8 +13,9 @@
  *   mark: seq u32 | day u32 | daily u64 | lifetime u64 | counter u64 | crc32
  *   rate: seq u32 | burst u32 | per_minute u32 | tarpit_ms u32 | 0 u32 | 0 u32
  *         | counter u64 | crc32 ^ EDP_FLOG_RATE_TAG
- * with crc32 the CRC-32 of the 32-byte body. seq increases by one per record,
- * whatever its kind. An erased slot reads all 0xFF. A rate record's counter
+ * with crc32 the CRC-32 of the 32-byte body. seq increases by one per slot
+ * programmed, whatever its kind and whether it read back intact (a record
+ * reported failed may be valid: its retry gets a seq of its own). An erased slot reads all 0xFF. A rate record's counter
  * (at the offset of a mark's) is the admin counter of the RATE that set the
  * limit (burst 0: no limit); its two zero words are reserved, ignored on read.
  *
@@ -53,10 +54,11 @@
  * ignored; open() takes the element-wise maximum over every valid record of
  * both sectors (lifetime, counter; (day, daily) lexicographically; a rate
  * record's counter raises the counter too), and for the rate limit the record
- * that is greatest in (counter, seq, burst, per_minute, tarpit_ms): the limit
- * of the highest admin counter that set one (the counter is monotone though
- * the limit is not; seq settles a counter written twice, the later record
- * winning: edp_flog_set_rate). A total order, so the result does not depend
+ * of the highest counter, then of the highest seq: the limit of the highest
+ * admin counter that set one (the counter is monotone though the limit is
+ * not; seq settles a counter written twice, the later record winning:
+ * edp_flog_set_rate), and of two records of one seq (which only a flash that
+ * misreads could leave) the stricter limit. A total order, so the result does not depend
  * on the order of the records, and no order of cuts can lower a mark, nor
  * bring back a limit older than one a write reported as written. */
 #ifndef EDGEDP_FLOG_H
@@ -100,7 +102,7 @@ typedef struct {
     const edp_flash_t *flash;
     edp_flog_mark_t mark;   /* the highest mark read or written */
     edp_flog_rate_t rate;   /* the newest rate limit read or written (counter 0: none) */
-    uint32_t seq;           /* seq of the newest valid record (0: none) */
+    uint32_t seq;           /* seq of the last slot programmed (after open: of the newest valid record; 0: none) */
     uint32_t sector;        /* active sector (0 or 1) */
     uint32_t next;          /* offset in the active sector of the next slot to program */
     uint8_t kinds;          /* record kinds the log holds (bit 0 mark, bit 1 rate) */
