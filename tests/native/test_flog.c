@@ -321,12 +321,14 @@ static void old_layout(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *lo
     if (failures == bad) printf("ok old-layout log read, rate limit kept across switches\n");
 }
 
-/* A rate record packed here (flog.h layout), at slot `slot` of sector 0. */
-static void rate_record(uint32_t slot, uint32_t seq, const edp_flog_rate_t *r)
+/* A rate record packed here (flog.h layout), at slot `slot` of sector 0, with
+ * `reserved` in its reserved words (0 in a record flog.c writes). */
+static void rate_record(uint32_t slot, uint32_t seq, const edp_flog_rate_t *r, uint64_t reserved)
 {
     uint8_t *o = mem + slot * EDP_FLOG_RECORD;
     uint32_t i, w[6], crc;
-    w[0] = seq, w[1] = r->limit.burst, w[2] = r->limit.per_minute, w[3] = r->limit.tarpit_ms, w[4] = 0, w[5] = 0;
+    w[0] = seq, w[1] = r->limit.burst, w[2] = r->limit.per_minute, w[3] = r->limit.tarpit_ms;
+    w[4] = (uint32_t)reserved, w[5] = (uint32_t)(reserved >> 32);
     for (i = 0; i < 24; i++) o[i] = (uint8_t)(w[i / 4] >> (8 * (i % 4)));
     for (i = 0; i < 8; i++) o[24 + i] = (uint8_t)(r->counter >> (8 * i));
     crc = (uint32_t)edp_crc32(0, o, 32) ^ EDP_FLOG_RATE_TAG;
@@ -372,13 +374,26 @@ static void ties(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log)
     for (i = 0; i < 3; i++) {
         for (order = 0; order < 2; order++) {
             edp_ramflash_format(flash);
-            rate_record(0, 1, pairs[i][order]);
-            rate_record(1, 1, pairs[i][order ^ 1u]);
+            rate_record(0, 1, pairs[i][order], 0);
+            rate_record(1, 1, pairs[i][order ^ 1u], 0);
             if (edp_flog_open(log, flash) != 2 || !rate_eq(&log->rate, pairs[i][1]))
                 fail("two rate records of one seq: the stricter limit wins", (long)i, (long)order);
         }
     }
     if (failures == bad) printf("ok seq per slot programmed, ties to the stricter limit\n");
+
+    /* The check word of a rate record on a body whose reserved words are not
+     * zero (a mark's lifetime there): no record at all. */
+    bad = failures;
+    for (i = 0; i < 2; i++) {
+        const uint64_t reserved = i ? 1u : (uint64_t)1 << 40;
+        edp_ramflash_format(flash);
+        rate_record(0, 1, &tight, 0);
+        rate_record(1, 2, &loose, reserved);
+        if (edp_flog_open(log, flash) != 1 || !rate_eq(&log->rate, &tight) || log->mark.lifetime != 0)
+            fail("a rate record with nonzero reserved words is no record", (long)i, -1);
+    }
+    if (failures == bad) printf("ok a rate record's reserved words must be zero\n");
 }
 
 int main(void)

@@ -76,3 +76,9 @@ def test_a_record_reported_failed_never_ties_with_its_retry(output: str) -> None
     """A rate record that landed but was reported failed, then the RATE retried at the same counter:
     the retry's limit after a reboot; two rate records of one seq: the stricter limit."""
     assert "ok seq per slot programmed, ties to the stricter limit" in output
+
+
+def test_a_rate_record_with_nonzero_reserved_words_is_no_record(output: str) -> None:
+    """The reserved words sit where a mark keeps its lifetime: no mark that spent anything can
+    ever read as a rate record, whatever its check word."""
+    assert "ok a rate record's reserved words must be zero" in output

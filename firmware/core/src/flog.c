@@ -50,7 +50,9 @@ static unsigned parse(const uint8_t in[EDP_FLOG_RECORD], uint32_t *seq, edp_flog
         m->counter = edp_rd64(in + 24);
         return KIND_MARK;
     }
-    if (tag == EDP_FLOG_RATE_TAG) {
+    /* A rate record's reserved words (a mark's lifetime) are zero: no mark that
+     * spent anything reads as a rate record, whatever its check word. */
+    if (tag == EDP_FLOG_RATE_TAG && edp_rd64(in + 16) == 0) {
         r->limit.burst = edp_rd32(in + 4);
         r->limit.per_minute = edp_rd32(in + 8);
         r->limit.tarpit_ms = edp_rd32(in + 12);

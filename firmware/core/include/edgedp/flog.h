@@ -17,7 +17,10 @@
  * programmed, whatever its kind and whether it read back intact (a record
  * reported failed may be valid: its retry gets a seq of its own). An erased slot reads all 0xFF. A rate record's counter
  * (at the offset of a mark's) is the admin counter of the RATE that set the
- * limit (burst 0: no limit); its two zero words are reserved, ignored on read.
+ * limit (burst 0: no limit); its two zero words are reserved, and a slot
+ * whose check word is a rate record's but whose reserved words (at the offset
+ * of a mark's lifetime) are not zero is no record: a mark that spent anything
+ * never reads as a rate record.
  *
  * Old logs: firmware before rate records wrote mark records only, in this
  * same slot grid and layout, and this firmware reads them as it wrote them.
