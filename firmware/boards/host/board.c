@@ -3,6 +3,9 @@
  * Environment:
  *   EDP_STORE_FILE      persistent store file (default: in memory only)
  *   EDP_STORE_CUT_AFTER cut power (exit 99) after this many 4-byte store writes
+ *   EDP_STORE_FAIL_AFTER the first store write call after this many 4-byte store
+ *                       writes fails once with EDP_ERR_STORE, writing nothing (a
+ *                       failed backup-domain write); later calls work
  *   EDP_FLASH_FILE      the flash high-water log's two sectors (RAM NOR model,
  *                       EDP_HOST_FLASH_SECTOR bytes each; default: in memory only)
  *   EDP_FLASH_CUT_AFTER cut power (exit 99) after this many flash word programs
@@ -40,6 +43,7 @@ static const char *flash_path;
 static long entropy_failures;
 static const char *store_path;
 static long cut_after = -1;
+static long fail_after = -1;     /* EDP_STORE_FAIL_AFTER */
 static int clock_state;          /* 0 real time, 1 fixed, 2 unset */
 static int64_t clock_base;       /* fixed seconds, or offset added to time() */
 
@@ -173,12 +177,17 @@ static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
     const uint8_t *p = buf;
     (void)ctx;
     if (off + n > sizeof store) return EDP_ERR_STORE;
+    if (fail_after == 0) {
+        fail_after = -1;
+        return EDP_ERR_STORE;
+    }
     while (n) {
         uint32_t w = n < 4 ? n : 4;
         if (cut_after == 0) _exit(99);
         memcpy(store + off, p, w);
         store_flush();
         if (cut_after > 0) cut_after--;
+        if (fail_after > 0) fail_after--;
         off += w;
         p += w;
         n -= w;
@@ -238,6 +247,7 @@ const edp_port_t *edp_board_init(void)
     store_path = getenv("EDP_STORE_FILE");
     load(store_path, store, sizeof store, EDP_AUDIT_OFFSET);
     if (c) cut_after = atol(c);
+    if ((c = getenv("EDP_STORE_FAIL_AFTER"))) fail_after = atol(c);
     if (e && strcmp(e, "fail") == 0) entropy_failures = -1;
     else if (e && strncmp(e, "fail:", 5) == 0) entropy_failures = atol(e + 5);
     flash_path = getenv("EDP_FLASH_FILE");
