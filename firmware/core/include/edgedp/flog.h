@@ -131,8 +131,10 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m);
 
 /* Make r the durable rate limit, before the RATE that carries it commits
  * (r->counter is that RATE's admin counter, >= log->rate.counter: equal only
- * to write again, at a higher seq, the limit the device runs). Programs one
- * rate record (the counter mark rises with it) unless r is log->rate already.
+ * to write again, at a higher seq, the limit the device runs). Programs a
+ * rate record (the counter mark rises with it) unless r is log->rate already:
+ * one, or two when the active sector lacks the newest mark (its copy goes
+ * first); erases as edp_flog_raise when the active sector is full.
  * Returns EDP_OK once the record reads back intact, EDP_ERR_BAD_VALUE for a
  * counter below log->rate.counter (it could never win), or a negative error
  * as edp_flog_raise; after an error the log's limit is the one before. */
