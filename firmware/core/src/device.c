@@ -217,8 +217,10 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     }
     if (d->store_state == EDP_STORE_RECOVERED) {
         /* The damaged slot may hold a newer commit whose answer was sent: count
-         * one more query against both budgets (over-count, never under-count). */
+         * one more query against both budgets and the rate bucket (over-count,
+         * never under-count: a reset refills nothing). */
         edp_budget_charge(&d->rec.budget, d->rec.mech.eps_micro);
+        d->rec.bucket.tokens = d->rec.bucket.tokens >= 60u ? d->rec.bucket.tokens - 60u : 0;
         d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     } else if (d->store_state != EDP_STORE_LOADED) {
         /* Test builds start a blank store with the documented defaults; production
