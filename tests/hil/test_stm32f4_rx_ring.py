@@ -153,3 +153,15 @@ def test_the_cli_pipelines_to_a_board_url(tmp_path: Path) -> None:
     assert "no further row was sent" in r.stderr, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert [(a["row"], a["status"]) for a in lines] == [(i, "ERR_TIME") for i in range(BOARD_IN_FLIGHT)]
+
+
+def test_the_qemu_stm32f4_target_pipelines_within_the_ring_too() -> None:
+    """`--target qemu:stm32f4`: the image's RXNE interrupt reads every byte QEMU offers at once,
+    so its ring is the only buffer and the QEMU target's link learns the ring's bytes from INFO
+    like a board's (the qemu port's image keeps QEMU_IN_FLIGHT with no byte limit)."""
+    from edgedp.device.client import open_device
+    from edgedp.device.targets.qemu import QEMU_IN_FLIGHT
+    with open_device("qemu:stm32f4", timeout=20) as dev:
+        assert (dev.link.in_flight, dev.link.in_flight_bytes) == (BOARD_IN_FLIGHT, 4096)
+    with open_device("qemu", timeout=20) as dev:
+        assert (dev.link.in_flight, getattr(dev.link, "in_flight_bytes", None)) == (QEMU_IN_FLIGHT, None)

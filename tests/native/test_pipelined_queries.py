@@ -9,7 +9,7 @@ import pytest
 
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
-from edgedp.device.errors import DeviceError, ErrorCode, TransportError
+from edgedp.device.errors import AnswerLost, DeviceError, ErrorCode, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 from edgedp.mech.reference import ReferenceDevice
@@ -108,12 +108,15 @@ class Scripted:
 
 
 def test_a_lost_answer_is_an_error_not_a_mismatch() -> None:
+    """The lost answer's row gets AnswerLost, in its place; the answers after it, paid for, are
+    still matched to their own requests."""
     dev = Device(Scripted(lambda seq: seq != 2), timeout=1)
     x = np.array([0.5], dtype=np.float32)
-    it = dev.query_many([x] * 4, "full")
-    assert next(it).error == ErrorCode.ERR_BUDGET                     # the answer to request 1
-    with pytest.raises(TransportError, match="answer to request 2 was lost"):
-        next(it)
+    got = list(dev.query_many([x] * 4, "full"))
+    assert got[0].error == ErrorCode.ERR_BUDGET                       # the answer to request 1
+    assert isinstance(got[1], AnswerLost) and got[1].seq == 2 and "answer to request 2 was lost" in str(got[1])
+    assert isinstance(got[1], TransportError)
+    assert [g.error for g in (got[2], got[3])] == [ErrorCode.ERR_BUDGET] * 2  # 3 and 4: not dropped
 
 
 class Buffered(Recording):
@@ -148,3 +151,22 @@ def test_requests_ahead_stay_within_the_links_bytes(host_device, test_key: bytes
     assert link.got == link.sent
     assert link.bytes_ahead == max(3 * big, link.sizes[link.sent[18]])  # k = 1000 alone: 4,000+ bytes
     assert link.ahead == 8                                             # the small rows: in_flight at once
+
+
+def test_a_row_held_for_the_byte_budget_is_not_sent_after_a_stop(host_device, test_key: bytes) -> None:
+    """A row taken from the rows but held back by the link's byte budget is dropped once the
+    caller's stop says so (the CLI's StopRequest after Ctrl-C or a refusal): never charged."""
+    from edgedp.cli.output import StopRequest
+    dev = host_device.start()
+    dev.configure(test_key, MechConfig(MICRO), Caps(daily=1000 * MICRO))
+    dev.reset_budget(test_key)
+    rng = np.random.default_rng(9)
+    rows = [rng.random(900, dtype=np.float32) for _ in range(6)]  # about 3.6 KB each: one fits 4 KiB
+    link = Buffered(dev.link, 4096)
+    stop = StopRequest()
+    got = []
+    for r in Device(link, timeout=dev.timeout).query_many(stop.rows(rows), "full", stop=stop.__bool__):
+        got.append(r)
+        stop.stop("enough")  # what QueryRun does on Ctrl-C or a refusal
+    assert len(got) == 1 and link.sent == link.got and len(link.sent) == 1
+    assert dev.budget().daily_spent == MICRO                          # the held row was never charged

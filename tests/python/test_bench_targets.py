@@ -29,3 +29,19 @@ def test_targets_fall_back_to_the_windowed_step_for_every_row() -> None:
     t = check_targets({"rows": [_row(10, 1.0, 110.0, 100.0), _row(10, 10.0, 105.0, None)]})
     v = t["k10_at_most_0.8_naive"]
     assert v["basis"] == "window" and not v["ok"] and abs(v["worst_ratio"] - 110.0 / 135.0) < 1e-12
+
+
+def test_the_amortised_step_replaces_the_batches_by_the_bits(monkeypatch) -> None:
+    """dp_per_class_amortised = (traced step - the batches run inside it + the bits read at the
+    batch's cost per bit) / k, from the trace alone (on Renode the target's own step differs)."""
+    from edgedp.bench import entropy, run
+    batch = entropy.DrbgBatch(instructions=3200, blocks=4, output_bits=1600)  # 2 instructions a bit
+    monkeypatch.setattr(entropy, "drbg_batch", lambda elf: batch)
+    row = {"k": 10, "epsilon": 1.0, "dp_per_class": 999.0, "trace_instructions": 5000.0,
+           "naive_trace_instructions": 2000.0, "naive_per_class": 1.0,
+           "keystream_bits": 240.0, "chacha_blocks": 4.0}  # one batch inside, 240 bits read
+    run._add_entropy_limits([row], elf=None)
+    assert row["dp_per_class_amortised"] == (5000 - 3200 + 240 * 2) / 10
+    assert row["dp_over_naive_amortised"] == (5000 - 3200 + 240 * 2) / 2000
+    assert row["keystream_bits_per_class"] == 24.0
+    assert row["drbg_instructions_per_bit"] == 2.0

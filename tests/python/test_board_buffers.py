@@ -58,11 +58,16 @@ def test_a_board_link_learns_from_info(board: str, version: str, expected: tuple
 
 
 def test_an_explicit_in_flight_is_not_relearned() -> None:
+    """A link given its in_flight (QEMU's qemu port, a pipe) is not asked INFO by connect."""
     link = SerialLink("loop://", in_flight=8)
     try:
         assert (link.in_flight, link.in_flight_bytes, link.board_pending) == (8, None, False)
     finally:
         link.close()
+    board = _Board(None)
+    board.in_flight, board.board_pending = 8, False
+    connect(None, timeout=2, link=board)  # type: ignore[arg-type]
+    assert board.learned == [] and board.in_flight == 8
 
 
 class _Board:

@@ -108,7 +108,7 @@ class StepTrace:
     categories: Counter = field(default_factory=Counter)
     functions: Counter = field(default_factory=Counter)
     chacha_blocks: int = 0
-    keystream_bits: int | None = None  # keystream bits the region consumed (None across a reseed)
+    keystream_bits: int | None = None  # keystream bits the region consumed (None if it reseeded)
 
     @property
     def us_168mhz(self) -> float:
@@ -241,9 +241,11 @@ class Emulator:
         self._cat = Counter()
         self._chacha = 0
         self._chacha_entry = img.function_range("edp_chacha20_block")[0]
+        self._seeds = 0  # edp_drbg_seed calls: the keystream position restarts at each
+        self._seed_entry = img.function_range("edp_drbg_seed")[0]
         self.ticks_reads: list[int] = []  # instruction index of each SysTick read via port->ticks
         self._tick_pending = False
-        self.marks: list[tuple[int, float, float, float, Counter, int, int]] = []
+        self.marks: list[tuple[int, float, float, float, Counter, int, int, int]] = []
         uc.hook_add(UC_HOOK_BLOCK, self._on_block)
         end = _end_of_bss(img)
         self.scratch = (end + 0xFF) & ~0xFF
@@ -352,6 +354,8 @@ class Emulator:
         self._cat.update(blk.per_category)
         if address == self._chacha_entry:
             self._chacha += 1
+        elif address == self._seed_entry:
+            self._seeds += 1
         self._cur_base = self.count
         self.count += blk.count
         self._cur = blk
@@ -375,7 +379,7 @@ class Emulator:
         function) counts and ChaCha20 blocks (the last three at block granularity), and the
         keystream position."""
         self.marks.append((n, self._cycles, self._cycles_lo, self._cycles_hi, Counter(self._cat), self._chacha,
-                           self.keystream_position()))
+                           self.keystream_position(), self._seeds))
 
     @property
     def chacha_blocks(self) -> int:
@@ -469,7 +473,7 @@ class Emulator:
             cats = b[4] - a[4]
             t = StepTrace(instructions=b[0] - a[0], cycles=b[1] - a[1], cycles_lo=b[2] - a[2],
                           cycles_hi=b[3] - a[3], chacha_blocks=b[5] - a[5],
-                          keystream_bits=b[6] - a[6] if b[6] >= a[6] else None)
+                          keystream_bits=b[6] - a[6] if b[7] == a[7] else None)
             for (cat, fn), n in cats.items():
                 t.categories[cat] += n
                 t.functions[fn] += n

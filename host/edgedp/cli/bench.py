@@ -159,13 +159,16 @@ def _end(result: dict, cause: EdgeDPError | None, stop: StopRequest) -> None:
     """A partial run, once its rows are out: one error line saying what is missing, and the exit
     code of what stopped it (the device error's, or 130 / 143 for Ctrl-C / SIGTERM)."""
     from ..bench import run as bench_run
+    code = ExitCode.TERMINATED if stop.signal == signal.SIGTERM else ExitCode.INTERRUPTED
     if not result.get("partial"):
+        if stop.signal is not None:  # it came during the last part, which finished: nothing is missing
+            fail(EdgeDPError("interrupted during the last part, which finished: the result is complete",
+                             "ERR_INTERRUPTED"), False, code)
         return
     kept = bench_run.partial_note(result).rstrip(".")
     if cause is not None:
         fail(EdgeDPError(kept, cause.code), False, for_exception(cause))
-    fail(EdgeDPError(kept, "ERR_INTERRUPTED"), False,
-         ExitCode.TERMINATED if stop.signal == signal.SIGTERM else ExitCode.INTERRUPTED)
+    fail(EdgeDPError(kept, "ERR_INTERRUPTED"), False, code)
 
 
 def _check(check: bool, missed: list[str]) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..device import admin as authadmin
 from ..device.client import Device, load_key, open_device
-from ..device.errors import DeviceError, EdgeDPError, ErrorCode, StateMismatch
+from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, StateMismatch
 from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
                                SampleRequest, config_payload)
 from ..schema import SET_TIME_PAYLOAD_FMT
@@ -277,7 +277,9 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                 click.echo(run.table.header())
             t0 = time.perf_counter()
             with run.stop.deferring_signals():
-                for i, r in enumerate((dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m)):
+                answers = (dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m,
+                                                                       stop=run.stop.__bool__)
+                for i, r in enumerate(answers):
                     run.take(i, r)
             elapsed = time.perf_counter() - t0
             i_dev = dev.info()
@@ -295,17 +297,25 @@ class QueryRun:
     def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str):
         self.rows, self.table, self.sink, self.as_json, self.target_name = rows, table, sink, as_json, target_name
         self.stop = StopRequest()
-        self.answered = self.refused = 0
+        self.answered = self.refused = self.lost = 0
         self.write_error: OSError | None = None
         self.pipe_closed = self.budget_noted = self.rate_noted = False
 
     @property
     def done(self) -> int:
-        return self.answered + self.refused
+        return self.answered + self.refused + self.lost
 
-    def take(self, i: int, r: QueryResult | DeviceError) -> None:
-        """Row i's answer or refusal: saved (a write that fails stops the stream), then shown."""
-        if isinstance(r, DeviceError):
+    def take(self, i: int, r: QueryResult | DeviceError | AnswerLost) -> None:
+        """Row i's answer, refusal or lost answer: saved (a write that fails stops the stream),
+        then shown. A lost answer (the link dropped it; the device charged the row) stops the
+        stream; the rows already on the wire still come."""
+        if isinstance(r, AnswerLost):
+            answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
+            self.lost += 1
+            if not self.stop.reason:
+                self.stop.stop(f"row {i}'s answer was lost on the link (it was charged): no more rows sent")
+                note(self.stop.reason or "")
+        elif isinstance(r, DeviceError):
             answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
             if r.wait is not None:  # ERR_RATE: seconds until the bucket has an answer again
                 rec["retry_after_s"] = None if r.wait == 0xFFFFFFFF else r.wait
@@ -353,6 +363,10 @@ class QueryRun:
                  ExitCode.INTERRUPTED if self.stop.signal == signal.SIGINT else ExitCode.TERMINATED)
         if self.write_error is not None:
             fail(self.write_error, self.as_json)
+        if self.lost:
+            fail(EdgeDPError(f"{self.lost} answer(s) lost on the link after the device charged them; "
+                             f"{self.answered} answered, {self.refused} refused", "ERR_LOST"), self.as_json,
+                 ExitCode.TRANSPORT)
         if self.refused:
             raise SystemExit(ExitCode.REFUSED)
 

@@ -10,7 +10,7 @@ import collections
 import contextlib
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from .. import schema as S
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
-from .errors import DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateUnknown, TransportError
+from .errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
 from .transport import Link
 
@@ -100,13 +100,14 @@ class Device:
     def response(self, seq: int, type_: int, timeout: float | None = None,
                  later: Iterable[int] = ()) -> bytes:
         """The body of the response to request seq (frames with other seqs are stale answers, e.g.
-        to garbage sent earlier, and skipped); TransportError if one for a request in ``later``
-        (sent after seq) comes first: seq's was lost."""
+        to garbage sent earlier, and skipped); AnswerLost if one for a request in ``later`` (sent
+        after seq) comes first: seq's was lost, and that later answer stays to be read."""
         while True:
             f = self.receive(timeout)
             if f.seq != seq:
                 if f.seq in later:
-                    raise TransportError(f"the answer to request {seq} was lost (the answer to {f.seq} came first)")
+                    self._pending.insert(0, f)
+                    raise AnswerLost(seq, f.seq)
                 continue
             if f.type == P.ERROR:
                 raise P.parse_error(f.body)
@@ -152,38 +153,41 @@ class Device:
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         return P.parse_infer(self.request(P.INFER, P.pack_vector(x, mode)), mode)
 
-    def infer_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None
-                   ) -> Iterator[P.QueryResult | DeviceError]:
+    def infer_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None,
+                   stop: Callable[[], bool] | None = None) -> Iterator[P.QueryResult | DeviceError | AnswerLost]:
         """``query_many`` for INFER: one private answer (or the refusal) per row of model inputs."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         yield from self._pipeline(P.INFER, (P.pack_vector(x, mode) for x in rows),
-                                  lambda body: P.parse_infer(body, mode)[0], in_flight)
+                                  lambda body: P.parse_infer(body, mode)[0], in_flight, stop)
 
     def infer_local(self, x: np.ndarray) -> tuple[int, int]:
         """The model's local path (test builds): (argmax of the raw output, crc32 of its float32 bytes)."""
         _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
         return label, crc
 
-    def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None
-                   ) -> Iterator[P.QueryResult | DeviceError]:
+    def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None,
+                   stop: Callable[[], bool] | None = None) -> Iterator[P.QueryResult | DeviceError | AnswerLost]:
         """Stream rows (a 2-D array, or any iterable of vectors such as a generator) through QUERY.
 
-        Yields one item per row, in order: its QueryResult, or the DeviceError that refused it
-        (the stream goes on). Up to ``in_flight`` requests (default: the link's ``in_flight``) are
+        Yields one item per row, in order: its QueryResult, the DeviceError that refused it, or
+        AnswerLost if its answer was lost on the link (the stream goes on). Up to ``in_flight`` requests (default: the link's ``in_flight``) are
         on the wire ahead of their answers; each answer is matched to its request by sequence
         number. After ERR_BUDGET no further row is sent (the device refuses every further external
         answer until its day rolls over); rows already sent still yield their answers. Bad input
-        raises ValueError before its row is sent, after the rows before it."""
+        raises ValueError before its row is sent, after the rows before it. ``stop``, if given, is
+        asked before a row taken from ``rows`` but held back by the link's byte budget is sent:
+        once it returns True no further row is sent (the rows iterator alone cannot recall it)."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         yield from self._pipeline(P.QUERY, (P.pack_vector(x, mode) for x in rows),
-                                  lambda body: P.parse_query(body, mode), in_flight)
+                                  lambda body: P.parse_query(body, mode), in_flight, stop)
 
-    def _pipeline(self, type_: int, bodies: Iterator[bytes], parse, in_flight: int | None
-                  ) -> Iterator[P.QueryResult | DeviceError]:
+    def _pipeline(self, type_: int, bodies: Iterator[bytes], parse, in_flight: int | None,
+                  stop: Callable[[], bool] | None = None) -> Iterator[P.QueryResult | DeviceError | AnswerLost]:
         """Requests of type_ with the given bodies, up to in_flight unanswered and, beyond the
         first, within the link's ``in_flight_bytes``; their parsed answers (or refusals) in order.
-        A response for a later request while an earlier one is unanswered means the earlier was
-        lost: TransportError (never a mismatched answer)."""
+        A response for a later request while an earlier one is unanswered means the earlier's
+        answer was lost: its item is AnswerLost (never a mismatched answer), and the later
+        answers, paid for, still come in their places."""
         depth = max(1, in_flight or getattr(self.link, "in_flight", 1))
         budget: int | None = getattr(self.link, "in_flight_bytes", None)
         waiting: collections.deque[int] = collections.deque()
@@ -208,6 +212,9 @@ class Device:
                 seq, frame = held
                 if waiting and budget is not None and sum(sizes) + len(frame) > budget:
                     break
+                if stop is not None and stop():  # taken before the stop, not yet sent: dropped
+                    more, held = False, None
+                    break
                 burst.append(frame)
                 waiting.append(seq)
                 sizes.append(len(frame))
@@ -226,6 +233,8 @@ class Device:
                 item = exc
                 if exc.error == ErrorCode.ERR_BUDGET:
                     more, held = False, None
+            except AnswerLost as exc:  # the answers after it are matched as they come
+                item = exc
             yield item
 
     def local(self, x: np.ndarray) -> P.LocalAnswer:

@@ -82,3 +82,14 @@ class TransportError(EdgeDPError):
 
     code = "ERR_TRANSPORT"
     exit_code = 3
+
+
+class AnswerLost(TransportError):
+    """A pipelined request's answer was lost on the link (the answer to a later request came
+    first). The device received the request, charged it and answered; only the answer is gone."""
+
+    code = "ERR_LOST"
+
+    def __init__(self, seq: int, later: int):
+        super().__init__(f"the answer to request {seq} was lost (the answer to {later} came first)")
+        self.seq = seq

@@ -52,7 +52,7 @@ from . import frames
 from .elf import sections
 from .errors import EdgeDPError, TransportError
 from .store import newest_record
-from .targets.qemu import IMAGES, QEMU_IN_FLIGHT, ensure_image, free_port, qemu_argv, qmp
+from .targets.qemu import IMAGES, ensure_image, free_port, qemu_argv, qemu_in_flight, qmp
 from .transport import Link, SerialLink
 
 STATE_FILE = "session.json"
@@ -441,7 +441,8 @@ class SessionTarget:
         self.image = Path(session.elf)
         self.image_started = session.started  # an image rebuilt after this is not the one running
         self.keeps_state = True
-        self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0, in_flight=QEMU_IN_FLIGHT))
+        self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0,
+                                               in_flight=qemu_in_flight(session.target)))
 
     def link(self) -> Link:
         return self._link
@@ -450,7 +451,8 @@ class SessionTarget:
         self._link.inner.close()
         stop()
         self.session = start(self.session.target, port=self.session.port)
-        self._link.inner = SerialLink(self.session.url, connect_timeout=5.0, in_flight=QEMU_IN_FLIGHT)
+        self._link.inner = SerialLink(self.session.url, connect_timeout=5.0,
+                                      in_flight=qemu_in_flight(self.session.target))
 
     def close(self) -> None:
         self._link.close()
@@ -465,6 +467,17 @@ class _Reconnectable:
     @property
     def in_flight(self) -> int:
         return getattr(self.inner, "in_flight", 1)
+
+    @property
+    def in_flight_bytes(self) -> int | None:
+        return getattr(self.inner, "in_flight_bytes", None)
+
+    @property
+    def board_pending(self) -> bool:
+        return getattr(self.inner, "board_pending", False)
+
+    def learn_board(self, board: str, firmware_version: str) -> None:
+        self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]
 
     def write(self, data: bytes) -> None:
         self.inner.write(data)

@@ -21,7 +21,9 @@ time."""
 
 BOARD_IN_FLIGHT = 8
 """Requests a client keeps ahead of their answers on a board listed in BOARD_RX_BUFFER (within its
-bytes): enough to keep both directions of a 115,200-baud UART busy (docs/benchmarks.md §10)."""
+bytes): enough that the next request is always waiting when an answer leaves (the release window
+itself does not overlap the previous answer's polled transmission: about 0.86x the 115,200-baud
+wire limit, docs/benchmarks.md §10)."""
 
 
 class Link(Protocol):

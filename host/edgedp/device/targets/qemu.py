@@ -92,17 +92,25 @@ def qmp(path: str, command: str, arguments: dict | None = None, timeout: float =
 
 
 QEMU_IN_FLIGHT = 8
-"""Requests a client may pipeline to QEMU: its USART model takes a byte from the console socket
-only once the firmware has read the previous one (can_receive is !RXNE), so nothing is dropped
-while the device computes; the socket's buffer holds the rest. (That holds for the qemu port,
-which polls its USART; the stm32f4 image also buffers them itself, in the ring its RXNE
-interrupt fills, as on a board: transport.BOARD_RX_BUFFER.)"""
+"""Requests a client may pipeline to the qemu port's image: QEMU's USART model takes a byte from
+the console socket only once the firmware has read the previous one (can_receive is !RXNE), and
+that port reads its USART only between frames, so nothing is dropped while the device computes;
+the socket's buffer holds the rest. Not for the stm32f4 image: its RXNE interrupt reads every
+byte at once into its ring, which then is the only buffer, as on a board; its link learns
+in_flight and in_flight_bytes from INFO (transport.BOARD_RX_BUFFER, qemu_in_flight)."""
+
+
+def qemu_in_flight(spec: str) -> int | None:
+    """The link's in_flight for a QEMU target or session spec: QEMU_IN_FLIGHT for the qemu port's
+    image, None (learn it from INFO, as for a board) for the stm32f4 image."""
+    return QEMU_IN_FLIGHT if spec == "qemu" else None
 
 
 class QemuTarget:
     def __init__(self, elf: Path, usart: int = 1, name: str = "qemu", icount: bool = True,
-                 extra_args: Sequence[str] = ()):
-        """extra_args: appended to the qemu-system-arm command line (e.g. more -device loader)."""
+                 extra_args: Sequence[str] = (), in_flight: int | None = QEMU_IN_FLIGHT):
+        """extra_args: appended to the qemu-system-arm command line (e.g. more -device loader);
+        in_flight: the link's (qemu_in_flight)."""
         self.name = name
         self.image = elf
         self.keeps_state = False
@@ -116,7 +124,7 @@ class QemuTarget:
                                       stderr=subprocess.PIPE, process_group=0)
         try:
             self._link = SerialLink(f"socket://127.0.0.1:{self.port}", connect_timeout=15.0,
-                                    in_flight=QEMU_IN_FLIGHT)
+                                    in_flight=in_flight)
         except TransportError:
             err = self._stop()
             raise TransportError(f"QEMU did not open its serial socket: {err.strip()[-500:]}") from None
@@ -126,7 +134,7 @@ class QemuTarget:
         if spec not in IMAGES:
             raise TransportError(f"unknown target {spec!r}: use qemu or qemu:stm32f4")
         board, usart = IMAGES[spec]
-        return cls(ensure_image(board), usart, spec)
+        return cls(ensure_image(board), usart, spec, in_flight=qemu_in_flight(spec))
 
     def link(self) -> Link:
         return self._link
