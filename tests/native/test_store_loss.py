@@ -271,17 +271,21 @@ def test_rate_limit_survives_store_loss(dev_files: HostDevice, test_key: bytes) 
         dev.query(X, "label")
 
 
-def test_a_rate_whose_commit_fails_is_not_restored_after_a_store_loss(dev_files: HostDevice,
-                                                                     test_key: bytes) -> None:
+@pytest.mark.parametrize("fail", [{"EDP_STORE_FAIL_AFTER": "0"},
+                                  {"EDP_FLASH_FAIL_AFTER": str(RECORD_WORDS - 1)}],
+                         ids=["store-commit", "flash-check-word"])
+def test_a_refused_rate_is_not_restored_after_a_store_loss(dev_files: HostDevice, test_key: bytes,
+                                                           fail: dict[str, str]) -> None:
     """A RATE whose flash record is written but whose store commit fails (EDP_STORE_FAIL_AFTER=0:
-    the first store write after boot fails) is refused and the device keeps its limit; the next
-    admin command commits that same counter; a store loss then restores the limit the device ran,
-    not the refused one."""
+    the first store write after boot fails), or whose flash record lands but its check word's
+    program reports an error, is refused and the device keeps its limit; the next admin command
+    commits that same counter; a store loss then restores the limit the device ran, not the
+    refused one."""
     dev = dev_files.start()
     kept = P.Rate(3, 30, 0)
     set_rate(dev, test_key, kept)
     dev_files.stop()
-    dev = dev_files.start(EDP_STORE_FAIL_AFTER="0")
+    dev = dev_files.start(**fail)
     with pytest.raises(DeviceError, match="ERR_STORE") as e:
         dev.admin(P.RATE, P.Rate(50, 120, 0).pack(), test_key)
     assert e.value.authenticated

@@ -10,6 +10,9 @@
  *                       EDP_HOST_FLASH_SECTOR bytes each; default: in memory only)
  *   EDP_FLASH_CUT_AFTER cut power (exit 99) after this many flash word programs
  *                       and erases (the cut one torn, ramflash.h)
+ *   EDP_FLASH_FAIL_AFTER once this many flash word programs are done, the next
+ *                       program call lands and then reports EDP_ERR_STORE, once
+ *                       (a busy-flag timeout after the write took)
  *   EDP_HOST_TIME       fixed unix seconds for the clock; "unset" = no trusted time
  *   EDP_HOST_ENTROPY    "fail" makes the entropy source fail; "fail:N" fails its
  *                       first N calls, then works
@@ -44,6 +47,7 @@ static long entropy_failures;
 static const char *store_path;
 static long cut_after = -1;
 static long fail_after = -1;     /* EDP_STORE_FAIL_AFTER */
+static long flash_fail_after = -1;  /* EDP_FLASH_FAIL_AFTER */
 static int clock_state;          /* 0 real time, 1 fixed, 2 unset */
 static int64_t clock_base;       /* fixed seconds, or offset added to time() */
 
@@ -108,9 +112,14 @@ static int flash_read(void *ctx, uint32_t off, void *buf, uint32_t n)
 
 static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
 {
+    const int fail = flash_fail_after >= 0 && flash_model.programs >= (uint32_t)flash_fail_after;
     int err = flash_model_ops.program(flash_model_ops.ctx, off, buf, n);
     (void)ctx;
     flash_after();
+    if (fail && err == EDP_OK) {
+        flash_fail_after = -1;
+        err = EDP_ERR_STORE;
+    }
     return err;
 }
 
@@ -255,6 +264,7 @@ const edp_port_t *edp_board_init(void)
     edp_ramflash_format(&flash_model_ops);
     load(flash_path, flash_mem, sizeof flash_mem, sizeof flash_mem);
     if (fc) flash_model.cut_after = atol(fc);
+    if ((fc = getenv("EDP_FLASH_FAIL_AFTER"))) flash_fail_after = atol(fc);
     if (t && strcmp(t, "unset") == 0) clock_state = 2;
     else if (t) clock_state = 1, clock_base = atoll(t);
     return &port;

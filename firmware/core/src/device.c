@@ -157,10 +157,11 @@ static int rate_raise(edp_device_t *d, const edp_record_t *r)
     return edp_flog_set_rate(&d->flog, &fr);
 }
 
-/* A RATE whose flash record was written but whose commit failed: the device
- * keeps the limit before it, and a later command may commit the same counter.
- * The log takes that limit again at this counter (a later seq wins), so that a
- * store loss restores the limit the device runs, not the refused one. If that
+/* A refused RATE whose flash record may be in the log (its commit failed, or
+ * its write reported an error after the record landed): the device keeps the
+ * limit before it, and a later command may commit the same counter. The log
+ * takes that limit again at this counter (a later seq wins), so that a store
+ * loss restores the limit the device runs, not the refused one. If that
  * write fails too, the flash log is closed until the next boot (every answer
  * and admin command then fails), whose rate_restore writes the running limit
  * at the lifted counter. */
@@ -731,8 +732,9 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
     }
     /* The counter (and any change) is durable, in flash and in the store,
      * before the command takes effect. */
-    if ((err = type == EDP_T_RATE ? rate_raise(d, &next) : mark_raise(d, &next, 0))) return err;
-    if ((err = edp_store_commit(d->port, &next, &d->slot))) {
+    err = type == EDP_T_RATE ? rate_raise(d, &next) : mark_raise(d, &next, 0);
+    if (!err) err = edp_store_commit(d->port, &next, &d->slot);
+    if (err) {
         if (type == EDP_T_RATE) rate_unwind(d, next.auth_counter);
         return err;
     }
