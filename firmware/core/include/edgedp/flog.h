@@ -15,8 +15,8 @@
  *         | counter u64 | crc32 ^ EDP_FLOG_RATE_TAG
  * with crc32 the CRC-32 of the 32-byte body. seq increases by one per slot
  * programmed, whatever its kind and whether it read back intact (a record
- * reported failed may be valid: its retry gets a seq of its own). An erased slot reads all 0xFF. A rate record's counter
- * (at the offset of a mark's) is the admin counter of the RATE that set the
+ * reported failed may be valid: its retry gets a seq of its own). An erased
+ * slot reads all 0xFF. A rate record's counter (at the offset of a mark's) is the admin counter of the RATE that set the
  * limit (burst 0: no limit); its two zero words are reserved, and a slot
  * whose check word is a rate record's but whose reserved words (at the offset
  * of a mark's lifetime) are not zero is no record: a mark that spent anything
@@ -61,8 +61,8 @@
  * admin counter that set one (the counter is monotone though the limit is
  * not; seq settles a counter written twice, the later record winning:
  * edp_flog_set_rate), and of two records of one seq (which only a flash that
- * misreads could leave) the stricter limit. A total order, so the result does not depend
- * on the order of the records, and no order of cuts can lower a mark, nor
+ * misreads could leave) the stricter limit. A total order, so the result
+ * does not depend on the order of the records, and no order of cuts can lower a mark, nor
  * bring back a limit older than one a write reported as written. */
 #ifndef EDGEDP_FLOG_H
 #define EDGEDP_FLOG_H
@@ -137,14 +137,17 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m);
  * first); erases as edp_flog_raise when the active sector is full.
  * Returns EDP_OK once the record reads back intact, EDP_ERR_BAD_VALUE for a
  * counter below log->rate.counter (it could never win), or a negative error
- * as edp_flog_raise; after an error the log's limit is the one before. */
+ * as edp_flog_raise; after an error log->rate is the limit before, but the
+ * record may be in flash all the same (a program that took and reported an
+ * error): a caller that keeps the limit before writes it back at r->counter
+ * (device.c, a refused RATE). */
 int edp_flog_set_rate(edp_flog_t *log, const edp_flog_rate_t *r);
 
 /* Erase the spare sector if it is not erased and the active sector is
  * complete (holds the newest record of every kind), or the active sector
  * itself if it is full and not complete (it is started again; the other
- * sector holds the log); nothing otherwise. Call it where a 1-2 s stall reveals
- * nothing: after an answer has left, never inside a release window. Returns
+ * sector holds the log); nothing otherwise. Call it where a 1-2 s stall
+ * reveals nothing: after an answer has left, never inside a release window. Returns
  * EDP_OK or the flash's negative error (retried at the next call). */
 int edp_flog_prepare(edp_flog_t *log);
 
