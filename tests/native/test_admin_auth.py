@@ -145,6 +145,27 @@ def test_rate_limit_refuses_with_the_wait_and_persists(host_device, test_key: by
         dev.query(x, "label")
 
 
+def test_a_recovered_store_takes_a_token_with_the_extra_charge(host_device, test_key: bytes) -> None:
+    """The newest store slot damaged: the device loads the older one, whose bucket still held the
+    token of the last answer, and counts that answer again, its ε and its token: a burst of 3 with
+    one answer sent leaves 2, not 3, on the host port's frozen clock."""
+    x = np.array([0.2, 0.8], dtype=np.float32)
+    dev = host_device.start()
+    admin.run(dev, test_key, P.RATE, lambda b: P.Rate(3, 1, 0).pack(), lambda b, a: None)
+    dev.query(x, "label")
+    host_device.stop()
+    raw = bytearray(host_device.store.read_bytes())
+    newest = max((0, 128), key=lambda s: struct.unpack_from("<I", raw, s + 8)[0])
+    raw[newest + 20] ^= 0xFF
+    host_device.store.write_bytes(bytes(raw))
+    dev = host_device.start()
+    assert dev.info().store == "recovered"
+    dev.query(x, "label")
+    dev.query(x, "label")
+    with pytest.raises(DeviceError, match="ERR_RATE"):
+        dev.query(x, "label")
+
+
 def _budget_forbidden(dev) -> None:
     def forged():
         raise AssertionError("read the unauthenticated BUDGET answer where a key is at hand")

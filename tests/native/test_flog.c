@@ -247,6 +247,31 @@ static void cuts(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log, con
         }
     }
     if (failures == bad) printf("ok %s: a second power cut during recovery\n", name);
+
+    /* Repeated tears: after a cut at every point of the run, the next writes
+     * are each cut inside their first record (tear at word 1..8), one reboot
+     * per write, more times than a sector has slots: each burns a slot, the
+     * active sector fills (a switch whose copy landed and whose new record did
+     * not leaves it incomplete), and no mark or limit reported written is lost. */
+    bad = failures;
+    for (cut1 = 0; cut1 <= ops; cut1++) {
+        for (cut2 = 1; cut2 < (long)(EDP_FLOG_RECORD / 4u); cut2 += 3) {
+            uint32_t round;
+            edp_ramflash_format(flash);
+            edp_ramflash_bind(flash, model, mem, SECTOR);
+            model->cut_after = cut1;
+            edp_flog_open(log, flash);
+            stopped = run(log, 0);
+            stopped = reboot(flash, model, log, stopped, cut1, cut2);
+            for (round = 0; round < 2u * SLOTS + 2u && stopped < STEPS; round++) {
+                model->cut_after = cut2;
+                stopped = run(log, stopped);
+                stopped = reboot(flash, model, log, stopped, cut1, cut2);
+            }
+            finish(flash, log, stopped, cut1, cut2);
+        }
+    }
+    if (failures == bad) printf("ok %s: repeated tears until the sector fills\n", name);
 }
 
 /* A mark record as firmware before rate records wrote it (flog.h: seq | day |
@@ -296,6 +321,81 @@ static void old_layout(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *lo
     if (failures == bad) printf("ok old-layout log read, rate limit kept across switches\n");
 }
 
+/* A rate record packed here (flog.h layout), at slot `slot` of sector 0, with
+ * `reserved` in its reserved words (0 in a record flog.c writes). */
+static void rate_record(uint32_t slot, uint32_t seq, const edp_flog_rate_t *r, uint64_t reserved)
+{
+    uint8_t *o = mem + slot * EDP_FLOG_RECORD;
+    uint32_t i, w[6], crc;
+    w[0] = seq, w[1] = r->limit.burst, w[2] = r->limit.per_minute, w[3] = r->limit.tarpit_ms;
+    w[4] = (uint32_t)reserved, w[5] = (uint32_t)(reserved >> 32);
+    for (i = 0; i < 24; i++) o[i] = (uint8_t)(w[i / 4] >> (8 * (i % 4)));
+    for (i = 0; i < 8; i++) o[24 + i] = (uint8_t)(r->counter >> (8 * i));
+    crc = (uint32_t)edp_crc32(0, o, 32) ^ EDP_FLOG_RATE_TAG;
+    for (i = 0; i < 4; i++) o[32 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+static const edp_flash_t *tie_inner;
+static int lands_but_fails;  /* the next check-word program lands, then reports an error (a BSY timeout) */
+
+static int tie_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    int err = tie_inner->program(ctx, off, buf, n);
+    if (err == EDP_OK && lands_but_fails && n == 4) {
+        lands_but_fails = 0;
+        return EDP_ERR_STORE;
+    }
+    return err;
+}
+
+/* A rate record that landed but was reported failed, then the RATE retried at
+ * the same counter with a stricter limit: the retry is the log's limit after a
+ * reboot. And two rate records of one (counter, seq), in either slot order:
+ * the stricter limit wins. */
+static void ties(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log)
+{
+    static const edp_flog_rate_t loose = {7, {1000, 1000, 0}}, tight = {7, {2, 1, 0}}, none = {7, {0, 0, 0}};
+    edp_flash_t wrapped;
+    const edp_flog_rate_t *pairs[3][2] = {{&loose, &tight}, {&none, &tight}, {&none, &loose}};
+    uint32_t i, order;
+    int bad = failures;
+    edp_ramflash_format(flash);
+    edp_ramflash_bind(flash, model, mem, SECTOR);
+    wrapped = *flash;
+    wrapped.program = tie_program;
+    tie_inner = flash;
+    edp_flog_open(log, &wrapped);
+    lands_but_fails = 1;
+    if (edp_flog_set_rate(log, &loose) == EDP_OK || log->rate.counter != 0)
+        fail("a rate record reported failed is not the log's limit", -1, -1);
+    if (edp_flog_set_rate(log, &tight) != EDP_OK) fail("the retry at the same counter", -1, -1);
+    if (edp_flog_open(log, flash) != 2 || !rate_eq(&log->rate, &tight))
+        fail("after a reboot the retried limit, not the one reported failed", -1, -1);
+    for (i = 0; i < 3; i++) {
+        for (order = 0; order < 2; order++) {
+            edp_ramflash_format(flash);
+            rate_record(0, 1, pairs[i][order], 0);
+            rate_record(1, 1, pairs[i][order ^ 1u], 0);
+            if (edp_flog_open(log, flash) != 2 || !rate_eq(&log->rate, pairs[i][1]))
+                fail("two rate records of one seq: the stricter limit wins", (long)i, (long)order);
+        }
+    }
+    if (failures == bad) printf("ok seq per slot programmed, ties to the stricter limit\n");
+
+    /* The check word of a rate record on a body whose reserved words are not
+     * zero (a mark's lifetime there): no record at all. */
+    bad = failures;
+    for (i = 0; i < 2; i++) {
+        const uint64_t reserved = i ? 1u : (uint64_t)1 << 40;
+        edp_ramflash_format(flash);
+        rate_record(0, 1, &tight, 0);
+        rate_record(1, 2, &loose, reserved);
+        if (edp_flog_open(log, flash) != 1 || !rate_eq(&log->rate, &tight) || log->mark.lifetime != 0)
+            fail("a rate record with nonzero reserved words is no record", (long)i, -1);
+    }
+    if (failures == bad) printf("ok a rate record's reserved words must be zero\n");
+}
+
 int main(void)
 {
     edp_flash_t flash;
@@ -309,6 +409,7 @@ int main(void)
     mixed = 1;
     cuts(&flash, &model, &log, "mixed");
     old_layout(&flash, &model, &log);
+    ties(&flash, &model, &log);
     printf("# checked %ld cut points, %d failures\n", checked, failures);
     return failures ? 1 : 0;
 }

@@ -37,7 +37,8 @@ def output() -> str:
 def test_no_acknowledged_mark_is_lost_at_any_cut(output: str) -> None:
     assert "not ok" not in output
     for script in ("marks", "mixed"):
-        for group in ("uncut run and no-op writes", "power cut at each of", "a second power cut during recovery"):
+        for group in ("uncut run and no-op writes", "power cut at each of", "a second power cut during recovery",
+                      "repeated tears until the sector fills"):
             assert f"ok {script}: {group}" in output
     checked = re.search(r"# checked (\d+) cut points, 0 failures", output)
     assert checked and int(checked.group(1)) > 10000
@@ -69,3 +70,15 @@ def test_rate_limits_are_copied_across_sector_switches(output: str) -> None:
     assert writes < records <= writes + erases + 1
     assert erases <= (writes - 1) // (slots - 1)  # the wear bound of flog.h
     assert "ok old-layout log read, rate limit kept across switches" in output
+
+
+def test_a_record_reported_failed_never_ties_with_its_retry(output: str) -> None:
+    """A rate record that landed but was reported failed, then the RATE retried at the same counter:
+    the retry's limit after a reboot; two rate records of one seq: the stricter limit."""
+    assert "ok seq per slot programmed, ties to the stricter limit" in output
+
+
+def test_a_rate_record_with_nonzero_reserved_words_is_no_record(output: str) -> None:
+    """The reserved words sit where a mark keeps its lifetime: no mark that spent anything can
+    ever read as a rate record, whatever its check word."""
+    assert "ok a rate record's reserved words must be zero" in output

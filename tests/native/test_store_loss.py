@@ -271,6 +271,33 @@ def test_rate_limit_survives_store_loss(dev_files: HostDevice, test_key: bytes) 
         dev.query(X, "label")
 
 
+@pytest.mark.parametrize("fail", [{"EDP_STORE_FAIL_AFTER": "0"},
+                                  {"EDP_FLASH_FAIL_AFTER": str(RECORD_WORDS - 1)}],
+                         ids=["store-commit", "flash-check-word"])
+def test_a_refused_rate_is_not_restored_after_a_store_loss(dev_files: HostDevice, test_key: bytes,
+                                                           fail: dict[str, str]) -> None:
+    """A RATE whose flash record is written but whose store commit fails (EDP_STORE_FAIL_AFTER=0:
+    the first store write after boot fails), or whose flash record lands but its check word's
+    program reports an error, is refused and the device keeps its limit; the next admin command
+    commits that same counter; a store loss then restores the limit the device ran, not the
+    refused one."""
+    dev = dev_files.start()
+    kept = P.Rate(3, 30, 0)
+    set_rate(dev, test_key, kept)
+    dev_files.stop()
+    dev = dev_files.start(**fail)
+    with pytest.raises(DeviceError, match="ERR_STORE") as e:
+        dev.admin(P.RATE, P.Rate(50, 120, 0).pack(), test_key)
+    assert e.value.authenticated
+    assert dev.info().rate == kept
+    refused_counter = dev.state(test_key).budget.auth_counter + 1
+    assert dev.set_time(test_key, TEST_EPOCH) == refused_counter  # commits the refused RATE's counter
+    lose_store(dev_files)
+    dev = dev_files.start()
+    assert dev.info().store == "fresh"
+    assert dev.info().rate == kept, "the store loss restored the limit of a RATE the device refused"
+
+
 def old_mark_record(seq: int, day: int, daily: int, lifetime: int, counter: int) -> bytes:
     """A flash log record as firmware before rate records wrote it (seq | day | daily | lifetime |
     counter | CRC-32 of the 32 bytes before it)."""

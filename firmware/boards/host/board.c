@@ -3,10 +3,16 @@
  * Environment:
  *   EDP_STORE_FILE      persistent store file (default: in memory only)
  *   EDP_STORE_CUT_AFTER cut power (exit 99) after this many 4-byte store writes
+ *   EDP_STORE_FAIL_AFTER the first store write call after this many 4-byte store
+ *                       writes fails once with EDP_ERR_STORE, writing nothing (a
+ *                       failed backup-domain write); later calls work
  *   EDP_FLASH_FILE      the flash high-water log's two sectors (RAM NOR model,
  *                       EDP_HOST_FLASH_SECTOR bytes each; default: in memory only)
  *   EDP_FLASH_CUT_AFTER cut power (exit 99) after this many flash word programs
  *                       and erases (the cut one torn, ramflash.h)
+ *   EDP_FLASH_FAIL_AFTER once this many flash word programs are done, the next
+ *                       program call lands and then reports EDP_ERR_STORE, once
+ *                       (a busy-flag timeout after the write took)
  *   EDP_HOST_TIME       fixed unix seconds for the clock; "unset" = no trusted time
  *   EDP_HOST_ENTROPY    "fail" makes the entropy source fail; "fail:N" fails its
  *                       first N calls, then works
@@ -40,6 +46,8 @@ static const char *flash_path;
 static long entropy_failures;
 static const char *store_path;
 static long cut_after = -1;
+static long fail_after = -1;     /* EDP_STORE_FAIL_AFTER */
+static long flash_fail_after = -1;  /* EDP_FLASH_FAIL_AFTER */
 static int clock_state;          /* 0 real time, 1 fixed, 2 unset */
 static int64_t clock_base;       /* fixed seconds, or offset added to time() */
 
@@ -104,9 +112,14 @@ static int flash_read(void *ctx, uint32_t off, void *buf, uint32_t n)
 
 static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
 {
+    const int fail = flash_fail_after >= 0 && flash_model.programs >= (uint32_t)flash_fail_after;
     int err = flash_model_ops.program(flash_model_ops.ctx, off, buf, n);
     (void)ctx;
     flash_after();
+    if (fail && err == EDP_OK) {
+        flash_fail_after = -1;
+        err = EDP_ERR_STORE;
+    }
     return err;
 }
 
@@ -173,12 +186,17 @@ static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
     const uint8_t *p = buf;
     (void)ctx;
     if (off + n > sizeof store) return EDP_ERR_STORE;
+    if (fail_after == 0) {
+        fail_after = -1;
+        return EDP_ERR_STORE;
+    }
     while (n) {
         uint32_t w = n < 4 ? n : 4;
         if (cut_after == 0) _exit(99);
         memcpy(store + off, p, w);
         store_flush();
         if (cut_after > 0) cut_after--;
+        if (fail_after > 0) fail_after--;
         off += w;
         p += w;
         n -= w;
@@ -238,6 +256,7 @@ const edp_port_t *edp_board_init(void)
     store_path = getenv("EDP_STORE_FILE");
     load(store_path, store, sizeof store, EDP_AUDIT_OFFSET);
     if (c) cut_after = atol(c);
+    if ((c = getenv("EDP_STORE_FAIL_AFTER"))) fail_after = atol(c);
     if (e && strcmp(e, "fail") == 0) entropy_failures = -1;
     else if (e && strncmp(e, "fail:", 5) == 0) entropy_failures = atol(e + 5);
     flash_path = getenv("EDP_FLASH_FILE");
@@ -245,6 +264,7 @@ const edp_port_t *edp_board_init(void)
     edp_ramflash_format(&flash_model_ops);
     load(flash_path, flash_mem, sizeof flash_mem, sizeof flash_mem);
     if (fc) flash_model.cut_after = atol(fc);
+    if ((fc = getenv("EDP_FLASH_FAIL_AFTER"))) flash_fail_after = atol(fc);
     if (t && strcmp(t, "unset") == 0) clock_state = 2;
     else if (t) clock_state = 1, clock_base = atoll(t);
     return &port;

@@ -157,6 +157,23 @@ static int rate_raise(edp_device_t *d, const edp_record_t *r)
     return edp_flog_set_rate(&d->flog, &fr);
 }
 
+/* A refused RATE whose flash record may be in the log (its commit failed, or
+ * its write reported an error after the record landed): the device keeps the
+ * limit before it, and a later command may commit the same counter. The log
+ * takes that limit again at this counter (a later seq wins), so that a store
+ * loss restores the limit the device runs, not the refused one. If that
+ * write fails too, the flash log is closed until the next boot (every answer
+ * and admin command then fails), whose rate_restore writes the running limit
+ * at the lifted counter. */
+static void rate_unwind(edp_device_t *d, uint64_t counter)
+{
+    edp_flog_rate_t run;
+    if (!d->port->flash || !d->flog_ok) return;
+    run.counter = counter;
+    run.limit = d->rec.rate;
+    if (edp_flog_set_rate(&d->flog, &run) != EDP_OK) d->flog_ok = 0;
+}
+
 static int today(edp_device_t *d, uint32_t *day);
 
 /* Append an audit entry (store.h) now. A failed write loses the entry, nothing else. */
@@ -201,8 +218,10 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
     }
     if (d->store_state == EDP_STORE_RECOVERED) {
         /* The damaged slot may hold a newer commit whose answer was sent: count
-         * one more query against both budgets (over-count, never under-count). */
+         * one more query against both budgets and the rate bucket (over-count,
+         * never under-count: a reset refills nothing). */
         edp_budget_charge(&d->rec.budget, d->rec.mech.eps_micro);
+        d->rec.bucket.tokens = d->rec.bucket.tokens >= 60u ? d->rec.bucket.tokens - 60u : 0;
         d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     } else if (d->store_state != EDP_STORE_LOADED) {
         /* Test builds start a blank store with the documented defaults; production
@@ -713,9 +732,12 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
     }
     /* The counter (and any change) is durable, in flash and in the store,
      * before the command takes effect. */
-    if ((err = type == EDP_T_RATE ? rate_raise(d, &next) : mark_raise(d, &next, 0)) ||
-        (err = edp_store_commit(d->port, &next, &d->slot)))
+    err = type == EDP_T_RATE ? rate_raise(d, &next) : mark_raise(d, &next, 0);
+    if (!err) err = edp_store_commit(d->port, &next, &d->slot);
+    if (err) {
+        if (type == EDP_T_RATE) rate_unwind(d, next.auth_counter);
         return err;
+    }
     d->rec = next;
     if (type == EDP_T_CONFIG) {
         d->store_ok = 1;

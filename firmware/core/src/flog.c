@@ -50,7 +50,9 @@ static unsigned parse(const uint8_t in[EDP_FLOG_RECORD], uint32_t *seq, edp_flog
         m->counter = edp_rd64(in + 24);
         return KIND_MARK;
     }
-    if (tag == EDP_FLOG_RATE_TAG) {
+    /* A rate record's reserved words (a mark's lifetime) are zero: no mark that
+     * spent anything reads as a rate record, whatever its check word. */
+    if (tag == EDP_FLOG_RATE_TAG && edp_rd64(in + 16) == 0) {
         r->limit.burst = edp_rd32(in + 4);
         r->limit.per_minute = edp_rd32(in + 8);
         r->limit.tarpit_ms = edp_rd32(in + 12);
@@ -82,15 +84,19 @@ static int merge(edp_flog_mark_t *a, const edp_flog_mark_t *b)
     return up;
 }
 
-/* Whether rate record (b, bseq) is greater than (a, aseq) in (counter, seq, burst,
- * per_minute, tarpit_ms): a total order, so the newest limit does not depend on
- * the order in which the records are read. */
+/* Whether rate record (b, bseq) wins over (a, aseq): the higher counter, then
+ * the higher seq, then (two records of one seq: only a flash that misreads
+ * could write them) the stricter limit: a burst (0, no limit, is the loosest),
+ * then per_minute, the lower the stricter, then the longer tarpit_ms. A total
+ * order, so the newest limit does not depend on the order in which the records
+ * are read. */
 static int newer(const edp_flog_rate_t *b, uint32_t bseq, const edp_flog_rate_t *a, uint32_t aseq)
 {
+    const uint32_t bb = b->limit.burst - 1u, ab = a->limit.burst - 1u;  /* burst 0 wraps to the top */
     if (b->counter != a->counter) return b->counter > a->counter;
     if (bseq != aseq) return bseq > aseq;
-    if (b->limit.burst != a->limit.burst) return b->limit.burst > a->limit.burst;
-    if (b->limit.per_minute != a->limit.per_minute) return b->limit.per_minute > a->limit.per_minute;
+    if (bb != ab) return bb < ab;
+    if (b->limit.per_minute != a->limit.per_minute) return b->limit.per_minute < a->limit.per_minute;
     return b->limit.tarpit_ms > a->limit.tarpit_ms;
 }
 
@@ -151,6 +157,23 @@ int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash)
     return found;
 }
 
+/* A full active sector that is not complete (a switch whose new record never
+ * landed, then torn writes until the sector filled) holds, besides torn slots,
+ * only copies of records of the other sector, which alone holds the newest
+ * record of some kind: erase the active sector, never the other, and start it
+ * again (next 0). A cut during the erase leaves that other sector the active
+ * one. Nothing otherwise. */
+static int restart(edp_flog_t *log)
+{
+    const edp_flash_t *f = log->flash;
+    int err;
+    if (log->covered == log->kinds || log->next + EDP_FLOG_RECORD <= slots(f) * EDP_FLOG_RECORD) return EDP_OK;
+    if ((err = f->erase(f->ctx, log->sector)) < 0) return err;
+    log->next = 0;
+    log->covered = 0;
+    return EDP_OK;
+}
+
 /* Append the record of `kind` holding m (a mark) or r (a rate limit). Before it,
  * the newest record of the other kind, if the log holds one and the active
  * sector does not, is copied there: the active sector then holds the whole log
@@ -165,15 +188,22 @@ static int append(edp_flog_t *log, unsigned kind, const edp_flog_mark_t *m, cons
     int err;
     while (fails <= slots(f)) {
         if (log->next + EDP_FLOG_RECORD > slots(f) * EDP_FLOG_RECORD) {
-            if (!log->spare_erased && (err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
-            log->sector ^= 1u;
-            log->next = 0;
-            log->covered = 0;
-            log->spare_erased = 0;  /* the old sector, now the spare, holds the previous log */
+            if ((err = restart(log)) < 0) return err;
+            if (log->next) {  /* complete: start the spare */
+                if (!log->spare_erased && (err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
+                log->sector ^= 1u;
+                log->next = 0;
+                log->covered = 0;
+                log->spare_erased = 0;  /* the old sector, now the spare, holds the previous log */
+            }
         }
         k = (log->kinds & ~log->covered & ~kind) ? kind ^ (KIND_MARK | KIND_RATE) : kind;
-        if (k == KIND_MARK) pack_mark(rec, log->seq + 1, k == kind ? m : &log->mark);
-        else pack_rate(rec, log->seq + 1, k == kind ? r : &log->rate);
+        /* Every slot programmed takes a seq of its own, whatever its program or
+         * readback reports: a record reported failed may still read valid later,
+         * and the retry must not tie with it. */
+        log->seq++;
+        if (k == KIND_MARK) pack_mark(rec, log->seq, k == kind ? m : &log->mark);
+        else pack_rate(rec, log->seq, k == kind ? r : &log->rate);
         off = log->sector * f->sector_size + log->next;
         log->next += EDP_FLOG_RECORD;
         /* Body first, check word last: the record is valid only with its final word. */
@@ -184,7 +214,6 @@ static int append(edp_flog_t *log, unsigned kind, const edp_flog_mark_t *m, cons
             fails++;
             continue;
         }
-        log->seq++;
         log->covered |= (uint8_t)k;
         log->kinds |= (uint8_t)k;
         if (k == kind) return EDP_OK;
@@ -198,7 +227,7 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m)
     int err;
     if (!log->flash) return EDP_ERR_STORE;
     next = log->mark;
-    if (!merge(&next, m) && log->seq) return EDP_OK;
+    if (!merge(&next, m) && log->kinds) return EDP_OK;
     if ((err = append(log, KIND_MARK, &next, 0)) < 0) return err;
     log->mark = next;
     return EDP_OK;
@@ -220,7 +249,9 @@ int edp_flog_prepare(edp_flog_t *log)
 {
     const edp_flash_t *f = log->flash;
     int err;
-    if (!f || log->spare_erased || log->covered != log->kinds) return EDP_OK;
+    if (!f) return EDP_OK;
+    if ((err = restart(log)) < 0) return err;
+    if (log->spare_erased || log->covered != log->kinds) return EDP_OK;
     if ((err = f->erase(f->ctx, log->sector ^ 1u)) < 0) return err;
     log->spare_erased = 1;
     return EDP_OK;

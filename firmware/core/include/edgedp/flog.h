@@ -13,10 +13,14 @@
  *   mark: seq u32 | day u32 | daily u64 | lifetime u64 | counter u64 | crc32
  *   rate: seq u32 | burst u32 | per_minute u32 | tarpit_ms u32 | 0 u32 | 0 u32
  *         | counter u64 | crc32 ^ EDP_FLOG_RATE_TAG
- * with crc32 the CRC-32 of the 32-byte body. seq increases by one per record,
- * whatever its kind. An erased slot reads all 0xFF. A rate record's counter
- * (at the offset of a mark's) is the admin counter of the RATE that set the
- * limit (burst 0: no limit); its two zero words are reserved, ignored on read.
+ * with crc32 the CRC-32 of the 32-byte body. seq increases by one per slot
+ * programmed, whatever its kind and whether it read back intact (a record
+ * reported failed may be valid: its retry gets a seq of its own). An erased
+ * slot reads all 0xFF. A rate record's counter (at the offset of a mark's) is the admin counter of the RATE that set the
+ * limit (burst 0: no limit); its two zero words are reserved, and a slot
+ * whose check word is a rate record's but whose reserved words (at the offset
+ * of a mark's lifetime) are not zero is no record: a mark that spent anything
+ * never reads as a rate record.
  *
  * Old logs: firmware before rate records wrote mark records only, in this
  * same slot grid and layout, and this firmware reads them as it wrote them.
@@ -37,7 +41,13 @@
  * on stm32f4), and only once the active sector is complete: no erase takes
  * the newest record of any kind, so a power cut during the erase or the
  * program leaves everything readable. A write erases the spare itself only
- * when no prepare ran since the switch (the erase failed). Wear: one erase
+ * when no prepare ran since the switch (the erase failed). A sector left
+ * incomplete (a switch cut after the copy, before the new record) takes the
+ * missing kind's record at the next write; if torn writes fill it first, it
+ * holds nothing but a copy of the other sector's records, and it is that
+ * sector, never the other, that is erased and started again (by prepare, or
+ * by the write when prepare did not run): a complete sector is erased only
+ * once the other one is complete. Wear: one erase
  * per sector_size / EDP_FLOG_RECORD records, alternating between the sectors;
  * a switch may add one copied record, so a log with both kinds erases at
  * most once per sector_size / EDP_FLOG_RECORD - 1 writes (mark raises and
@@ -47,11 +57,12 @@
  * ignored; open() takes the element-wise maximum over every valid record of
  * both sectors (lifetime, counter; (day, daily) lexicographically; a rate
  * record's counter raises the counter too), and for the rate limit the record
- * that is greatest in (counter, seq, burst, per_minute, tarpit_ms): the limit
- * of the highest admin counter that set one (the counter is monotone though
- * the limit is not; seq settles a counter written twice, the later record
- * winning: edp_flog_set_rate). A total order, so the result does not depend
- * on the order of the records, and no order of cuts can lower a mark, nor
+ * of the highest counter, then of the highest seq: the limit of the highest
+ * admin counter that set one (the counter is monotone though the limit is
+ * not; seq settles a counter written twice, the later record winning:
+ * edp_flog_set_rate), and of two records of one seq (which only a flash that
+ * misreads could leave) the stricter limit. A total order, so the result
+ * does not depend on the order of the records, and no order of cuts can lower a mark, nor
  * bring back a limit older than one a write reported as written. */
 #ifndef EDGEDP_FLOG_H
 #define EDGEDP_FLOG_H
@@ -94,7 +105,7 @@ typedef struct {
     const edp_flash_t *flash;
     edp_flog_mark_t mark;   /* the highest mark read or written */
     edp_flog_rate_t rate;   /* the newest rate limit read or written (counter 0: none) */
-    uint32_t seq;           /* seq of the newest valid record (0: none) */
+    uint32_t seq;           /* seq of the last slot programmed (after open: of the newest valid record; 0: none) */
     uint32_t sector;        /* active sector (0 or 1) */
     uint32_t next;          /* offset in the active sector of the next slot to program */
     uint8_t kinds;          /* record kinds the log holds (bit 0 mark, bit 1 rate) */
@@ -108,8 +119,11 @@ typedef struct {
 int edp_flog_open(edp_flog_t *log, const edp_flash_t *flash);
 
 /* Make the durable mark >= m (element-wise; (day, daily) lexicographically).
- * Programs one record if the mark rises, nothing otherwise; erases the other
- * sector first when the active one is full. Returns EDP_OK once the record
+ * Programs a record if the mark rises, nothing otherwise: one, or two when
+ * the active sector lacks the newest rate record (its copy goes first). When
+ * the active sector is full it erases, unless edp_flog_prepare did since, the
+ * spare (active sector complete) or the active sector (not complete: started
+ * again, edp_flog_prepare). Returns EDP_OK once the record
  * reads back intact, or a negative error (the flash's, or EDP_ERR_STORE when
  * no slot takes the record); the caller must then not release what the mark
  * should have covered. */
@@ -117,16 +131,23 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m);
 
 /* Make r the durable rate limit, before the RATE that carries it commits
  * (r->counter is that RATE's admin counter, >= log->rate.counter: equal only
- * to write again, at a higher seq, the limit the device runs). Programs one
- * rate record (the counter mark rises with it) unless r is log->rate already.
+ * to write again, at a higher seq, the limit the device runs). Programs a
+ * rate record (the counter mark rises with it) unless r is log->rate already:
+ * one, or two when the active sector lacks the newest mark (its copy goes
+ * first); erases as edp_flog_raise when the active sector is full.
  * Returns EDP_OK once the record reads back intact, EDP_ERR_BAD_VALUE for a
  * counter below log->rate.counter (it could never win), or a negative error
- * as edp_flog_raise; after an error the log's limit is the one before. */
+ * as edp_flog_raise; after an error log->rate is the limit before, but the
+ * record may be in flash all the same (a program that took and reported an
+ * error): a caller that keeps the limit before writes it back at r->counter
+ * (device.c, a refused RATE). */
 int edp_flog_set_rate(edp_flog_t *log, const edp_flog_rate_t *r);
 
 /* Erase the spare sector if it is not erased and the active sector is
- * complete (holds the newest record of every kind; nothing otherwise). Call it where a 1-2 s stall reveals
- * nothing: after an answer has left, never inside a release window. Returns
+ * complete (holds the newest record of every kind), or the active sector
+ * itself if it is full and not complete (it is started again; the other
+ * sector holds the log); nothing otherwise. Call it where a 1-2 s stall
+ * reveals nothing: after an answer has left, never inside a release window. Returns
  * EDP_OK or the flash's negative error (retried at the next call). */
 int edp_flog_prepare(edp_flog_t *log);
 
