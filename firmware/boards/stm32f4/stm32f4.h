@@ -114,10 +114,10 @@ void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uin
  * first (host/edgedp/device/transport.py, BOARD_RX_BUFFER); the first request
  * goes alone when nothing is outstanding, so a maximal frame (EDP_WIRE_MAX =
  * 4,138 B, larger than the ring) streams through while the frame loop drains
- * it. A power of two. */
-#ifndef EDP_STM32_RX_RING
+ * it. A power of two. Not a build option: the host knows this size by the
+ * firmware version INFO reports, so a different ring is a different version
+ * (EDP_FIRMWARE_VERSION) and a new BOARD_RX_BUFFER entry. */
 #define EDP_STM32_RX_RING 4096u
-#endif
 #if EDP_STM32_RX_RING & (EDP_STM32_RX_RING - 1u)
 #error "EDP_STM32_RX_RING must be a power of two"
 #endif
