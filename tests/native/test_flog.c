@@ -159,6 +159,17 @@ static void finish(edp_flash_t *flash, edp_flog_t *log, uint32_t from, long cut1
         fail("final mark and rate limit", cut1, cut2);
 }
 
+/* A fresh log, the script cut after cut1 operations, and the reboot (whose
+ * recovery cut2 names in failures): the steps the log then holds. */
+static uint32_t cut_run(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log, long cut1, long cut2)
+{
+    edp_ramflash_format(flash);
+    edp_ramflash_bind(flash, model, mem, SECTOR);
+    model->cut_after = cut1;
+    edp_flog_open(log, flash);
+    return reboot(flash, model, log, run(log, 0), cut1, cut2);
+}
+
 static uint32_t rate_steps(void)
 {
     uint32_t i, n = 0;
@@ -234,12 +245,7 @@ static void cuts(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log, con
     bad = failures;
     for (cut1 = 0; cut1 <= ops; cut1 += 3) {
         for (cut2 = 0; cut2 < 3 * 10; cut2++) {
-            edp_ramflash_format(flash);
-            edp_ramflash_bind(flash, model, mem, SECTOR);
-            model->cut_after = cut1;
-            edp_flog_open(log, flash);
-            stopped = run(log, 0);
-            stopped = reboot(flash, model, log, stopped, cut1, cut2);
+            stopped = cut_run(flash, model, log, cut1, cut2);
             model->cut_after = cut2;
             again = run(log, stopped);
             again = reboot(flash, model, log, again, cut1, cut2);
@@ -257,12 +263,7 @@ static void cuts(edp_flash_t *flash, edp_ramflash_t *model, edp_flog_t *log, con
     for (cut1 = 0; cut1 <= ops; cut1++) {
         for (cut2 = 1; cut2 < (long)(EDP_FLOG_RECORD / 4u); cut2 += 3) {
             uint32_t round;
-            edp_ramflash_format(flash);
-            edp_ramflash_bind(flash, model, mem, SECTOR);
-            model->cut_after = cut1;
-            edp_flog_open(log, flash);
-            stopped = run(log, 0);
-            stopped = reboot(flash, model, log, stopped, cut1, cut2);
+            stopped = cut_run(flash, model, log, cut1, cut2);
             for (round = 0; round < 2u * SLOTS + 2u && stopped < STEPS; round++) {
                 model->cut_after = cut2;
                 stopped = run(log, stopped);
