@@ -146,9 +146,9 @@ def test_query_epsilon_needs_four_requests_before_the_first_query(native_builds:
     monkeypatch.setattr(Device, "_signed", spy_admin)
     pipeline = Device._pipeline
 
-    def spy_pipeline(self, type_, bodies, parse, in_flight):  # queries go out pipelined
+    def spy_pipeline(self, type_, bodies, parse, in_flight, stop=None):  # queries go out pipelined
         sent.append(type_)
-        return pipeline(self, type_, bodies, parse, in_flight)
+        return pipeline(self, type_, bodies, parse, in_flight, stop)
     monkeypatch.setattr(Device, "_pipeline", spy_pipeline)
     r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
     assert r.exit_code == 0, r.output

@@ -1,17 +1,22 @@
 /* Dead-stack wipe for the Cortex-M ports (stm32f4, qemu). */
 #ifndef EDGEDP_CORTEXM_STACKWIPE_H
 #define EDGEDP_CORTEXM_STACKWIPE_H
+#include <stddef.h>
 
-/* Zero the RAM from the end of .bss/.noinit (the linker's _end, word-aligned)
- * up to the stack pointer: all of the stack below the caller's frame, where
+/* Zero the RAM from `from` (the heap's current end, sbrk(0): the test images'
+ * newlib keeps rand()'s state on the heap, which starts at the linker's _end;
+ * rounded up to a word) up to the stack pointer: all of the stack below the caller's frame, where
  * the core's functions left their locals and spills and where every exception
  * entry pushed r0-r3, r12, lr, pc and xPSR (plus the handler's own saves) of
  * the code it interrupted, e.g. the sampler's registers during a QUERY. The
  * ports call it from edp_board_uart_read once an answer has been sent: a
- * later RAM read finds none of it. Time: a function of SP and _end only. An
+ * later RAM read finds none of it. Time: a function of SP and the heap's end only. An
  * interrupt during the wipe pushes its frame below SP, where the wipe's
  * ascending pointer still zeroes it unless it has passed there already (then
  * the frame holds the wipe's own registers). */
-void edp_cortexm_stack_wipe(void);
+void edp_cortexm_stack_wipe(void *from);
+
+/* newlib's (nosys) program break; -std=c99 hides unistd.h's declaration. */
+void *sbrk(ptrdiff_t incr);
 
 #endif

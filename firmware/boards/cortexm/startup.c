@@ -42,11 +42,13 @@ __attribute__((noreturn, used)) void edp_c_start(void)
 
 /* Assembly: it must not push anything itself (a push would land in the range
  * it zeroes) and reads SP only once; r0-r3 and r12 only, 32 bytes a pass
- * then words, ascending from _end (word-aligned by both linker scripts). */
-__attribute__((naked)) void edp_cortexm_stack_wipe(void)
+ * then words, ascending from `from` rounded up to a word. */
+__attribute__((naked)) void edp_cortexm_stack_wipe(void *from)
 {
+    (void)from;
     __asm__ volatile(
-        "ldr r0, =_end\n"
+        "adds r0, r0, #3\n"
+        "bic r0, r0, #3\n"
         "mov r1, sp\n"
         "movs r2, #0\n"
         "movs r3, #0\n"
@@ -62,8 +64,7 @@ __attribute__((naked)) void edp_cortexm_stack_wipe(void)
         "bhs 3f\n"
         "str r2, [r0], #4\n"
         "b 2b\n"
-        "3: bx lr\n"
-        ".ltorg\n");
+        "3: bx lr\n");
 }
 
 /* Faults and unexpected interrupts park the core: the watchdog (production)

@@ -20,6 +20,7 @@
  *    EDP_ERR_ENTROPY, every admin command refused;
  *  - dead stack: zeroed (../cortexm/stackwipe.h) by the first UART read after
  *    anything was sent. */
+
 #include "board.h"
 #include "edgedp/error.h"
 #include "edgedp/sha256.h"
@@ -276,7 +277,7 @@ int edp_board_uart_read(uint8_t *buf, size_t max)
     size_t n = 0;
     if (sent) {  /* an answer has left: its computation's stack goes (stackwipe.h) */
         sent = 0;
-        edp_cortexm_stack_wipe();
+        edp_cortexm_stack_wipe(sbrk(0));  /* above the heap (the test images' rand() state) */
     }
     while (n < max && (USART1_SR & SR_RXNE)) buf[n++] = (uint8_t)USART1_DR;
     return (int)n;

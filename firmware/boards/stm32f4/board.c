@@ -324,7 +324,7 @@ int edp_board_uart_read(uint8_t *buf, size_t max)
     watchdog_poll();
     if (sent) {  /* an answer has left: its computation's stack goes, RX interrupt frames included (stackwipe.h) */
         sent = 0;
-        edp_cortexm_stack_wipe();
+        edp_cortexm_stack_wipe(sbrk(0));  /* above the heap (the test images' rand() state) */
     }
     return (int)edp_stm32_rx_read(&rx, buf, max);
 }
