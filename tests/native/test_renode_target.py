@@ -137,8 +137,10 @@ def test_renode_target_runs_the_script_and_speaks_the_protocol(fake_renode, tmp_
     try:
         assert t.url == f"socket://127.0.0.1:{t.port}"
         assert t.banner.startswith("edgedp ")
+        assert t.link().board_pending  # the link learns the image's buffering from INFO, as a board's
         dev = connect(t, timeout=10)
-        assert dev.info().board
+        assert dev.info().board == "host" and not t.link().board_pending
+        assert t.link().in_flight == 1  # not a board the host knows to buffer
         t.reset()
         time.sleep(0.5)
         dev.sync()

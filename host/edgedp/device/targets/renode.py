@@ -97,11 +97,28 @@ def read_banner(link: Link, timeout: float) -> tuple[str, bytes]:
 
 
 class PrefixLink:
-    """A link that first returns bytes already read from the underlying one."""
+    """A link that first returns bytes already read from the underlying one; what the underlying
+    link knows of the device's buffering (in_flight, in_flight_bytes, learning it from INFO:
+    transport.SerialLink) is its."""
 
     def __init__(self, link: Link, prefix: bytes):
         self._link = link
         self._prefix = prefix
+
+    @property
+    def in_flight(self) -> int:
+        return getattr(self._link, "in_flight", 1)
+
+    @property
+    def in_flight_bytes(self) -> int | None:
+        return getattr(self._link, "in_flight_bytes", None)
+
+    @property
+    def board_pending(self) -> bool:
+        return getattr(self._link, "board_pending", False)
+
+    def learn_board(self, board: str, firmware_version: str) -> None:
+        self._link.learn_board(board, firmware_version)  # type: ignore[attr-defined]
 
     def write(self, data: bytes) -> None:
         self._link.write(data)
@@ -121,7 +138,9 @@ class RenodeTarget:
 
     ``elf`` defaults to the test image build/stm32f4-test/edgedp.elf (built with make when
     missing or stale), ``resc`` to renode/edgedp.resc, ``port`` to a free loopback port.
-    ``banner`` holds the boot banner read at start."""
+    ``banner`` holds the boot banner read at start. Its link learns from INFO, as a board's does,
+    whether the image buffers pipelined requests (the stm32f4 port's receive ring:
+    transport.BOARD_RX_BUFFER)."""
 
     def __init__(self, elf: Path | None = None, resc: Path | None = None, port: int | None = None,
                  start_timeout: float = 120.0, boot_timeout: float = 30.0, name: str = "renode"):
@@ -161,7 +180,7 @@ class RenodeTarget:
                 deadline, f"no Renode Monitor on port {self.monitor_port}",
                 lambda: socket.create_connection(("127.0.0.1", self.monitor_port), timeout=1.0))
             serial_link = self._retry(deadline, f"no console socket on port {self.port}",
-                                      lambda: SerialLink(self.url, connect_timeout=0.2))
+                                      lambda: SerialLink(self.url, connect_timeout=0.2, in_flight=None))
             self._link = serial_link
             self.monitor("start")
             self.banner, rest = read_banner(serial_link, boot_timeout)
