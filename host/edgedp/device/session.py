@@ -53,7 +53,7 @@ from .elf import sections
 from .errors import EdgeDPError, TransportError
 from .store import newest_record
 from .targets.qemu import IMAGES, ensure_image, free_port, qemu_argv, qemu_in_flight, qmp
-from .transport import Link, SerialLink
+from .transport import Link, LinkWrapper, SerialLink
 
 STATE_FILE = "session.json"
 UNCLEAN_FILE = "unclean.json"
@@ -458,26 +458,11 @@ class SessionTarget:
         self._link.close()
 
 
-class _Reconnectable:
+class _Reconnectable(LinkWrapper):
     """The link a Device holds across ``SessionTarget.reset``, which replaces the connection."""
 
     def __init__(self, inner: Link):
         self.inner = inner
-
-    @property
-    def in_flight(self) -> int:
-        return getattr(self.inner, "in_flight", 1)
-
-    @property
-    def in_flight_bytes(self) -> int | None:
-        return getattr(self.inner, "in_flight_bytes", None)
-
-    @property
-    def board_pending(self) -> bool:
-        return getattr(self.inner, "board_pending", False)
-
-    def learn_board(self, board: str, firmware_version: str) -> None:
-        self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]
 
     def write(self, data: bytes) -> None:
         self.inner.write(data)

@@ -37,6 +37,29 @@ class Link(Protocol):
     def close(self) -> None: ...
 
 
+class LinkWrapper:
+    """Base of a link over another (``inner``): what the inner link knows of the device's
+    buffering (``in_flight``, ``in_flight_bytes``, learning them from INFO as a board link does)
+    is the wrapper's. Subclasses provide write, read and close."""
+
+    inner: Link
+
+    @property
+    def in_flight(self) -> int:
+        return getattr(self.inner, "in_flight", 1)
+
+    @property
+    def in_flight_bytes(self) -> int | None:
+        return getattr(self.inner, "in_flight_bytes", None)
+
+    @property
+    def board_pending(self) -> bool:
+        return getattr(self.inner, "board_pending", False)
+
+    def learn_board(self, board: str, firmware_version: str) -> None:
+        self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]
+
+
 class SerialLink:
     """A pyserial URL: /dev/ttyACM0, socket://host:port, rfc2217://host:port, loop://.
 

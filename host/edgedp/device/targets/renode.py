@@ -40,7 +40,7 @@ from typing import TypeVar
 
 from ..errors import TransportError
 from ...paths import project_root
-from ..transport import Link, SerialLink
+from ..transport import Link, LinkWrapper, SerialLink
 from .qemu import ensure_image, free_port
 
 RENODE = "renode"
@@ -96,41 +96,25 @@ def read_banner(link: Link, timeout: float) -> tuple[str, bytes]:
         buf += link.read(min(left, 0.5))
 
 
-class PrefixLink:
-    """A link that first returns bytes already read from the underlying one; what the underlying
-    link knows of the device's buffering (in_flight, in_flight_bytes, learning it from INFO:
-    transport.SerialLink) is its."""
+class PrefixLink(LinkWrapper):
+    """A link that first returns bytes already read from the underlying one (its buffering is the
+    underlying link's: transport.LinkWrapper)."""
 
     def __init__(self, link: Link, prefix: bytes):
-        self._link = link
+        self.inner = link
         self._prefix = prefix
 
-    @property
-    def in_flight(self) -> int:
-        return getattr(self._link, "in_flight", 1)
-
-    @property
-    def in_flight_bytes(self) -> int | None:
-        return getattr(self._link, "in_flight_bytes", None)
-
-    @property
-    def board_pending(self) -> bool:
-        return getattr(self._link, "board_pending", False)
-
-    def learn_board(self, board: str, firmware_version: str) -> None:
-        self._link.learn_board(board, firmware_version)  # type: ignore[attr-defined]
-
     def write(self, data: bytes) -> None:
-        self._link.write(data)
+        self.inner.write(data)
 
     def read(self, timeout: float) -> bytes:
         if self._prefix:
             data, self._prefix = self._prefix, b""
             return data
-        return self._link.read(timeout)
+        return self.inner.read(timeout)
 
     def close(self) -> None:
-        self._link.close()
+        self.inner.close()
 
 
 class RenodeTarget:
