@@ -170,3 +170,15 @@ def test_a_row_held_for_the_byte_budget_is_not_sent_after_a_stop(host_device, te
         stop.stop("enough")  # what QueryRun does on Ctrl-C or a refusal
     assert len(got) == 1 and link.sent == link.got and len(link.sent) == 1
     assert dev.budget().daily_spent == MICRO                          # the held row was never charged
+
+
+def test_a_link_that_goes_silent_reports_every_request_on_the_wire() -> None:
+    """No answer at all (a dead link): each request already sent (and charged) gets its
+    AnswerLost row before the TransportError, so the CLI saves a row for every paid request."""
+    dev = Device(Scripted(lambda seq: False), timeout=0.3)
+    x = np.array([0.5], dtype=np.float32)
+    it = dev.query_many([x] * 4, "full")
+    got = [next(it) for _ in range(4)]
+    assert [g.seq for g in got] == [1, 2, 3, 4] and all(isinstance(g, AnswerLost) for g in got)
+    with pytest.raises(TransportError, match="no response"):
+        next(it)

@@ -67,7 +67,7 @@ def test_an_explicit_in_flight_is_not_relearned() -> None:
     board = _Board(None)
     board.in_flight, board.board_pending = 8, False
     connect(None, timeout=2, link=board)  # type: ignore[arg-type]
-    assert board.learned == [] and board.in_flight == 8
+    assert board.learned == [] and board.in_flight == 8 and board.asked == 0
 
 
 class _Board:
@@ -77,6 +77,7 @@ class _Board:
         self.info, self.out = info, b""
         self.in_flight, self.in_flight_bytes, self.board_pending = 1, None, True
         self.learned: list[tuple[str, str]] = []
+        self.asked = 0  # INFO requests
 
     def learn_board(self, board: str, version: str) -> None:
         self.learned.append((board, version))
@@ -86,7 +87,9 @@ class _Board:
         for f in frames.FrameReader().feed(data):
             if f.type == P.PING:
                 self.out += frames.encode(P.PING | P.RESPONSE, f.seq, f.body)
-            elif self.info is None:
+                continue
+            self.asked += f.type == P.INFO
+            if self.info is None:
                 self.out += frames.encode(P.ERROR, f.seq, bytes([ErrorCode.ERR_UNKNOWN, f.type]))
             else:
                 self.out += frames.encode(P.INFO | P.RESPONSE, f.seq, self.info)
@@ -102,7 +105,7 @@ class _Board:
 def test_connect_asks_info_once_and_a_refusal_keeps_one_request_at_a_time() -> None:
     link = _Board(None)
     connect(None, timeout=2, link=link)  # type: ignore[arg-type]
-    assert link.learned == [("", "")] and not link.board_pending
+    assert link.learned == [("", "")] and not link.board_pending and link.asked == 1
 
 
 def test_connect_passes_infos_board_and_version() -> None:

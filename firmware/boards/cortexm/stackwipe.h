@@ -16,6 +16,12 @@
  * the frame holds the wipe's own registers). */
 void edp_cortexm_stack_wipe(void *from);
 
+/* What the ports' uart_write and edp_board_uart_read call: note that something
+ * was sent, and wipe the dead stack above the heap (sbrk(0)) at the first read
+ * after it, once the answer has left. */
+void edp_cortexm_sent(void);
+void edp_cortexm_wipe_if_sent(void);
+
 /* newlib's (nosys) program break; -std=c99 hides unistd.h's declaration. */
 void *sbrk(ptrdiff_t incr);
 

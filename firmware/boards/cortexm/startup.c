@@ -67,6 +67,20 @@ __attribute__((naked)) void edp_cortexm_stack_wipe(void *from)
         "3: bx lr\n");
 }
 
+static uint8_t sent;  /* something was sent since the last wipe */
+
+void edp_cortexm_sent(void)
+{
+    sent = 1;
+}
+
+void edp_cortexm_wipe_if_sent(void)
+{
+    if (!sent) return;
+    sent = 0;
+    edp_cortexm_stack_wipe(sbrk(0));  /* above the heap (the test images' rand() state) */
+}
+
 /* Faults and unexpected interrupts park the core: the watchdog (production)
  * or the host's response timeout (emulation) reports it. */
 void edp_default_handler(void)

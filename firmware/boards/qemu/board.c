@@ -153,13 +153,10 @@ static int device_key(void *ctx, const uint8_t **key)
     return EDP_OK;
 }
 
-/* 1: something was sent since the last dead-stack wipe (edp_board_uart_read). */
-static uint8_t sent;
-
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
     (void)ctx;
-    sent = 1;
+    edp_cortexm_sent();
     const uint8_t *end = buf + n;
     while (buf != end) {
         if (!(USART1_SR & SR_TXE)) {  /* QEMU's USART is always ready: the bounded wait is cold */
@@ -275,10 +272,7 @@ const edp_port_t *edp_board_init(void)
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
     size_t n = 0;
-    if (sent) {  /* an answer has left: its computation's stack goes (stackwipe.h) */
-        sent = 0;
-        edp_cortexm_stack_wipe(sbrk(0));  /* above the heap (the test images' rand() state) */
-    }
+    edp_cortexm_wipe_if_sent();  /* an answer has left: its computation's stack goes (stackwipe.h) */
     while (n < max && (USART1_SR & SR_RXNE)) buf[n++] = (uint8_t)USART1_DR;
     return (int)n;
 }

@@ -166,13 +166,10 @@ void CONSOLE_HANDLER(void)
     edp_stm32_uart_irq(CONSOLE, &rx);
 }
 
-/* 1: something was sent since the last dead-stack wipe (edp_board_uart_read). */
-static uint8_t sent;
-
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
     (void)ctx;
-    sent = 1;
+    edp_cortexm_sent();
     edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
 }
 
@@ -322,9 +319,6 @@ const edp_port_t *edp_board_init(void)
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
     watchdog_poll();
-    if (sent) {  /* an answer has left: its computation's stack goes, RX interrupt frames included (stackwipe.h) */
-        sent = 0;
-        edp_cortexm_stack_wipe(sbrk(0));  /* above the heap (the test images' rand() state) */
-    }
+    edp_cortexm_wipe_if_sent();  /* an answer has left: its stack goes, RX interrupt frames included */
     return (int)edp_stm32_rx_read(&rx, buf, max);
 }

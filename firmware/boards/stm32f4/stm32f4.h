@@ -202,7 +202,7 @@ uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
  * came with a line error (FE, NF, PE: flagged BAD, so it may not have been a
  * 0x00 at all) the drop runs on to the next good 0x00, the end of the next
  * frame: two requests get the one invalid frame's answer (ERR_CRC, seq 0),
- * and the host raises TransportError for both (docs/privacy.md §6).
+ * and the host reports both lost (docs/privacy.md §6).
  * A loss this cannot see: an overrun that sets ORE after the interrupt's SR
  * read and before its DR read is cleared by that DR read unseen, and the
  * byte is missing from its frame without a flag. It takes the interrupt

@@ -140,8 +140,7 @@ static void rate_restore(edp_device_t *d, uint64_t record_counter)
     }
     run.counter = d->rec.auth_counter;  /* lifted by mark_restore: >= every counter in the log */
     run.limit = d->rec.rate;
-    if (run.limit.burst != have->limit.burst || run.limit.per_minute != have->limit.per_minute ||
-        run.limit.tarpit_ms != have->limit.tarpit_ms)
+    if (!edp_rate_config_same(&run.limit, &have->limit))
         (void)edp_flog_set_rate(&d->flog, &run);  /* a failure leaves the log's older limit */
 }
 
@@ -221,7 +220,8 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
          * one more query against both budgets and the rate bucket (over-count,
          * never under-count: a reset refills nothing). */
         edp_budget_charge(&d->rec.budget, d->rec.mech.eps_micro);
-        d->rec.bucket.tokens = d->rec.bucket.tokens >= 60u ? d->rec.bucket.tokens - 60u : 0;
+        if (d->rec.bucket.tokens >= 60u) edp_rate_take(&d->rec.bucket);  /* one token, or empty */
+        else d->rec.bucket.tokens = 0;
         d->store_ok = edp_store_commit(port, &d->rec, &d->slot) == EDP_OK;
     } else if (d->store_state != EDP_STORE_LOADED) {
         /* Test builds start a blank store with the documented defaults; production

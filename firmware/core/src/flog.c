@@ -102,8 +102,7 @@ static int newer(const edp_flog_rate_t *b, uint32_t bseq, const edp_flog_rate_t 
 
 static int same_rate(const edp_flog_rate_t *a, const edp_flog_rate_t *b)
 {
-    return a->counter == b->counter && a->limit.burst == b->limit.burst &&
-           a->limit.per_minute == b->limit.per_minute && a->limit.tarpit_ms == b->limit.tarpit_ms;
+    return a->counter == b->counter && edp_rate_config_same(&a->limit, &b->limit);
 }
 
 static uint32_t slots(const edp_flash_t *f)

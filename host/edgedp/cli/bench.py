@@ -97,12 +97,15 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         for name, n, part in extras:
             if n <= 0:
                 continue
-            if stop and not result.get("partial"):
-                bench_run.mark_partial(result, "interrupted")
-            if result.get("partial"):
-                bench_run.mark_partial(result, result["stopped"], name)
-            else:
+            if stop or result.get("partial"):
+                bench_run.mark_partial(result, result.get("stopped", "interrupted"), name)
+                continue
+            try:
                 result[name] = part()
+            except Exception as exc:  # noqa: BLE001 - the grid measured is kept, the error said
+                cause = exc if isinstance(exc, EdgeDPError) else EdgeDPError(
+                    f"{name}: {type(exc).__name__}: {exc}", "ERR_BENCH")
+                bench_run.mark_partial(result, str(cause), name)
     png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
     result["plot"] = str(png)
     result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]

@@ -107,7 +107,7 @@ class Device:
             if f.seq != seq:
                 if f.seq in later:
                     self._pending.insert(0, f)
-                    raise AnswerLost(seq, f.seq)
+                    raise AnswerLost(seq, f"the answer to {f.seq} came first")
                 continue
             if f.type == P.ERROR:
                 raise P.parse_error(f.body)
@@ -235,6 +235,10 @@ class Device:
                     more, held = False, None
             except AnswerLost as exc:  # the answers after it are matched as they come
                 item = exc
+            except TransportError as exc:  # no answer at all: every request on the wire is lost
+                for s in (seq, *waiting):  # charged: their rows are reported before the error
+                    yield AnswerLost(s, str(exc))
+                raise
             yield item
 
     def local(self, x: np.ndarray) -> P.LocalAnswer:

@@ -90,6 +90,6 @@ class AnswerLost(TransportError):
 
     code = "ERR_LOST"
 
-    def __init__(self, seq: int, later: int):
-        super().__init__(f"the answer to request {seq} was lost (the answer to {later} came first)")
+    def __init__(self, seq: int, why: str):
+        super().__init__(f"the answer to request {seq} was lost ({why})")
         self.seq = seq

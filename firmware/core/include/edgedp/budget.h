@@ -58,4 +58,10 @@ int edp_rate_check(edp_rate_t *r, const edp_rate_config_t *c, uint64_t now, uint
 /* Take one answer's token (after edp_rate_check returned EDP_OK). */
 void edp_rate_take(edp_rate_t *r);
 
+/* Whether two rate limits are the same (every field). */
+static inline int edp_rate_config_same(const edp_rate_config_t *a, const edp_rate_config_t *b)
+{
+    return a->burst == b->burst && a->per_minute == b->per_minute && a->tarpit_ms == b->tarpit_ms;
+}
+
 #endif
