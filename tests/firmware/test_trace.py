@@ -1,4 +1,4 @@
-"""The firmware ELF under Unicorn: the ARM code paths (assembly ChaCha20 and sampler loop)
+"""The firmware ELF under Unicorn: the ARM code paths (assembly ChaCha12 and sampler loop)
 give the reference's bits, and the trace counts and weights instructions sanely."""
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ from edgedp.device.client import Device
 from edgedp.device.protocol import Caps, MechConfig, SampleRequest
 from edgedp.mech.reference import ReferenceDevice
 
-RFC8439_IN = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
-              0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c, 0x00000001, 0x09000000, 0x4a000000, 0x00000000]
-RFC8439_OUT = [0xe4e7f110, 0x15593bd1, 0x1fdd0f50, 0xc47120a3, 0xc7f4d1c7, 0x0368c033, 0x9aaa2204, 0x4e6cd4c3,
-               0x466482d2, 0x09aa9f07, 0x05d7c214, 0xa2028bd9, 0xd19c12b5, 0xb94e16de, 0xe883d0cb, 0x4e3c50a2]
+# ChaCha12 TC8 of draft-strombergson-chacha-test-vectors-01 (256-bit key, IV in words 14-15), block 0.
+TC8_IN = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, 0xb1c16ec4, 0x78a8e88c, 0xe7375a72, 0x35b7df80,
+          0x2eed681f, 0xfb794c19, 0xe1beaec6, 0x5d9767a6, 0x00000000, 0x00000000, 0xd531da1a, 0x218268cf]
+TC8_OUT = [0x27078214, 0x066dbc84, 0xdc3be7b4, 0x10c08b11, 0x7876793c, 0xe018a96c, 0x25aa8669, 0xc19c7e1f,
+           0x0a9a74b2, 0xb483ee16, 0x992e2d24, 0x207c8db0, 0xbc802b09, 0x28876c46, 0xb3b1613b, 0xabfb0f9d]
 
 
-def test_arm_chacha20_block_rfc8439(emulator: Emulator) -> None:
+def test_arm_chacha12_block_known_answer(emulator: Emulator) -> None:
     emu = emulator
-    emu.uc.mem_write(emu.scratch, struct.pack("<16I", *RFC8439_IN))
+    emu.uc.mem_write(emu.scratch, struct.pack("<16I", *TC8_IN))
     before = emu.count
-    emu.call("edp_chacha20_block", emu.scratch, emu.scratch + 64)
-    assert list(struct.unpack("<16I", emu.uc.mem_read(emu.scratch + 64, 64))) == RFC8439_OUT
-    assert 500 < emu.count - before < 1500  # one block, unrolled-by-two rounds
+    emu.call("edp_chacha_block", emu.scratch, emu.scratch + 64)
+    assert list(struct.unpack("<16I", emu.uc.mem_read(emu.scratch + 64, 64))) == TC8_OUT
+    assert 300 < emu.count - before < 1000  # one block of 12 rounds, unrolled by two double rounds
 
 
 def test_arm_sampler_matches_reference(emulator: Emulator, test_key: bytes) -> None:
@@ -105,7 +106,7 @@ def test_footprint_per_module(qemu_elf) -> None:
     assert fp.dp_ram <= 1024
     assert fp.dp_flash_linked <= fp.dp_closure_flash
     # The deepest DP call chain runs from the sampling loop down to the ChaCha20 block.
-    assert fp.dp_stack_path[0] == "edp_dlap_noisy" and fp.dp_stack_path[-1] == "edp_chacha20_block"
+    assert fp.dp_stack_path[0] == "edp_dlap_noisy" and fp.dp_stack_path[-1] == "edp_chacha_block"
     assert 0 < fp.dp_stack <= 1024
 
 

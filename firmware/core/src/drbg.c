@@ -23,7 +23,7 @@ void edp_drbg_next_block(edp_drbg_t *d)
 {
     uint32_t i;
     for (i = 0; i < EDP_DRBG_BATCH_BLOCKS; i++) {
-        edp_chacha20_block(d->state, d->block + 16 * i);
+        edp_chacha_block(d->state, d->block + 16 * i);
         if (++d->state[12] == 0) d->state[13]++;
     }
     for (i = 0; i < EDP_DRBG_KEY_WORDS; i++) {  /* fast key erasure */

@@ -62,7 +62,7 @@ CATEGORIES = {
 
 
 def category_of(source: str | None, function: str) -> str:
-    if function == "edp_chacha20_block":
+    if function == "edp_chacha_block":
         return "chacha20"
     if source in CATEGORIES:
         return CATEGORIES[source]
@@ -244,7 +244,7 @@ class Emulator:
         self._cycles_hi = 0.0
         self._cat = Counter()
         self._chacha = 0
-        self._chacha_entry = img.function_range("edp_chacha20_block")[0]
+        self._chacha_entry = img.function_range("edp_chacha_block")[0]
         self._seeds = 0  # edp_drbg_seed calls: the keystream position restarts at each
         self._seed_entry = img.function_range("edp_drbg_seed")[0]
         self.ticks_reads: list[int] = []  # instruction index of each SysTick read via port->ticks

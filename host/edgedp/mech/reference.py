@@ -1,19 +1,16 @@
-"""Bit-exact NumPy reference of the device: same ChaCha20 stream, same sampler, same modes.
+"""Bit-exact NumPy reference of the device: same ChaCha12 stream, same sampler, same modes.
 
-The keystream comes from the ``cryptography`` package (ChaCha20 with a 16-byte
-nonce = 64-bit little-endian block counter || 8 zero bytes, which is the
-device's state layout), in batches of 4 blocks with fast key erasure: the first
-32 bytes of each batch key the next one and are never output. Bits are consumed
+The keystream comes from ``edgedp.mech.chacha`` (ChaCha12, 64-bit block counter and
+zero nonce: the device's state layout), in batches of 4 blocks with fast key erasure:
+the first 32 bytes of each batch key the next one and are never output. Bits are consumed
 MSB first from each little-endian 32-bit word, lazily, exactly as
 ``firmware/core/include/edgedp/drbg.h``.
 """
 from __future__ import annotations
 
-import struct
-
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
+from . import chacha
 from .types import MechConfig, QueryResult, SampleAnswer, SampleRequest
 from . import modes
 from .lattice import ALIAS_BITS, ALIAS_N, Lattice, make_lattice, quantize
@@ -22,11 +19,7 @@ from .modes import Mode
 TEST_SEED = bytes(range(32))
 """The documented boot seed of test images (firmware/boards/test_keys.h)."""
 
-BATCH_BLOCKS = 4
-"""ChaCha20 blocks per batch (EDP_DRBG_BATCH_BLOCKS)."""
-KEY_BYTES = 32
-"""Fast key erasure: the first 32 bytes of a batch are the next key (EDP_DRBG_KEY_WORDS)."""
-_BATCHES_PER_REFILL = 64
+_BATCHES_PER_REFILL = 8
 
 
 class BitStream:
@@ -34,7 +27,7 @@ class BitStream:
 
     def __init__(self, key: bytes):
         if len(key) != 32:
-            raise ValueError("ChaCha20 key must be 32 bytes")
+            raise ValueError("the DRBG key must be 32 bytes")
         self._key = key
         self._block = 0
         self._words: list[int] = []
@@ -43,11 +36,9 @@ class BitStream:
 
     def _batch(self) -> bytes:
         """The output bytes of the next batch; re-keys from its first 32 bytes."""
-        nonce = struct.pack("<Q", self._block) + bytes(8)
-        raw = Cipher(algorithms.ChaCha20(self._key, nonce), mode=None).encryptor().update(bytes(64 * BATCH_BLOCKS))
-        self._block += BATCH_BLOCKS
-        self._key = raw[:KEY_BYTES]
-        return raw[KEY_BYTES:]
+        self._key, out = chacha.batch(self._key, self._block)
+        self._block += chacha.BATCH_BLOCKS
+        return out
 
     def _extend(self, need: int) -> None:
         while len(self._words) * 32 - self._pos < need:

@@ -1,8 +1,10 @@
-/* ChaCha20 deterministic random bit generator with fast key erasure and a lazy
+/* ChaCha12 deterministic random bit generator with fast key erasure and a lazy
  * bit buffer.
  *
- * Keystream: ChaCha20 blocks (RFC 8439 block function, 20 rounds) of key[8], a
- * 64-bit block counter in state words 12-13 and zero nonce words 14-15,
+ * Keystream: ChaCha12 blocks (the block function of RFC 8439 2.3 with
+ * EDP_CHACHA_ROUNDS = 12 rounds instead of 20, as in Bernstein's ChaCha family;
+ * the security argument for 12 rounds is in docs/privacy.md section 3) of
+ * key[8], a 64-bit block counter in state words 12-13 and zero nonce words 14-15,
  * starting at counter 0, generated in batches of EDP_DRBG_BATCH_BLOCKS blocks
  * (64 words). Fast key erasure (Bernstein, "Fast-key-erasure random-number
  * generators", 2017): the first 8 words of every batch become the key of the
@@ -20,12 +22,13 @@
 #define EDGEDP_DRBG_H
 #include <stdint.h>
 
+#define EDP_CHACHA_ROUNDS 12  /* even: double rounds; the Thumb-2 block runs them two at a time */
 #define EDP_DRBG_BATCH_BLOCKS 4
 #define EDP_DRBG_BATCH_WORDS (16 * EDP_DRBG_BATCH_BLOCKS)
 #define EDP_DRBG_KEY_WORDS 8  /* the next key: words 0..7 of each batch, never output */
 
 typedef struct {
-    uint32_t state[16];   /* ChaCha20 input: constants, key[8], counter lo/hi (next block), 0, 0 */
+    uint32_t state[16];   /* ChaCha input: constants, key[8], counter lo/hi (next block), 0, 0 */
     uint32_t block[EDP_DRBG_BATCH_WORDS];  /* the current batch; words 0..7 wiped */
     uint32_t word;        /* next unread word of block (EDP_DRBG_BATCH_WORDS = empty) */
     uint64_t acc;         /* left-aligned unread bits */
@@ -33,8 +36,9 @@ typedef struct {
     uint32_t blocks_since_seed;
 } edp_drbg_t;
 
-/* One ChaCha20 block: out = ChaCha20(in) + in (RFC 8439 §2.3). */
-void edp_chacha20_block(const uint32_t in[16], uint32_t out[16]);
+/* One ChaCha12 block: out = the EDP_CHACHA_ROUNDS rounds of RFC 8439 2.3's
+ * block function applied to in, plus in. */
+void edp_chacha_block(const uint32_t in[16], uint32_t out[16]);
 
 /* Key the generator with 32 bytes (read little-endian into key words),
  * reset the counter and drop any buffered bits. Wipes nothing in key32. */

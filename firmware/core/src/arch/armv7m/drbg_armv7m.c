@@ -1,4 +1,4 @@
-/* ChaCha20 block function of drbg.c for ARMv7-M (arch/arch.h). */
+/* ChaCha12 block function of drbg.c for ARMv7-M (arch/arch.h). */
 #include "../arch.h"
 #include "../../util.h"
 
@@ -12,9 +12,11 @@
  * rotate its second register operand for free). Registers: x0..x3 = r0..r3,
  * x4..x7 = r4..r7, x8..x11 = r8..r11; of the d row, x12/x13 or x14/x15 are in
  * ip/lr and the other pair in a stack slot (swapped with LDRD/STRD twice per
- * double round). Two double rounds per loop iteration. Same output as
- * arch/portable/drbg_portable.c (RFC 8439 2.3; checked by tests/firmware under Unicorn and by
- * the QEMU bit-exact replay). */
+ * double round). Two double rounds per loop iteration, EDP_CHACHA_ROUNDS / 4
+ * iterations. Same output as arch/portable/drbg_portable.c (RFC 8439 2.3's
+ * block function with 12 rounds; checked against the ChaCha12 vectors of
+ * draft-strombergson-chacha-test-vectors by tests/firmware under Unicorn and
+ * by the QEMU bit-exact replay). */
 #define EDP_QR(a, b, c, d) \
     "add " a ", " a ", " b ", ror #25\n\t" \
     "eor " d ", " a ", " d ", ror #24\n\t" \
@@ -37,13 +39,16 @@
     "ldrd ip, lr, [sp, #12]\n\t" \
     EDP_QR("r1", "r6", "r11", "ip") EDP_QR("r2", "r7", "r8", "lr")
 
-EDP_NAKED void edp_chacha20_block(const uint32_t in[16] EDP_UNUSED, uint32_t out[16] EDP_UNUSED)
+#define CHACHA_LOOPS "3"  /* loop iterations of two double rounds each */
+EDP_STATIC_ASSERT(chacha_loops, 4 * 3 == EDP_CHACHA_ROUNDS);
+
+EDP_NAKED void edp_chacha_block(const uint32_t in[16] EDP_UNUSED, uint32_t out[16] EDP_UNUSED)
 {
     __asm__ volatile(
         "push {r4-r11, lr}\n\t"
         "sub sp, sp, #32\n\t"           /* [0] in, [4] out, [8] count, [12..27] x12..x15, [28] x11 */
         "strd r0, r1, [sp]\n\t"
-        "movs r2, #5\n\t"
+        "movs r2, #" CHACHA_LOOPS "\n\t"
         "str r2, [sp, #8]\n\t"
         "ldrd r2, r3, [r0, #56]\n\t"
         "ror r2, r2, #8\n\t"

@@ -1,4 +1,4 @@
-/* ChaCha20 block function of drbg.c in portable C (arch/arch.h). */
+/* ChaCha12 block function of drbg.c in portable C (arch/arch.h). */
 #include "../arch.h"
 
 #if !EDP_ARCH_ARMV7M
@@ -9,14 +9,14 @@
     a += b; d ^= a; d = ROTL(d, 8);  \
     c += d; b ^= c; b = ROTL(b, 7)
 
-void edp_chacha20_block(const uint32_t in[16], uint32_t out[16])
+void edp_chacha_block(const uint32_t in[16], uint32_t out[16])
 {
     uint32_t x0 = in[0], x1 = in[1], x2 = in[2], x3 = in[3];
     uint32_t x4 = in[4], x5 = in[5], x6 = in[6], x7 = in[7];
     uint32_t x8 = in[8], x9 = in[9], x10 = in[10], x11 = in[11];
     uint32_t x12 = in[12], x13 = in[13], x14 = in[14], x15 = in[15];
     int i;
-    for (i = 0; i < 10; i++) {
+    for (i = 0; i < EDP_CHACHA_ROUNDS / 2; i++) {
         QR(x0, x4, x8, x12);  QR(x1, x5, x9, x13);
         QR(x2, x6, x10, x14); QR(x3, x7, x11, x15);
         QR(x0, x5, x10, x15); QR(x1, x6, x11, x12);
