@@ -124,7 +124,7 @@ CONFIG_PAYLOAD_FMT = struct.Struct('<IQQfffi')
 # unix_seconds u64
 SET_TIME_PAYLOAD = 8
 SET_TIME_PAYLOAD_FMT = struct.Struct('<Q')
-# TEST_SEED payload: a ChaCha20 key
+# TEST_SEED payload: a ChaCha12 key
 SEED_BYTES = 32
 # challenge u8[16]
 AUDIT_REQUEST = 16

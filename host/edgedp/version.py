@@ -1,2 +1,2 @@
 """The package version (a leaf: every layer may read it)."""
-__version__ = "0.2.0"
+__version__ = "0.3.0"

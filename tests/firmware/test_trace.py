@@ -64,7 +64,7 @@ def test_step_trace_is_consistent(emulator: Emulator, test_key: bytes) -> None:
 
 
 def test_step_keystream_bits_are_the_references(emulator: Emulator, test_key: bytes) -> None:
-    """The trace's keystream bits per DP step (the bench's amortised ChaCha20 share) are the bits
+    """The trace's keystream bits per DP step (the bench's amortised ChaCha12 share) are the bits
     the bit-exact reference reads for the same query, across batch refills (k = 100 at
     epsilon 0.5 reads about 1.5 batches)."""
     dev = Device(TraceLink(emulator))
@@ -105,7 +105,7 @@ def test_footprint_per_module(qemu_elf) -> None:
     assert fp.dp_flash_linked <= 8 * 1024
     assert fp.dp_ram <= 1024
     assert fp.dp_flash_linked <= fp.dp_closure_flash
-    # The deepest DP call chain runs from the sampling loop down to the ChaCha20 block.
+    # The deepest DP call chain runs from the sampling loop down to the ChaCha12 block.
     assert fp.dp_stack_path[0] == "edp_dlap_noisy" and fp.dp_stack_path[-1] == "edp_chacha_block"
     assert 0 < fp.dp_stack <= 1024
 

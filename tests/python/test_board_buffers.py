@@ -27,7 +27,9 @@ def _define(path: Path, name: str) -> str:
 def test_the_stm32f4_entry_is_the_firmwares_ring_and_version() -> None:
     ring = int(_define(ROOT / "firmware/boards/stm32f4/stm32f4.h", "EDP_STM32_RX_RING").rstrip("u"))
     version = _define(ROOT / "firmware/core/include/edgedp/options.h", "EDP_FIRMWARE_VERSION").strip('"')
-    assert BOARD_RX_BUFFER == {("stm32f4", version): ring}
+    assert BOARD_RX_BUFFER[("stm32f4", version)] == ring
+    # and the earlier firmware with the same ring (0.2.0; 0.3.0 changed only the DRBG)
+    assert BOARD_RX_BUFFER == {("stm32f4", "0.2.0"): ring, ("stm32f4", version): ring}
     # the host's 8 in flight of a k = 100 QUERY each (a request beyond the ring's bytes goes alone,
     # when nothing is outstanding and the frame loop drains the ring as it arrives)
     k100 = len(frames.encode(P.QUERY, 1, P.pack_vector(np.zeros(100, dtype=np.float32), Mode(MODE_FULL))))
@@ -42,6 +44,7 @@ def test_listed_boards_receive_by_interrupt() -> None:
 
 @pytest.mark.parametrize("board, version, expected", [
     ("stm32f4", "0.2.0", (BOARD_IN_FLIGHT, 4096)),
+    ("stm32f4", "0.3.0", (BOARD_IN_FLIGHT, 4096)),   # 0.3.0 changed the DRBG, not the ring
     ("stm32f4", "0.1.0", (1, None)),      # the stm32f4 port polled its UART before 0.2.0
     ("stm32f4", "0.0.9", (1, None)),      # a firmware version the host does not know: polled
     ("template", "0.2.0", (1, None)),     # boards/template polls its UART

@@ -10,7 +10,7 @@
  *    different frame (except an overrun the interrupt cannot see: stm32f4.h,
  *    edp_stm32_rx_read);
  *  - entropy: the hardware RNG only (health-checked, fails closed); the core
- *    reseeds from it every EDP_RESEED_BLOCKS ChaCha20 blocks;
+ *    reseeds from it every EDP_RESEED_BLOCKS ChaCha12 blocks;
  *  - day index and SET_TIME: the LSE-clocked RTC calendar (UTC);
  *  - store: backup SRAM on VBAT, sequence shadow in RTC_BKP0R/BKP1R;
  *  - flash high-water log: sectors 9 and 10 (flash.c, reserved by stm32f4.ld);

@@ -40,7 +40,7 @@
 #define EDP_DL_ROUND 280u           /* one more tail round: one pass of high_part */
 #endif
 #ifndef EDP_DL_REFILL
-#define EDP_DL_REFILL 4000u         /* region _refill and edp_drbg_next_block */
+#define EDP_DL_REFILL 2600u         /* region _refill and edp_drbg_next_block */
 #endif
 #ifndef EDP_DL_REFILL_WORDS
 #define EDP_DL_REFILL_WORDS 56u     /* keystream words a refill makes available */

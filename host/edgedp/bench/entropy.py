@@ -6,7 +6,7 @@ A sample of the discrete Laplace law with scale t lattice steps carries
 
 (-sum p log2 p in closed form: P(z) = (1 - r) / (1 + r) r^|z|, E|z| = 2 r / (1 - r^2)). No sampler
 can use fewer keystream bits on average, and every bit costs the generator's instructions per bit:
-one batch (edp_drbg_next_block, four ChaCha20 blocks and the key erasure) counted in Unicorn on
+one batch (edp_drbg_next_block, four ChaCha12 blocks and the key erasure) counted in Unicorn on
 the image, over the words it outputs (the batch's words after the next key's). The limit per class adds 4 operations (load the input,
 round it, add the noise, store the value):
 
@@ -35,8 +35,8 @@ def sample_entropy_bits(t: float) -> float:
 class DrbgBatch:
     """One keystream batch on an image: its instructions and what it hands out."""
 
-    instructions: int  # one edp_drbg_next_block: the ChaCha20 blocks and the key erasure
-    blocks: int        # ChaCha20 blocks per batch
+    instructions: int  # one edp_drbg_next_block: the ChaCha12 blocks and the key erasure
+    blocks: int        # ChaCha12 blocks per batch
     output_bits: int   # the batch's words after the next key's
 
     @property

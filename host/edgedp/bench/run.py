@@ -12,7 +12,7 @@ runs of the same vector are measured:
   timing of ARM DDI 0439B Table 3-1 (zero flash wait states: see ``timing``); when the
   target is the QEMU test image both run in lockstep from the same boot state, so every
   query's trace count must equal its ticks / 1.344 (``conversion_max_error``);
-- the share of each part of the step (ChaCha20 block, DRBG buffer, sampler, mechanism)
+- the share of each part of the step (ChaCha12 block, DRBG buffer, sampler, mechanism)
   and of the whole frame (framing: COBS, CRC, budget commit, response) from the trace;
 - ``keystream_bits`` read per query (the trace's DRBG position) and ``dp_per_class_amortised``:
   the step with the keystream batches that fell inside the measured queries replaced by the
@@ -55,7 +55,7 @@ TARGET_ENTROPY_RATIO = 2.5        # and at most 2.5x the entropy limit everywher
 TARGET_DEADLINE_RATIO = 2.0      # issue 22: QUERY's release deadline within 2x the optimum, k >= 10
 TARGET_FLASH = 8 * 1024
 TARGET_RAM = 1024
-STEP_PARTS = ("chacha20", "drbg", "sampler", "mechanism", "timer")
+STEP_PARTS = ("chacha", "drbg", "sampler", "mechanism", "timer")
 
 
 @dataclass
@@ -524,7 +524,7 @@ def markdown(result: dict, plain: bool = False) -> str:
                       _fmt(r["naive_instructions"] or r.get("naive_trace_instructions")),
                       _fmt(r["naive_per_class"], ".1f"), _fmt(r["dp_over_naive"], ".2f"),
                       _fmt(r.get("est_cycles")), _fmt(r.get("est_us_168mhz"), ".1f"),
-                      _fmt(b.get("chacha20"), ".1f"), _fmt(b.get("drbg"), ".1f"), _fmt(b.get("sampler"), ".1f"),
+                      _fmt(b.get("chacha"), ".1f"), _fmt(b.get("drbg"), ".1f"), _fmt(b.get("sampler"), ".1f"),
                       _fmt(b.get("mechanism"), ".1f"), _fmt(r.get("keystream_bits_per_class"), ".1f"),
                       _fmt(r.get("dp_per_class_amortised"), ".1f"), _fmt(r.get("dp_over_naive_amortised"), ".2f"),
                       _fmt(r.get("entropy_bits"), ".1f"),

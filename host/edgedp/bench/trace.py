@@ -63,7 +63,7 @@ CATEGORIES = {
 
 def category_of(source: str | None, function: str) -> str:
     if function == "edp_chacha_block":
-        return "chacha20"
+        return "chacha"
     if source in CATEGORIES:
         return CATEGORIES[source]
     if source is None:
@@ -392,14 +392,14 @@ class Emulator:
 
     def _mark(self, n: int) -> None:
         """Snapshot at a port->ticks read: exact instruction index, cycle sums, (category,
-        function) counts and ChaCha20 blocks (the last three at block granularity), and the
+        function) counts and ChaCha12 blocks (the last three at block granularity), and the
         keystream position."""
         self.marks.append((n, self._cycles, self._cycles_lo, self._cycles_hi, Counter(self._cat), self._chacha,
                            self.keystream_position(), self._seeds))
 
     @property
     def chacha_blocks(self) -> int:
-        """ChaCha20 blocks computed since the boot."""
+        """ChaCha12 blocks computed since the boot."""
         return self._chacha
 
     def keystream_position(self) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import schema as S
+from ..mech import chacha
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
 from . import frames, protocol as P
@@ -334,14 +335,20 @@ class Device:
 
     def require_test_build(self, command: str) -> P.Info:
         """INFO, or EdgeDPError (ERR_BUILD) at once when the image is not a test build, whose
-        test commands (TEST_SEED, SAMPLE, NAIVE) and reported ticks ``command`` needs."""
+        test commands (TEST_SEED, SAMPLE, NAIVE) and reported ticks ``command`` needs, or when
+        its firmware predates the keystream the reference replays (``chacha.FIRST_FIRMWARE``)."""
         info = self.info()
+        where = self.target.name if self.target else "the device"
         if info.build != "test":
-            where = self.target.name if self.target else "the device"
             raise EdgeDPError(
                 f"{command} needs a test image: {where} runs a {info.build} image (board {info.board}), which "
                 "refuses the test commands and reports no ticks by design; run a test image "
                 "(--target qemu, host or renode)", "ERR_BUILD")
+        if not chacha.replays(info.firmware_version):
+            raise EdgeDPError(
+                f"{command} replays the device's noise with ChaCha{chacha.ROUNDS} (firmware "
+                f"{chacha.FIRST_FIRMWARE} and later); {where} runs firmware {info.firmware_version}, whose noise "
+                "comes from another keystream: build and run this version's image", "ERR_BUILD")
         return info
 
     def set_time_if_unset(self, key: bytes) -> bool:

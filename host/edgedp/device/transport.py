@@ -12,7 +12,7 @@ import serial
 from .errors import TransportError
 
 
-BOARD_RX_BUFFER: dict[tuple[str, str], int] = {("stm32f4", "0.2.0"): 4096}
+BOARD_RX_BUFFER: dict[tuple[str, str], int] = {("stm32f4", "0.2.0"): 4096, ("stm32f4", "0.3.0"): 4096}
 """Bytes of requests a board's firmware buffers while it computes an answer, by the (board,
 firmware version) its INFO reports: the stm32f4 port's RX ring (EDP_STM32_RX_RING,
 firmware/boards/stm32f4/stm32f4.h, filled by the USART's RXNE interrupt; a test compares the two).

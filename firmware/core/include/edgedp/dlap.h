@@ -22,7 +22,7 @@
  * mech.h guarantees with these tables, its assumptions and the argument.
  * host/edgedp/mech/reference.py (dlap_sample) is the bit-exact executable
  * specification. Set-up uses double arithmetic (no libm); sampling uses
- * integers only. On ARMv7-M the ChaCha20 block and the sampling loop are in
+ * integers only. On ARMv7-M the ChaCha12 block and the sampling loop are in
  * Thumb-2 assembly (core/src/arch/armv7m/), elsewhere portable C
  * (core/src/arch/portable/); both give the same bits. */
 #ifndef EDGEDP_DLAP_H

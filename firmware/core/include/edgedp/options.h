@@ -45,7 +45,7 @@
 #define EDP_RELEASE_DEADLINE (!EDP_TEST_BUILD)
 #endif
 
-/* ChaCha20 blocks drawn between reseeds from the board's entropy source
+/* ChaCha12 blocks drawn between reseeds from the board's entropy source
  * (production builds only; test builds replay one stream). */
 #ifndef EDP_RESEED_BLOCKS
 #define EDP_RESEED_BLOCKS 65536u
@@ -61,6 +61,6 @@
 #define EDP_FLOG_RESERVE 16u
 #endif
 
-#define EDP_FIRMWARE_VERSION "0.2.0"
+#define EDP_FIRMWARE_VERSION "0.3.0"
 
 #endif

@@ -85,7 +85,7 @@ enum edp_frame_type {
 #define EDP_ADMIN_ANSWER 41u   /* layout: result u8 | counter u64 | tag u8[EDP_AUTH_TAG] */
 #define EDP_CONFIG_PAYLOAD 36u /* layout: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo f32 | hi f32 | sensitivity f32 | m i32 */
 #define EDP_SET_TIME_PAYLOAD 8u  /* layout: unix_seconds u64 */
-#define EDP_SEED_BYTES 32u     /* TEST_SEED payload: a ChaCha20 key */
+#define EDP_SEED_BYTES 32u     /* TEST_SEED payload: a ChaCha12 key */
 #define EDP_AUDIT_REQUEST 16u  /* layout: challenge u8[EDP_AUTH_NONCE] */
 #define EDP_AUDIT_HEAD 21u     /* layout: nonce u8[EDP_AUTH_NONCE] | total u32 | count u8 */
 #define EDP_AUDIT_ENTRY 18u    /* layout: seq u32 | day u32 | counter u64 | event u8 | arg u8 */
