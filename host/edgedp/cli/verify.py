@@ -26,7 +26,7 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
     mechanism configuration afterwards. A production image is refused at once."""
     with open_device(target) as dev:
-        dev.require_test_build("verify")
+        dev.require_replayable("verify")
         key = resolve_key(dev, key_file)
         dev.set_time_if_unset(key)
         before = dev.state(key).budget  # restored afterwards: only from the authenticated state

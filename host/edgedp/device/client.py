@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -23,6 +24,18 @@ from . import frames, protocol as P
 from .errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
 from .transport import Link
+
+
+REPLAYS_FROM = (0, 3, 0)
+"""The first firmware version whose noise comes from the reference's keystream (ChaCha12,
+edgedp.mech.chacha); earlier firmware ran ChaCha20 (docs/privacy.md section 3)."""
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """INFO's firmware version "X.Y.Z" (or "X.Y") as a tuple; None for anything else."""
+    m = _VERSION.fullmatch(text)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
 
 
 DEFAULT_TIMEOUT = 10.0
@@ -335,21 +348,36 @@ class Device:
 
     def require_test_build(self, command: str) -> P.Info:
         """INFO, or EdgeDPError (ERR_BUILD) at once when the image is not a test build, whose
-        test commands (TEST_SEED, SAMPLE, NAIVE) and reported ticks ``command`` needs, or when
-        its firmware predates the keystream the reference replays (``chacha.FIRST_FIRMWARE``)."""
+        test commands (TEST_SEED, SAMPLE, NAIVE) and reported ticks ``command`` needs."""
         info = self.info()
-        where = self.target.name if self.target else "the device"
         if info.build != "test":
             raise EdgeDPError(
-                f"{command} needs a test image: {where} runs a {info.build} image (board {info.board}), which "
-                "refuses the test commands and reports no ticks by design; run a test image "
+                f"{command} needs a test image: {self._where()} runs a {info.build} image (board {info.board}), "
+                "which refuses the test commands and reports no ticks by design; run a test image "
                 "(--target qemu, host or renode)", "ERR_BUILD")
-        if not chacha.replays(info.firmware_version):
-            raise EdgeDPError(
-                f"{command} replays the device's noise with ChaCha{chacha.ROUNDS} (firmware "
-                f"{chacha.FIRST_FIRMWARE} and later); {where} runs firmware {info.firmware_version}, whose noise "
-                "comes from another keystream: build and run this version's image", "ERR_BUILD")
         return info
+
+    def require_replayable(self, command: str) -> P.Info:
+        """require_test_build, and EdgeDPError (ERR_BUILD) when the image's firmware does not
+        generate the keystream the reference replays (``REPLAYS_FROM``): ``command`` compares the
+        device's noise with the reference's bit for bit."""
+        info = self.require_test_build(command)
+        version = parse_version(info.firmware_version)
+        if version is None:
+            raise EdgeDPError(
+                f"{command}: {self._where()} reports firmware version {info.firmware_version!r}, which this host "
+                f"cannot read, so it cannot tell which keystream the image's noise comes from", "ERR_BUILD")
+        if version < REPLAYS_FROM:
+            first = ".".join(map(str, REPLAYS_FROM))
+            raise EdgeDPError(
+                f"{command} replays the device's noise with ChaCha{chacha.ROUNDS}, the keystream of firmware "
+                f"{first} and later; {self._where()} runs firmware {info.firmware_version}, whose noise comes from "
+                f"ChaCha20: run a {first} image (`make firmware`), or check this one with the edgedp of its "
+                "version", "ERR_BUILD")
+        return info
+
+    def _where(self) -> str:
+        return self.target.name if self.target else "the device"
 
     def set_time_if_unset(self, key: bytes) -> bool:
         """SET_TIME to the host's clock when the device's authenticated STATE shows no trusted

@@ -17,8 +17,6 @@ BATCH_BLOCKS = 4
 """Blocks per batch (EDP_DRBG_BATCH_BLOCKS)."""
 KEY_BYTES = 32
 """Fast key erasure: the first 32 bytes of a batch are the next key (EDP_DRBG_KEY_WORDS words)."""
-FIRST_FIRMWARE = "0.3.0"
-"""The first firmware version with this keystream (earlier ones ran ChaCha20)."""
 CONSTANTS = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
 """'expand 32-byte k'."""
 _M = 0xFFFFFFFF
@@ -68,11 +66,3 @@ def batch(key: bytes, counter: int) -> tuple[bytes, bytes]:
     raw = keystream(key, counter, BATCH_BLOCKS)
     return raw[:KEY_BYTES], raw[KEY_BYTES:]
 
-
-def replays(firmware_version: str) -> bool:
-    """Whether a device reporting firmware_version (INFO) generates this keystream."""
-    try:
-        got = tuple(int(p) for p in firmware_version.split("."))
-    except ValueError:
-        return False
-    return got >= tuple(int(p) for p in FIRST_FIRMWARE.split("."))

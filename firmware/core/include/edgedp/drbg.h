@@ -22,7 +22,7 @@
 #define EDGEDP_DRBG_H
 #include <stdint.h>
 
-#define EDP_CHACHA_ROUNDS 12  /* even: double rounds; the Thumb-2 block runs them two at a time */
+#define EDP_CHACHA_ROUNDS 12  /* a multiple of 4: the Thumb-2 block runs two double rounds a loop */
 #define EDP_DRBG_BATCH_BLOCKS 4
 #define EDP_DRBG_BATCH_WORDS (16 * EDP_DRBG_BATCH_BLOCKS)
 #define EDP_DRBG_KEY_WORDS 8  /* the next key: words 0..7 of each batch, never output */

@@ -1,5 +1,6 @@
 /* ChaCha12 block function of drbg.c in portable C (arch/arch.h). */
 #include "../arch.h"
+#include "../../util.h"
 
 #if !EDP_ARCH_ARMV7M
 #define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
@@ -8,6 +9,8 @@
     c += d; b ^= c; b = ROTL(b, 12); \
     a += b; d ^= a; d = ROTL(d, 8);  \
     c += d; b ^= c; b = ROTL(b, 7)
+
+EDP_STATIC_ASSERT(chacha_rounds, EDP_CHACHA_ROUNDS % 2 == 0);
 
 void edp_chacha_block(const uint32_t in[16], uint32_t out[16])
 {
