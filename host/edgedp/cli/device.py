@@ -16,9 +16,9 @@ from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs, describe_target_model
+from . import signals
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
-from . import signals
 from .config import config_default
 from .exit_codes import ExitCode
 from .inputs import check_finite, read_rows
@@ -268,8 +268,12 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
 
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
     into the image; only its private output is released. Rows holding NaN or inf are refused here,
-    before anything is sent. Exit code 8 if the device refused a row, 130 after Ctrl-C (the answers
-    so far are saved), 4 if --out cannot be written (the stream stops before the next query)."""
+    before anything is sent. --epsilon, --sensitivity and --range are checked against the device's
+    authenticated state (--key-file, else the test images' key) and signed in a CONFIG if they
+    differ. Exit code 8 if the device refused a row (or, without --key-file, one of those options
+    went to a device that does not authenticate with the test images' key), 130 after Ctrl-C and
+    143 after SIGTERM (the answers so far are saved), 4 if --out cannot be written (the stream
+    stops before the next query)."""
     m = mode
     if infer and (sensitivity is not None or value_range is not None):
         raise click.UsageError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
