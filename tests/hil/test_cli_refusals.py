@@ -24,3 +24,17 @@ def test_stm32f4_on_qemu_refuses_once_and_says_why() -> None:
     assert err in ("ERR_ENTROPY", "ERR_TIME")  # no RNG, no RTC in QEMU's STM32 model
     assert r.stderr.count("\n") == 1 and f"{err} is expected on QEMU" in r.stderr
     assert "QEMU has no model of it" in r.stderr and "--target qemu" in r.stderr
+
+
+def test_stm32f4_on_qemu_without_a_key_refuses_an_epsilon_before_any_row() -> None:
+    """A production image does not authenticate its state with the test images' key: `query -e`
+    without --key-file ends in the one-line NEEDS_KEY error (exit 8) before any row is sent, also
+    for the ε the device already has (its unauthenticated BUDGET says 1; the old host believed it
+    and sent the rows)."""
+    make("build/stm32f4/edgedp.elf")
+    r = subprocess.run([EDGEDP, "query", "--target", "qemu:stm32f4", "-e", "1", "--json", "-"],
+                       input="0.2,0.8\n" * 3, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 8, r.stderr
+    [err] = [json.loads(x) for x in r.stdout.splitlines()]  # no row record: nothing was sent
+    assert err["error"] == "ERR_AUTH" and "pass --key-file" in err["message"] and err["exit_code"] == 8
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr

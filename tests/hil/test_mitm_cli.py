@@ -7,10 +7,14 @@ the device must end in the state the operator asked for or in the state it had."
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,8 +105,16 @@ class Proxy:
                         return
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([EDGEDP, *args, "--target", f"socket://127.0.0.1:{self.port}"], capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run([EDGEDP, *args, "--target", self.url], capture_output=True, text=True, timeout=120)
+
+    @property
+    def url(self) -> str:
+        return f"socket://127.0.0.1:{self.port}"
+
+    def sent(self) -> Counter:
+        """The request frames the host sent, by type (and forget them)."""
+        seen, self.seen = self.seen, []
+        return Counter(f.type for f in seen)
 
     def close(self) -> None:
         self._stop.set()
@@ -234,3 +246,67 @@ def test_audit_log_through_the_cli_and_a_rewritten_one(mitm: Proxy, qemu: Device
     r = mitm.cli("audit-log", "--key-file", KEY, "--json")
     assert r.returncode == 7 and "not authentic" in r.stderr and json.loads(r.stdout)["error"] == "ERR_NOT_AUTHENTIC"
     assert "entries" not in r.stdout
+
+
+def rows_file(tmp_path: Path, n: int) -> str:
+    np.save(tmp_path / "x.npy", np.random.default_rng(n).dirichlet(np.ones(10), size=n))
+    return str(tmp_path / "x.npy")
+
+
+def test_a_rewritten_budget_cannot_make_query_skip_its_config(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                              tmp_path: Path) -> None:
+    """BUDGET rewritten to claim the device already runs ε = 0.5: `query -e 0.5` without --key-file
+    never reads it; it decides from STATE (the test images' key), signs the CONFIG and the rows run
+    at 0.5 (the old host skipped the CONFIG and the rows ran, and were charged, at the device's 1)."""
+    def rewrite(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.BUDGET | P.RESPONSE:
+            v = list(S.BUDGET_BODY_FMT.unpack(f.body))
+            v[10] = MICRO // 2  # eps_micro
+            return answer(f, S.BUDGET_BODY_FMT.pack(*v))
+        return None
+    mitm.to_host = rewrite
+    r = mitm.cli("query", "-e", "0.5", "--json", rows_file(tmp_path, 3))
+    assert r.returncode == 0, r.stderr
+    after = authentic_state(qemu, test_key)
+    assert (after.epsilon_micro, after.daily_spent) == (MICRO // 2, 3 * MICRO // 2)
+    sent = mitm.sent()
+    assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (0, 2, 1, 3)
+
+
+def test_query_reads_each_state_and_info_once(mitm: Proxy, qemu: Device, test_key: bytes, tmp_path: Path) -> None:
+    """With --key-file: STATE once to decide (its nonce signs the CONFIG), once to check the
+    CONFIG; INFO once (connect's, on a board URL; the old host asked it again after the stream).
+    Without a key or options: BUDGET alone, for the table."""
+    x = rows_file(tmp_path, 2)
+    r = mitm.cli("query", "--key-file", KEY, "-e", "0.25", "--json", x)
+    assert r.returncode == 0, r.stderr
+    sent = mitm.sent()
+    assert (sent[P.INFO], sent[P.STATE], sent[P.CHALLENGE], sent[P.CONFIG], sent[P.BUDGET], sent[P.QUERY]) == \
+        (1, 2, 0, 1, 0, 2), sent
+    assert authentic_state(qemu, test_key).epsilon_micro == MICRO // 4
+    r = mitm.cli("query", "--json", x)
+    assert r.returncode == 0, r.stderr
+    sent = mitm.sent()
+    assert (sent[P.INFO], sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (1, 1, 0, 0, 2), sent
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_second_signal_during_query_exits_with_its_own_code(mitm: Proxy, tmp_path: Path, signum: int,
+                                                              code: int) -> None:
+    """The first signal waits for the answer in flight (here withheld by the proxy); the second
+    interrupts at once, with the signal's code: 143 for SIGTERM (the old host said 130), 130 for
+    SIGINT, and one JSON error object."""
+    mitm.to_device = lambda f: [] if f.type == P.QUERY else None
+    p = subprocess.Popen([EDGEDP, "query", "--json", rows_file(tmp_path, 5), "--target", mitm.url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(f.type == P.QUERY for f in mitm.seen):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    p.send_signal(signum)
+    time.sleep(0.5)
+    assert p.poll() is None  # still waiting for the answer in flight
+    p.send_signal(signum)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == code, err
+    assert "Traceback" not in err and json.loads(out.splitlines()[-1])["exit_code"] == code

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import struct
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
 
 from edgedp import schema as S
 from edgedp.device import admin, frames, protocol as P
-from edgedp.device.errors import DeviceError, NotAuthentic, StateMismatch, StateUnknown
+from edgedp.device.errors import DeviceError, EdgeDPError, NotAuthentic, StateMismatch, StateUnknown
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 
@@ -172,15 +173,81 @@ def _budget_forbidden(dev) -> None:
     dev.budget = forged
 
 
-def test_query_configuration_is_read_authenticated_when_a_key_is_given(host_device, test_key: bytes) -> None:
-    """`query`'s set-up decides whether to sign a CONFIG from the device's configuration: with a
-    key it reads it from STATE, so a forged BUDGET cannot make it skip the CONFIG or report a
-    configuration that is not the device's."""
+class CountingLink:
+    """Passes everything through and counts the request frames by type (STATE answers can be
+    corrupted on the way back: a device that does not hold the key checked)."""
+
+    def __init__(self, link, corrupt_state: bool = False):
+        self.link, self.sent, self.corrupt_state, self._reader = link, Counter(), corrupt_state, frames.FrameReader()
+
+    def write(self, data: bytes) -> None:
+        self.sent.update(f.type for f in frames.FrameReader().feed(data))
+        self.link.write(data)
+
+    def read(self, timeout: float) -> bytes:
+        out = b""
+        for f in self._reader.feed(self.link.read(timeout)):
+            body = f.body
+            if self.corrupt_state and f.type == P.STATE | P.RESPONSE:
+                body = body[:-1] + bytes([body[-1] ^ 1])  # the tag: as if tagged with another key
+            out += frames.encode(f.type, f.seq, body, f.version)
+        return out
+
+    def close(self) -> None:
+        self.link.close()
+
+
+def counted(dev, corrupt_state: bool = False) -> Counter:
+    dev.link = CountingLink(dev.link, corrupt_state)
+    return dev.link.sent
+
+
+KEY_FILE = str(ROOT / "tests/keys/test-device.key")
+
+
+@pytest.mark.parametrize("key_file", [KEY_FILE, None])
+def test_query_decides_on_config_from_one_authenticated_state(host_device, test_key: bytes, key_file) -> None:
+    """`query`'s set-up decides whether to sign a CONFIG from the device's configuration: from
+    STATE (with --key-file's key, else the test images'), never from BUDGET, so a forged BUDGET
+    cannot make it skip the CONFIG. The STATE it decided from gives the CONFIG its nonce: one
+    STATE before, one after to check it."""
     from edgedp.cli.device import ensure_config
     dev = host_device.start()
     _budget_forbidden(dev)
-    cfg = ensure_config(dev, str(ROOT / "tests/keys/test-device.key"), 2.0, None, None, 10)
+    sent = counted(dev)
+    cfg = ensure_config(dev, key_file, 2.0, None, None, 10)
     assert cfg.eps_micro == 2 * MICRO and dev.state(test_key).budget.epsilon_micro == 2 * MICRO
+    assert (sent[P.STATE], sent[P.CONFIG], sent[P.CHALLENGE], sent[P.BUDGET]) == (2 + 1, 1, 0, 0)  # + the check here
+    sent.clear()
+    cfg = ensure_config(dev, key_file, 2.0, None, (0.0, 1.0), 10)  # already so: nothing signed
+    assert cfg.eps_micro == 2 * MICRO and (sent[P.STATE], sent[P.CONFIG], sent[P.BUDGET]) == (1, 0, 0)
+
+
+def test_query_without_key_or_options_reads_budget_only(host_device) -> None:
+    """Nothing to sign or skip: the unauthenticated BUDGET serves the table and the clamping warning."""
+    from edgedp.cli.device import ensure_config
+    dev = host_device.start()
+    sent = counted(dev)
+    assert ensure_config(dev, None, None, None, None, 10).eps_micro == MICRO
+    assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG]) == (1, 0, 0)
+
+
+@pytest.mark.parametrize("device", ["unprovisioned", "another key"])
+def test_query_options_without_key_on_a_production_device_need_the_key(host_device, device: str) -> None:
+    """A device that does not authenticate its state with the test images' key (a production
+    image: no key, ERR_AUTH; or its own key, a tag that does not check) gets no CONFIG and no
+    query: the one-line NEEDS_KEY refusal (exit 8), whatever BUDGET would have said."""
+    from edgedp.cli.device import ensure_config
+    from edgedp.cli.exit_codes import ExitCode, for_exception
+    dev = host_device.start(**({"EDP_HOST_KEY": "none"} if device == "unprovisioned" else {}))
+    _budget_forbidden(dev)
+    sent = counted(dev, corrupt_state=device == "another key")
+    with pytest.raises(EdgeDPError, match="pass --key-file") as e:
+        ensure_config(dev, None, 1.0, None, None, 10)  # the device's own ε: still not known to be
+    assert e.value.code == "ERR_AUTH" and for_exception(e.value) == ExitCode.REFUSED
+    assert sum(sent.values()) == sent[P.STATE] == 1
+
+
 
 
 def test_audit_dp_signs_and_reports_from_the_authenticated_state(host_device, test_key: bytes) -> None:

@@ -125,9 +125,10 @@ def test_query_warns_about_clamping_and_the_test_image(native_builds: None) -> N
 
 
 @pytest.mark.native
-def test_query_epsilon_needs_four_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
-    """BUDGET, then STATE (the authenticated state and the nonce the CONFIG is signed for), CONFIG,
-    and STATE (the check): no INFO, no CHALLENGE, no second BUDGET before the first QUERY."""
+def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds: None, monkeypatch) -> None:
+    """STATE (the authenticated state the decision to reconfigure is made from, and the nonce the
+    CONFIG is signed for), CONFIG, and STATE (the check): no BUDGET (unauthenticated), no INFO, no
+    CHALLENGE before the first QUERY; and INFO once, after the stream."""
     from edgedp.device import protocol as P
     from edgedp.device.client import Device
     sent: list[int] = []
@@ -153,7 +154,7 @@ def test_query_epsilon_needs_four_requests_before_the_first_query(native_builds:
     r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
     assert r.exit_code == 0, r.output
     sent = [t for t in sent if t != P.PING]  # the synchronising PINGs
-    assert sent[:sent.index(P.QUERY)] == [P.BUDGET, P.STATE, P.CONFIG, P.STATE]
+    assert sent == [P.STATE, P.CONFIG, P.STATE, P.QUERY, P.INFO]
 
 
 @pytest.mark.native

@@ -2,7 +2,7 @@
 has it (docs/benchmarks.md section 12), else on the windowed figures."""
 from __future__ import annotations
 
-from edgedp.bench.run import check_targets
+from edgedp.bench.run import check_targets, describe_targets
 
 
 def _row(k: int, eps: float, window: float, amortised: float | None) -> dict:
@@ -22,6 +22,9 @@ def test_targets_use_the_amortised_step_when_every_row_has_it() -> None:
     assert abs(t["k10_at_most_0.8_naive"]["worst_ratio"] - 100.0 / 135.0) < 1e-12
     assert t["k1000_at_most_150_per_class"]["worst_per_class"] == 121.0
     assert abs(t["at_most_2.5_entropy_limit"]["worst_ratio"] - 121.0 / 30.0) < 1e-12
+    # the 100 us target is the traced step's cycles as run (est_us_168mhz): the window, never amortised
+    assert t["k10_under_100us"] == {"worst_us": 9.0, "ok": True, "basis": "window"}
+    assert "k=10 under 100 us at 168 MHz: worst 9.0 us (window) OK" in describe_targets({"targets": t})
 
 
 def test_targets_fall_back_to_the_windowed_step_for_every_row() -> None:

@@ -50,3 +50,51 @@ def test_sample_without_an_epsilon_is_a_usage_error(tmp_path, monkeypatch) -> No
     r = CliRunner().invoke(main, ["sample", "--target", "host", "--n", "10", "--out", str(tmp_path / "z.npy")])
     assert r.exit_code == 2 and "needs --epsilon" in r.output, (r.exit_code, r.output, r.exception)
     assert "Traceback" not in r.output and not (tmp_path / "z.npy").exists()
+
+
+def test_a_second_signal_interrupts_with_its_own_code() -> None:
+    """During a deferred stop (query, bench) the first signal is recorded; the second interrupts
+    at once: SIGTERM as Terminated (exit 143), SIGINT as KeyboardInterrupt (130)."""
+    import signal
+
+    import click
+    import pytest
+    from edgedp.cli import signals
+    from edgedp.cli.output import StopRequest
+    for signum, code in ((signal.SIGTERM, ExitCode.TERMINATED), (signal.SIGINT, ExitCode.INTERRUPTED)):
+        stop = StopRequest()
+        stop._handler(signum, None)
+        assert stop.signal == signum and bool(stop) and signals.exit_code(signum) == code
+        with pytest.raises(KeyboardInterrupt) as e:
+            stop._handler(signum, None)
+        assert isinstance(e.value, signals.Terminated) == (signum == signal.SIGTERM)
+        try:  # click's main wraps it in Abort; the code still follows the signal
+            raise click.exceptions.Abort() from e.value
+        except click.exceptions.Abort as abort:
+            assert signals.code_of(abort) == code == signals.code_of(e.value)
+
+
+def test_sigterm_before_any_device_is_143_in_one_line() -> None:
+    """SIGTERM outside a deferred stop (here: query waiting for its rows on stdin) ends the
+    command with 143 and one line, not killed by the signal (-15) with no message."""
+    import json
+    import signal
+    import time
+    from pathlib import Path
+
+    import pytest
+    e = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
+    p = subprocess.Popen([EDGEDP, "query", "--target", "host", "--json", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    wchan = Path(f"/proc/{p.pid}/wchan")
+    if not wchan.exists():
+        p.kill()
+        pytest.skip("needs /proc to see the command block on stdin")
+    deadline = time.monotonic() + 60
+    while not wchan.read_text().endswith("pipe_read"):  # the command runs (handlers set) and reads stdin
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 143, (p.returncode, err)
+    assert err.strip() == "edgedp: error: terminated" and json.loads(out)["exit_code"] == 143

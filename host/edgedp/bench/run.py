@@ -455,14 +455,16 @@ def check_targets(result: dict) -> dict:
     """The performance targets (k = 10 under 100 us, at most the naive sampler; k = 1000 at most 150
     instructions per class; DP core footprint), evaluated on this run (benchmark, not a test). The
     per-class ones use the DP step with its keystream amortised when the trace gave it for every
-    row (`basis`), else the windowed figure."""
+    row (`basis`), else the windowed figure. The 100 us one is always on the window (`basis`
+    "window"): the traced step's cycles as each answer ran them, its ChaCha20 batches included,
+    which is what an answer's time is."""
     rows = result["rows"]
     out: dict = {}
     k10 = [r for r in rows if r["k"] == 10]
     k1000 = [r for r in rows if r["k"] == 1000]
     if k10 and all(r.get("est_us_168mhz") is not None for r in k10):
         worst = max(r["est_us_168mhz"] for r in k10)
-        out["k10_under_100us"] = {"worst_us": worst, "ok": worst < TARGET_K10_US}
+        out["k10_under_100us"] = {"worst_us": worst, "ok": worst < TARGET_K10_US, "basis": "window"}
     amortised = bool(rows) and all(r.get("dp_per_class_amortised") is not None for r in rows)
     basis = "amortised" if amortised else "window"
 
@@ -599,7 +601,7 @@ def default_plot_path() -> Path:
 
 
 _TARGET_LINES = {
-    "k10_under_100us": lambda v: f"k=10 under 100 us at 168 MHz: worst {v['worst_us']:.1f} us",
+    "k10_under_100us": lambda v: f"k=10 under 100 us at 168 MHz: worst {v['worst_us']:.1f} us ({v['basis']})",
     "k10_at_most_naive": lambda v: f"k=10 at most the naive baseline: worst ratio {v['worst_ratio']:.2f} "
                                    f"({v['basis']})",
     "k10_at_most_0.8_naive": lambda v: f"k=10 at most 0.8x the naive baseline: worst ratio {v['worst_ratio']:.2f} "

@@ -14,6 +14,7 @@ import click
 
 from ..version import __version__
 from ..device.errors import EdgeDPError
+from . import signals
 from .common import fail, set_verbosity
 from .exit_codes import ExitCode
 
@@ -85,10 +86,11 @@ class LazyGroup(click.Group):
     def main(self, args: list[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
         """Click's main, with the exit codes of cli/exit_codes.py: a usage error is one line
         ``edgedp: error: <reason>`` (and one JSON object on stdout under --json), Ctrl-C is 130,
-        a missing extra is named."""
+        SIGTERM 143 (cli/signals.py), a missing extra is named."""
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
         kwargs["standalone_mode"] = False
+        signals.install()
         try:
             rv = super().main(args, *rest, **kwargs)
         except ModuleNotFoundError as exc:
@@ -102,8 +104,10 @@ class LazyGroup(click.Group):
             sys.exit(ExitCode.USAGE)
         except click.ClickException as exc:
             fail(exc, as_json)
-        except (click.exceptions.Abort, KeyboardInterrupt):
-            fail(EdgeDPError("interrupted", "ERR_INTERRUPTED"), as_json, ExitCode.INTERRUPTED)
+        except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+            code = signals.code_of(exc)
+            fail(EdgeDPError("terminated" if code == ExitCode.TERMINATED else "interrupted", "ERR_INTERRUPTED"),
+                 as_json, code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -115,8 +119,8 @@ def main(verbose: int, quiet: bool) -> None:
     """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis.
 
     Exit codes: 0 ok, 1 a check failed, 2 usage, 3 transport, 4 bad input, 5 device state not as
-    signed, 6 device state unknown, 7 answer not authentic, 8 device refusal, 130 interrupted
-    (docs/cli.md). Defaults for --target, --key-file and
+    signed, 6 device state unknown, 7 answer not authentic, 8 device refusal, 130 interrupted,
+    143 terminated (docs/cli.md). Defaults for --target, --key-file and
     --epsilon can live in edgedp.toml."""
     if verbose and quiet:
         raise click.UsageError("-v and -q contradict each other")

@@ -1,13 +1,13 @@
 """edgedp bench: instruction counts, cycle estimates and footprint of the DP step against the naive baseline."""
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
 import click
 
 from ..device.errors import EdgeDPError
+from . import signals
 from .common import emit_json, fail, handle_errors, json_option, note, progress, progress_option, target_option
 from .exit_codes import ExitCode, for_exception
 from .output import StopRequest
@@ -162,7 +162,7 @@ def _end(result: dict, cause: EdgeDPError | None, stop: StopRequest) -> None:
     """A partial run, once its rows are out: one error line saying what is missing, and the exit
     code of what stopped it (the device error's, or 130 / 143 for Ctrl-C / SIGTERM)."""
     from ..bench import run as bench_run
-    code = ExitCode.TERMINATED if stop.signal == signal.SIGTERM else ExitCode.INTERRUPTED
+    code = signals.exit_code(stop.signal) if stop.signal is not None else ExitCode.INTERRUPTED
     if not result.get("partial"):
         if stop.signal is not None:  # it came during the last part, which finished: nothing is missing
             fail(EdgeDPError("interrupted during the last part, which finished: the result is complete",

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import signal
 import time
 
 import click
@@ -10,13 +9,14 @@ import numpy as np
 
 from ..device import admin as authadmin
 from ..device.client import Device, load_key, open_device
-from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, StateMismatch
+from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateMismatch
 from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
-                               SampleRequest, config_payload)
+                               SampleRequest, State, config_payload)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs, describe_target_model
+from . import signals
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
 from .config import config_default
@@ -36,6 +36,9 @@ admin_key_option = click.option("--key-file", type=click.Path(dir_okay=False),  
 
 
 NEEDS_KEY = "this needs an authenticated command: pass --key-file"
+QUERY_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
+                   "authenticated configuration, and the device did not authenticate it with the test images' key; "
+                   "without those options query runs the device's own configuration)")
 
 
 def admin_key(key_file: str | None, what: str) -> bytes:
@@ -94,14 +97,19 @@ def config_check(cfg: MechConfig, caps: Caps) -> authadmin.Check:
 
 def configure_from_state(dev: Device, key: bytes, epsilon: float | None = None, sensitivity: float | None = None,
                          value_range: tuple[float, float] | None = None, m: int | None = None,
-                         daily_cap: float | None = None, lifetime_cap: float | None = None) -> authadmin.Outcome:
-    """CONFIG with the options given, every other value from the authenticated state; verified after."""
+                         daily_cap: float | None = None, lifetime_cap: float | None = None,
+                         state: State | None = None) -> authadmin.Outcome:
+    """CONFIG with the options given, every other value from the authenticated state; verified after.
+
+    ``state``: the STATE just read with ``key`` (nothing sent since), to sign for its nonce
+    instead of reading another (authadmin.run)."""
     signed: list[tuple[MechConfig, Caps]] = []
 
     def build(b: Budget) -> bytes:
         signed.append((merged_config(b, epsilon, sensitivity, value_range, m), merged_caps(b, daily_cap, lifetime_cap)))
         return config_payload(*signed[0])
-    return authadmin.run(dev, key, CONFIG, build, lambda before, after: config_check(*signed[0])(before, after))
+    return authadmin.run(dev, key, CONFIG, build, lambda before, after: config_check(*signed[0])(before, after),
+                         state)
 
 
 def budget_dict(b: Budget) -> dict:
@@ -160,24 +168,31 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
                   value_range: tuple[float, float] | None, k: int) -> MechConfig:
     """The mechanism the queries of k classes will run: the device's, with the options given.
 
-    The device's configuration (authenticated STATE with --key-file, else the unauthenticated
-    BUDGET: without a key nothing can be authenticated, and nothing is signed from it), then,
-    only if it differs, STATE (the authenticated state and a fresh nonce), CONFIG signed for
-    that nonce with --key-file or else the test images' key, and STATE again to check it: what
-    is signed comes only from the authenticated state and the options. A configuration the
-    device could not serve for k classes is refused here, with the reason."""
-    b = dev.state(load_key(key_file)).budget if key_file else dev.budget()
-    cfg = merged_config(b, epsilon, sensitivity, value_range)
-    cfg.lattice(k)
-    if cfg.same_on_device(b.config):
+    Whether to reconfigure is decided only from the authenticated state: STATE, tagged with
+    --key-file's key, or without one the test images' key (a device that does not hold it, a
+    production image, ends here with QUERY_NEEDS_KEY: nothing is sent after it). If the options
+    differ from it, CONFIG is signed for that STATE's nonce (nothing was sent in between) and
+    STATE is read again to check it: what is signed comes only from the authenticated state and
+    the options. Only without a key and without --epsilon, --sensitivity and --range, when
+    nothing can be signed or skipped, is the configuration read from the unauthenticated BUDGET
+    (for the table and the clamping warning). A configuration the device could not serve for k
+    classes is refused here, with the reason."""
+    if key_file is None and epsilon is None and sensitivity is None and value_range is None:
+        cfg = dev.budget().config
+        cfg.lattice(k)
         return cfg
+    key = load_key(key_file)
     try:
-        out = configure_from_state(dev, load_key(key_file), epsilon, sensitivity, value_range)
-    except DeviceError as exc:
-        if exc.error == ErrorCode.ERR_AUTH and not key_file:
-            raise EdgeDPError(NEEDS_KEY, "ERR_AUTH") from None
-        raise
-    cfg = out.after.config
+        st = dev.state(key)
+    except (NotAuthentic, DeviceError) as exc:
+        if key_file or (isinstance(exc, DeviceError) and exc.error != ErrorCode.ERR_AUTH):
+            raise  # the key given is wrong (exit 7), or a refusal --key-file cannot lift (ERR_ENTROPY)
+        raise EdgeDPError(QUERY_NEEDS_KEY, "ERR_AUTH") from None
+    cfg = merged_config(st.budget, epsilon, sensitivity, value_range)
+    cfg.lattice(k)
+    if cfg.same_on_device(st.budget.config):
+        return cfg
+    cfg = configure_from_state(dev, key, epsilon, sensitivity, value_range, state=st).after.config
     cfg.lattice(k)
     return cfg
 
@@ -253,8 +268,12 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
 
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
     into the image; only its private output is released. Rows holding NaN or inf are refused here,
-    before anything is sent. Exit code 8 if the device refused a row, 130 after Ctrl-C (the answers
-    so far are saved), 4 if --out cannot be written (the stream stops before the next query)."""
+    before anything is sent. --epsilon, --sensitivity and --range are checked against the device's
+    authenticated state (--key-file, else the test images' key) and signed in a CONFIG if they
+    differ. Exit code 8 if the device refused a row (or, without --key-file, one of those options
+    went to a device that does not authenticate with the test images' key), 130 after Ctrl-C and
+    143 after SIGTERM (the answers so far are saved), 4 if --out cannot be written (the stream
+    stops before the next query)."""
     m = mode
     if infer and (sensitivity is not None or value_range is not None):
         raise click.UsageError("--infer uses the deployed model's range and sensitivity: drop --range/--sensitivity")
@@ -282,7 +301,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                 for i, r in enumerate(answers):
                     run.take(i, r)
             elapsed = time.perf_counter() - t0
-            i_dev = dev.info()
+            i_dev = dev.last_info or dev.info()  # (asked once: a board link's connect has read it)
     finally:
         if sink is not None:
             sink.close()
@@ -360,7 +379,7 @@ class QueryRun:
             saved = f"; {self.sink.saved} answers saved in {self.sink.path}" if self.sink is not None else ""
             fail(EdgeDPError(f"interrupted after {self.done} of {len(self.rows)} rows ({self.answered} answered)"
                              f"{saved}", "ERR_INTERRUPTED"), self.as_json,
-                 ExitCode.INTERRUPTED if self.stop.signal == signal.SIGINT else ExitCode.TERMINATED)
+                 signals.exit_code(self.stop.signal))
         if self.write_error is not None:
             fail(self.write_error, self.as_json)
         if self.lost:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..device.protocol import QueryResult
 from ..mech.modes import MODE_BUCKET, MODE_TOPK, Mode
+from .signals import interrupt
 
 
 def released_array(m: Mode, answers: list[tuple[int, QueryResult]]) -> np.ndarray:
@@ -162,7 +163,8 @@ class StopRequest:
     """Set by the first SIGINT/SIGTERM (or by the command) to end the stream after the answer in flight.
 
     ``rows(...)`` yields rows until it is set, so the device client never sends another one; a
-    second signal raises KeyboardInterrupt at once."""
+    second signal interrupts at once: KeyboardInterrupt for SIGINT, Terminated for SIGTERM
+    (cli/signals.py: exit 130 or 143)."""
 
     def __init__(self) -> None:
         self.signal: int | None = None
@@ -182,7 +184,7 @@ class StopRequest:
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signal is not None:
-            raise KeyboardInterrupt
+            interrupt(signum)
         self.signal = signum
 
     @contextlib.contextmanager

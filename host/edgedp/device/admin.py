@@ -1,7 +1,8 @@
 """Authenticated administration that never acts on unauthenticated state.
 
-``run`` reads the device's state with STATE (tagged over a random challenge), builds what it
-signs only from that state and the caller's options, sends the command signed for the state's
+``run`` reads the device's state with STATE (tagged over a random challenge; or takes the
+STATE the caller has just read, whose nonce the device still holds), builds what it signs only
+from that state and the caller's options, sends the command signed for the state's
 fresh nonce, checks the tagged answer, re-reads the authenticated state and checks that it is
 exactly what was signed. Every failure after the signed frame went out re-reads the state first:
 that draws a new nonce, so a frame a man in the middle withheld can never land later.
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from .client import Device
 from .errors import DeviceError, EdgeDPError, StateMismatch, StateUnknown
-from .protocol import Budget, Rate, T
+from .protocol import Budget, Rate, State, T
 
 
 @dataclass(frozen=True)
@@ -39,13 +40,15 @@ def _reread(dev: Device, key: bytes) -> Budget | None:
         return None
 
 
-def run(dev: Device, key: bytes, type_: int, build: Build, check: Check) -> Outcome:
+def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: State | None = None) -> Outcome:
     """Sign ``build(state)`` for the device's authenticated state, send it, and verify the result.
 
-    Raises DeviceError for a refusal (``authenticated`` says whether the refusal was tagged),
+    ``state``: a STATE the caller read with ``key`` just before, with nothing sent since (its
+    nonce is the device's current one, docs/protocol.md); default: read one here. Raises
+    DeviceError for a refusal (``authenticated`` says whether the refusal was tagged),
     StateUnknown when no authentic answer came back, StateMismatch when the state after is not
     what was signed; NotAuthentic (nothing sent) when the first state read is not authentic."""
-    st = dev.state(key)
+    st = dev.state(key) if state is None else state
     before, counter = st.budget, st.budget.auth_counter + 1
     payload = build(before)
     name = T(type_).name

@@ -83,6 +83,7 @@ class Device:
         self._reader = frames.FrameReader()
         self._seq = 0
         self._pending: list[frames.Frame] = []
+        self.last_info: P.Info | None = None  # the last INFO answer (unauthenticated), if any was read
 
     # ---- transport ----------------------------------------------------------
     def next_seq(self) -> int:
@@ -148,7 +149,9 @@ class Device:
         return self.request(P.PING, data, timeout)
 
     def info(self) -> P.Info:
-        return P.Info.parse(self.request(P.INFO))
+        """INFO (unauthenticated); kept as ``last_info``."""
+        self.last_info = P.Info.parse(self.request(P.INFO))
+        return self.last_info
 
     def budget(self) -> P.Budget:
         return P.Budget.parse(self.request(P.BUDGET))

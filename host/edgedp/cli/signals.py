@@ -1,0 +1,47 @@
+"""SIGINT and SIGTERM: which exception each raises and which exit code each ends with.
+
+Every way a signal ends a command gives the same code (cli/exit_codes.py): SIGINT 130, SIGTERM
+143, whether it was the first signal outside a deferred stop, the first inside one (query and
+bench stop after the answer in flight) or the second inside one (which interrupts at once)."""
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+from .exit_codes import ExitCode
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM raised in the main thread: unwinds like Ctrl-C (cleanup runs, the emulator a
+    command started is stopped), and ends the command with 143 rather than 130."""
+
+
+def exit_code(signum: int) -> ExitCode:
+    """The exit code of a command ended by ``signum`` (SIGINT or SIGTERM)."""
+    return ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
+
+
+def interrupt(signum: int) -> None:
+    """Raise what ``signum`` raises when it interrupts at once: Terminated for SIGTERM,
+    KeyboardInterrupt for SIGINT."""
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    """The process's SIGTERM handler outside a deferred stop (installed by ``edgedp``'s main)."""
+    interrupt(signum)
+
+
+def install() -> None:
+    """SIGTERM raises Terminated from here on (SIGINT already raises KeyboardInterrupt)."""
+    try:
+        signal.signal(signal.SIGTERM, raise_terminated)
+    except ValueError:  # not the main thread (an embedding program's worker): its handling stays
+        pass
+
+
+def code_of(exc: BaseException) -> ExitCode:
+    """The exit code of an interrupt that reached the command's top: click wraps the
+    KeyboardInterrupt (or Terminated) in Abort, as its cause."""
+    cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
+    return ExitCode.TERMINATED if isinstance(cause, Terminated) else ExitCode.INTERRUPTED
