@@ -46,9 +46,11 @@ def test_verify_on_renode_is_bit_exact() -> None:
     assert res["queries"] == 60 and res["mismatches"] == 0 and res["ok"]
 
 
-def test_bench_on_renode_reads_the_dp_step_from_the_dwt() -> None:
+def test_bench_on_renode_reads_the_dp_step_from_the_dwt(tmp_path: Path) -> None:
+    # The plot goes to tmp_path: build/bench/ exists only after some other bench run, and
+    # bench refuses an --plot whose folder is missing.
     r = edgedp("bench", "--target", "renode", "--k", "10", "--epsilon", "1", "-n", "3", "--no-trace",
-               "--no-footprint", "--json", "--no-progress", "--plot", str(ROOT / "build" / "bench" / "renode.png"))
+               "--no-footprint", "--json", "--no-progress", "--plot", str(tmp_path / "renode.png"))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     res = json.loads(r.stdout)
     assert (res["target"], res["board"], res["build"]) == ("renode", "stm32f4", "test")
@@ -58,6 +60,7 @@ def test_bench_on_renode_reads_the_dp_step_from_the_dwt() -> None:
     assert row["dp_instructions"] == pytest.approx(row["dp_ticks"] / 4)
     assert 0 < row["dp_us_measured"] < 100.0   # k = 10 at 4 virtual cycles per instruction, 168 MHz
     assert row["naive_ticks"] > 0
+    assert (tmp_path / "renode.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("command", [["verify", "-n", "5"], ["bench", "--quick", "--no-trace", "--no-footprint"]])
