@@ -19,6 +19,7 @@ from ..analysis.parallel import default_jobs
 from ..analysis.settings import Settings, estimate_seconds
 from .common import (dask_option, emit_json, handle_errors, json_option, note, progress as show_progress,
                      target_option)
+from .device import key_option
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -101,20 +102,26 @@ class Count(click.ParamType):
         return int(v)
 
 
-def _device_mechanism(target: str | None, classes: int | None) -> tuple[float, accounting.Mechanism, str]:
-    """The configured per-query ε, Δ and lattice exponent of a device (BUDGET), and k: the given
-    --classes, else the most classes an answer of this device can carry (INFO)."""
-    from ..device.client import open_device
+def _device_mechanism(target: str | None, classes: int | None,
+                      key_file: str | None) -> tuple[float, accounting.Mechanism, str, bool]:
+    """The configured per-query ε, Δ and lattice exponent of a device, and k: the given --classes,
+    else the most classes an answer of this device can carry (INFO). With --key-file from STATE,
+    which the device authenticates; without, from BUDGET, which a man in the middle can rewrite
+    (the text and the JSON say which)."""
+    from ..device.client import load_key, open_device
     from ..mech.lattice import MICRO
 
     with open_device(target) as dev:
-        b = dev.budget()
+        b = dev.state(load_key(key_file)).budget if key_file else dev.budget()
         k = classes if classes is not None else dev.info().max_classes
     mech = accounting.Mechanism(k, float(b.sensitivity), b.m)
-    return b.epsilon_micro / MICRO, mech, (f"read from the device: ε = {b.epsilon_micro / MICRO:g}, "
+    how = "authenticated (STATE)" if key_file else \
+        "unauthenticated (BUDGET, which a man in the middle can rewrite: pass --key-file)"
+    return b.epsilon_micro / MICRO, mech, (f"read from the device, {how}: ε = {b.epsilon_micro / MICRO:g}, "
                                            f"Δ = {float(b.sensitivity):g}, lattice "
                                            f"{'automatic' if b.m is None else f'2^-{b.m}'}"
-                                           + ("" if classes is not None else f", k = {k} (its largest answer)"))
+                                           + ("" if classes is not None else f", k = {k} (its largest answer)")), \
+        bool(key_file)
 
 
 def _account_rows(c: accounting.Composition) -> list[str]:
@@ -150,8 +157,10 @@ def _account_rows(c: accounting.Composition) -> list[str]:
               help=f"L1 sensitivity Δ of the answers (default {accounting.DEFAULT_SENSITIVITY:g}).")
 @click.option("--lattice-exponent", "exponent", type=int, default=None,
               help="Lattice exponent m (step 2^-m) of the device's CONFIG; default: its automatic choice.")
-@click.option("--from-device", is_flag=True, help="Read ε, Δ and the lattice exponent from the device (--target).")
+@click.option("--from-device", is_flag=True, help="Read ε, Δ and the lattice exponent from the device (--target); "
+              "with --key-file from its authenticated state.")
 @target_option
+@key_option
 @click.option("--target-epsilon", type=float, default=None,
               help="Inverse: lifetime epsilon to stay within (with --days).")
 @click.option("--days", type=click.IntRange(1), default=365, show_default=True, help="Horizon for --target-epsilon.")
@@ -160,19 +169,19 @@ def _account_rows(c: accounting.Composition) -> list[str]:
 @json_option
 @handle_errors
 def account(epsilon: float | None, queries: int | None, delta: float, classes: int | None, sensitivity: float | None,
-            exponent: int | None, from_device: bool, target: str | None, target_epsilon: float | None, days: int,
-            method: str, as_json: bool) -> None:
+            exponent: int | None, from_device: bool, target: str | None, key_file: str | None,
+            target_epsilon: float | None, days: int, method: str, as_json: bool) -> None:
     """Total epsilon of N answers of the device's mechanism (basic, advanced, PLD) with every
     per-answer term, or the largest daily query count for a lifetime target (--target-epsilon,
     --days), ready for `edgedp admin config`."""
     if (queries is None) == (target_epsilon is None):
         raise click.UsageError("give either --queries N or --target-epsilon E (with --days)")
-    source = None
+    source, authenticated = None, None
     if from_device:
         if sensitivity is not None or exponent is not None:
             raise click.UsageError("--from-device reads Δ and the lattice exponent; do not also give --sensitivity or "
                              "--lattice-exponent")
-        dev_eps, mech, source = _device_mechanism(target, classes)
+        dev_eps, mech, source, authenticated = _device_mechanism(target, classes, key_file)
         epsilon = dev_eps if epsilon is None else epsilon
     else:
         if epsilon is None:
@@ -182,7 +191,7 @@ def account(epsilon: float | None, queries: int | None, delta: float, classes: i
     if queries is not None:
         c = accounting.compose(epsilon, queries, delta, mech)
         if as_json:
-            emit_json(finite_json({**c.as_dict(), "device": source}))
+            emit_json(finite_json({**c.as_dict(), "device": source, "device_authenticated": authenticated}))
             return
         if source:
             click.echo(source)
@@ -191,7 +200,8 @@ def account(epsilon: float | None, queries: int | None, delta: float, classes: i
     p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method, mech)
     answer_delta = p.total_queries * mech.answer_delta()
     if as_json:
-        emit_json(finite_json({**p.as_dict(), "device": source, "classes": mech.classes,
+        emit_json(finite_json({**p.as_dict(), "device": source, "device_authenticated": authenticated,
+                               "classes": mech.classes,
                                "sensitivity": mech.sensitivity, "exponent": mech.m,
                                "total_delta": delta + answer_delta}))
         return
