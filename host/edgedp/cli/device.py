@@ -290,9 +290,10 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
     into the image; only its private output is released. Rows holding NaN or inf are refused here,
     before anything is sent. --epsilon, --sensitivity and --range are checked against the device's
-    authenticated state (--key-file, else the test images' key) and signed in a CONFIG if they
-    differ. Exit code 8 if the device refused a row (or, without --key-file, one of those options
-    went to a device that does not authenticate with the test images' key), 130 after Ctrl-C and
+    authenticated state (--key-file, else the test images' key on a target edgedp started: at a
+    serial URL they need --key-file) and signed in a CONFIG if they differ. Exit code 8 if the
+    device refused a row (or, without --key-file, one of those options went to a serial URL or to
+    a device that does not authenticate with the test images' key), 130 after Ctrl-C and
     143 after SIGTERM (the answers so far are saved), 4 if --out cannot be written (the stream
     stops before the next query)."""
     m = mode
