@@ -187,12 +187,11 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
 
     Whether to reconfigure is decided only from the authenticated state: STATE, tagged with
     --key-file's key, or without one the test images' key -- only on a target edgedp started on
-    a link of its own (check_test_key_link: over a pyserial URL that is refused before anything
-    is sent); a device that does not hold it, a production image, ends here with
-    QUERY_NEEDS_KEY: nothing is sent after it. If the options
-    differ from it, CONFIG is signed for that STATE's nonce (nothing was sent in between) and
-    STATE is read again to check it: what is signed comes only from the authenticated state and
-    the options. Only without a key and without --epsilon, --sensitivity and --range, when
+    a link of its own (check_test_key_link: at a pyserial URL that is refused before anything is
+    sent); a device that does not hold it, a production image, ends here with QUERY_NEEDS_KEY:
+    nothing is sent after it. If the options differ from STATE, CONFIG is signed for that
+    STATE's nonce (nothing was sent in between) and STATE is read again to check it: what is
+    signed comes only from the authenticated state and the options. Only without a key and without --epsilon, --sensitivity and --range, when
     nothing can be signed or skipped, is the configuration read from the unauthenticated BUDGET
     (for the table and the clamping warning). A configuration the device could not serve for k
     classes is refused here, with the reason."""

@@ -39,13 +39,15 @@ Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | No
 
 def install() -> Handler:
     """SIGTERM raises Terminated from here on (SIGINT already raises KeyboardInterrupt), unless
-    the process ignores it (SIG_IGN: a parent that wants the command to survive SIGTERM). Returns
-    the previous handler, for ``restore`` when the command ends (an embedding program's, a test
-    runner's)."""
+    the process ignores it (SIG_IGN: a parent that wants the command to survive SIGTERM) or its
+    handler was set outside Python (which could not be put back). Returns the handler replaced,
+    for ``restore`` when the command ends (an embedding program's, a test runner's), or None if
+    nothing was replaced."""
     try:
         old = signal.getsignal(signal.SIGTERM)
-        if old != signal.SIG_IGN:
-            signal.signal(signal.SIGTERM, raise_terminated)
+        if old is None or old == signal.SIG_IGN:
+            return None
+        signal.signal(signal.SIGTERM, raise_terminated)
         return old
     except ValueError:  # not the main thread (an embedding program's worker): its handling stays
         return None
