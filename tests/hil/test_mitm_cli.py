@@ -255,9 +255,9 @@ def rows_file(tmp_path: Path, n: int) -> str:
 
 def test_a_rewritten_budget_cannot_make_query_skip_its_config(mitm: Proxy, qemu: Device, test_key: bytes,
                                                               tmp_path: Path) -> None:
-    """BUDGET rewritten to claim the device already runs ε = 0.5: `query -e 0.5` without --key-file
-    never reads it; it decides from STATE (the test images' key), signs the CONFIG and the rows run
-    at 0.5 (the old host skipped the CONFIG and the rows ran, and were charged, at the device's 1)."""
+    """BUDGET rewritten to claim the device already runs ε = 0.5: `query -e 0.5` never reads it;
+    it decides from STATE (--key-file's key), signs the CONFIG and the rows run at 0.5 (the old
+    host skipped the CONFIG and the rows ran, and were charged, at the device's 1)."""
     def rewrite(f: frames.Frame) -> list[bytes] | None:
         if f.type == P.BUDGET | P.RESPONSE:
             v = list(S.BUDGET_BODY_FMT.unpack(f.body))
@@ -265,12 +265,44 @@ def test_a_rewritten_budget_cannot_make_query_skip_its_config(mitm: Proxy, qemu:
             return answer(f, S.BUDGET_BODY_FMT.pack(*v))
         return None
     mitm.to_host = rewrite
-    r = mitm.cli("query", "-e", "0.5", "--json", rows_file(tmp_path, 3))
+    r = mitm.cli("query", "-e", "0.5", "--key-file", KEY, "--json", rows_file(tmp_path, 3))
     assert r.returncode == 0, r.stderr
     after = authentic_state(qemu, test_key)
     assert (after.epsilon_micro, after.daily_spent) == (MICRO // 2, 3 * MICRO // 2)
     sent = mitm.sent()
     assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (0, 2, 1, 3)
+
+
+def test_a_state_forged_with_the_test_key_cannot_skip_the_config(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                                 tmp_path: Path) -> None:
+    """The man in the middle sees STATE's challenge and signs, with the public test key, a STATE
+    claiming the asked ε = 0.5 (here the device holds that key, so even its nonce is genuine).
+    Over a serial URL `query -e 0.5` without --key-file refuses before any frame (exit 8): the
+    old host trusted the forgery, sent no CONFIG, and the rows ran (and were charged) at the
+    device's ε = 1 -- against a production device the honest outcome was this same refusal."""
+    challenges: list[bytes] = []
+
+    def note_challenge(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.STATE:
+            challenges.append(f.body)
+        return None
+
+    def forge(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.STATE | P.RESPONSE and challenges:
+            v = list(S.STATE_BODY_FMT.unpack(f.body[:S.STATE_BODY]))
+            v[11] = MICRO // 2  # eps_micro (after the nonce, BUDGET's fields)
+            body = S.STATE_BODY_FMT.pack(*v)
+            return answer(f, body + P._hmac(test_key, S.AUTH_DOMAIN_STATE, challenges.pop(0), body))
+        return None
+    mitm.to_device, mitm.to_host = note_challenge, forge
+    before = authentic_state(qemu, test_key)
+    r = mitm.cli("query", "-e", "0.5", "--json", rows_file(tmp_path, 2))
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "pass --key-file" in r.stderr and "man in the middle" in r.stderr
+    assert json.loads(r.stdout)["exit_code"] == 8
+    assert mitm.sent() == Counter(), "a frame was sent before the refusal"
+    after = authentic_state(qemu, test_key)
+    assert (after.epsilon_micro, after.daily_spent) == (before.epsilon_micro, before.daily_spent) == (MICRO, 0)
 
 
 def test_query_reads_each_state_and_info_once(mitm: Proxy, qemu: Device, test_key: bytes, tmp_path: Path) -> None:
@@ -310,3 +342,60 @@ def test_a_second_signal_during_query_exits_with_its_own_code(mitm: Proxy, tmp_p
     out, err = p.communicate(timeout=30)
     assert p.returncode == code, err
     assert "Traceback" not in err and json.loads(out.splitlines()[-1])["exit_code"] == code
+
+
+def wait_for(p: subprocess.Popen, seen: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not seen():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+
+
+def test_sigterm_during_query_cleanup_keeps_the_summary(mitm: Proxy, qemu: Device, tmp_path: Path) -> None:
+    """SIGTERM while query waits for its last INFO, after the stream (connect's INFO was refused
+    on the way, so the command asks again): still deferred, so the command closes the target
+    and the file and ends with the summary and 143 (the old host raised at once and said only
+    `terminated`)."""
+    infos: list[frames.Frame] = []
+
+    def refuse_first_info(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.INFO | P.RESPONSE and not infos:
+            infos.append(f)
+            return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_UNKNOWN, P.INFO))]
+        return None
+
+    def hold_second_info(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.INFO and infos:
+            infos.append(f)
+            return []
+        return None
+    mitm.to_host, mitm.to_device = refuse_first_info, hold_second_info
+    out = tmp_path / "a.jsonl"
+    p = subprocess.Popen([EDGEDP, "query", "--json", "--out", str(out), rows_file(tmp_path, 2), "--target", mitm.url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(p, lambda: len(infos) == 2)
+    assert sum(f.type == P.QUERY for f in mitm.seen) == 2
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    qemu.send_raw(frames.encode(P.INFO, infos[1].seq, infos[1].body))  # the held INFO goes on: answered
+    stdout, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert f"interrupted after 2 of 2 rows (2 answered); 2 answers saved in {out}" in err, err
+    assert json.loads(stdout.splitlines()[-1])["exit_code"] == 143 and len(out.read_text().splitlines()) == 2
+
+
+def test_sigterm_after_a_signed_command_says_whether_it_took_effect(mitm: Proxy, qemu: Device,
+                                                                    test_key: bytes) -> None:
+    """SIGTERM while `admin config` waits for the answer to its signed CONFIG (the proxy withholds
+    it; the device applied the command): the command re-reads the authenticated state and says
+    the CONFIG took effect, exit 143 (the old host said only `terminated`)."""
+    mitm.to_host = lambda f: [] if f.type == P.CONFIG | P.RESPONSE else None
+    counter = authentic_state(qemu, test_key).auth_counter
+    p = subprocess.Popen([EDGEDP, "admin", "config", "--key-file", KEY, "--daily-cap", "5", "--target", mitm.url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(p, lambda: any(f.type == P.CONFIG for f in mitm.seen))
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert f"terminated: re-read the authenticated state: CONFIG took effect (counter {counter + 1})" in err, err
+    assert "Traceback" not in err and authentic_state(qemu, test_key).daily_cap == 5 * MICRO

@@ -248,8 +248,6 @@ def test_query_options_without_key_on_a_production_device_need_the_key(host_devi
     assert sum(sent.values()) == sent[P.STATE] == 1
 
 
-
-
 def test_audit_dp_signs_and_reports_from_the_authenticated_state(host_device, test_key: bytes) -> None:
     from edgedp.analysis.audit_dp import prepare_device
     dev = host_device.start()

@@ -69,6 +69,18 @@ def test_bad_input_and_refusal_codes(native_builds: None) -> None:
                "ERR_NOT_AUTHENTIC", "not authentic")  # the device's tagged state does not check with this key
 
 
+def test_an_empty_key_file_is_no_key(native_builds: None) -> None:
+    """`--key-file ""` (an edgedp.toml default blanked on the command line) is no key everywhere:
+    query runs the device's configuration, or checks -e with the test key on the native device it
+    started; an admin command asks for the key (the old query tried to read a key file "")."""
+    r = run("query", "--target", "host", "--key-file", "", "--json", "-", stdin="0.2,0.8\n")
+    assert r.returncode == 0 and json.loads(r.stdout)["remaining"] == 999.0, r.stderr
+    r = run("query", "--target", "host", "--key-file", "", "-e", "0.5", "--json", "-", stdin="0.2,0.8\n")
+    assert r.returncode == 0 and json.loads(r.stdout)["remaining"] == 999.5, r.stderr
+    r = run("admin", "reset-budget", "--target", "host", "--key-file", "")
+    assert r.returncode == 2 and "needs the device key: pass --key-file" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("suffix", ["jsonl", "npy"])
 def test_an_output_that_fails_stops_before_the_next_charge(native_builds: None, tmp_path: Path,
                                                            suffix: str) -> None:

@@ -74,27 +74,61 @@ def test_a_second_signal_interrupts_with_its_own_code() -> None:
             assert signals.code_of(abort) == code == signals.code_of(e.value)
 
 
-def test_sigterm_before_any_device_is_143_in_one_line() -> None:
-    """SIGTERM outside a deferred stop (here: query waiting for its rows on stdin) ends the
-    command with 143 and one line, not killed by the signal (-15) with no message."""
+def blocked_on_a_fifo(tmp_path, **popen) -> tuple[subprocess.Popen, int]:
+    """`edgedp query` reading its rows from a FIFO, and the FIFO's write end: opening it returns
+    once the command has opened the read end (after main installed its handlers); the command
+    then waits for rows."""
+    fifo = tmp_path / "rows.csv"
+    os.mkfifo(fifo)
+    e = {k: v for k, v in os.environ.items() if k != "EDGEDP_TARGET"}  # (EDGEDP_CONFIG: /dev/null, conftest)
+    p = subprocess.Popen([EDGEDP, "query", "--target", "host", "--json", str(fifo)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=e, **popen)
+    return p, os.open(fifo, os.O_WRONLY)
+
+
+def test_sigterm_before_any_device_is_143_in_one_line(tmp_path) -> None:
+    """SIGTERM outside a deferred stop (here: query waiting for its rows) ends the command with
+    143 and one error line (after click's blank line), not killed by the signal (-15) with no message."""
     import json
     import signal
-    import time
-    from pathlib import Path
-
-    import pytest
-    e = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
-    p = subprocess.Popen([EDGEDP, "query", "--target", "host", "--json", "-"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
-    wchan = Path(f"/proc/{p.pid}/wchan")
-    if not wchan.exists():
-        p.kill()
-        pytest.skip("needs /proc to see the command block on stdin")
-    deadline = time.monotonic() + 60
-    while not wchan.read_text().endswith("pipe_read"):  # the command runs (handlers set) and reads stdin
-        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-        time.sleep(0.05)
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=30)
+    p, w = blocked_on_a_fifo(tmp_path)
+    try:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    finally:
+        os.close(w)
     assert p.returncode == 143, (p.returncode, err)
-    assert err.strip() == "edgedp: error: terminated" and json.loads(out)["exit_code"] == 143
+    assert err == "\nedgedp: error: terminated\n" and json.loads(out)["exit_code"] == 143
+
+
+def test_a_sigterm_the_parent_ignores_stays_ignored(tmp_path) -> None:
+    """A parent that ignores SIGTERM for the command (SIG_IGN, inherited) keeps it ignored: the
+    command goes on to its own end (here: no rows, exit 4), not 143."""
+    import signal
+    p, w = blocked_on_a_fifo(tmp_path, preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    p.send_signal(signal.SIGTERM)  # (delivered before the FIFO closes: a handler would have raised)
+    os.close(w)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == ExitCode.BAD_INPUT, (p.returncode, err)
+    assert "terminated" not in err
+
+
+def test_main_gives_back_the_sigterm_handler_it_found(tmp_path) -> None:
+    """`edgedp`'s main installs its SIGTERM handler for the command only: a program (here pytest)
+    that invokes it in-process has its own handler back afterwards, however the command ended."""
+    import signal
+
+    from click.testing import CliRunner
+    from edgedp.cli import main
+
+    def mine(signum, frame) -> None:
+        pass
+    old = signal.signal(signal.SIGTERM, mine)
+    try:
+        for args, code in ((["budget", "--target", "nowhere"], 2), (["--version"], 0),
+                           (["query", str(tmp_path / "none.npy")], 4)):
+            r = CliRunner().invoke(main, args)
+            assert r.exit_code == code, (args, r.output)
+            assert signal.getsignal(signal.SIGTERM) is mine, args
+    finally:
+        signal.signal(signal.SIGTERM, old)

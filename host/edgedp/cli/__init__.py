@@ -90,9 +90,17 @@ class LazyGroup(click.Group):
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
         kwargs["standalone_mode"] = False
-        signals.install()
+        old_sigterm = signals.install()
         try:
-            rv = super().main(args, *rest, **kwargs)
+            rv = self._main(args, as_json, *rest, **kwargs)
+        finally:
+            signals.restore(old_sigterm)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def _main(self, args: list[str], as_json: bool, *rest: Any, **kwargs: Any) -> Any:
+        """Click's main, each failure turned into its exit code (SystemExit)."""
+        try:
+            return super().main(args, *rest, **kwargs)
         except ModuleNotFoundError as exc:
             extra = next((COMMANDS[a].extra for a in args if a in COMMANDS), "")
             if not extra:
@@ -106,9 +114,7 @@ class LazyGroup(click.Group):
             fail(exc, as_json)
         except (click.exceptions.Abort, KeyboardInterrupt) as exc:
             code = signals.code_of(exc)
-            fail(EdgeDPError("terminated" if code == ExitCode.TERMINATED else "interrupted", "ERR_INTERRUPTED"),
-                 as_json, code)
-        sys.exit(rv if isinstance(rv, int) else 0)
+            fail(EdgeDPError(signals.describe(exc), "ERR_INTERRUPTED"), as_json, code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,6 +1,7 @@
 """Device commands: info, query, sample, budget, audit-log, admin."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 
@@ -8,8 +9,9 @@ import click
 import numpy as np
 
 from ..device import admin as authadmin
-from ..device.client import Device, load_key, open_device
+from ..device.client import Device, connect, default_timeout, load_key, open_device
 from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateMismatch
+from ..device.targets import Target, start_target
 from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
                                SampleRequest, State, config_payload)
 from ..schema import SET_TIME_PAYLOAD_FMT
@@ -39,6 +41,10 @@ NEEDS_KEY = "this needs an authenticated command: pass --key-file"
 QUERY_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
                    "authenticated configuration, and the device did not authenticate it with the test images' key; "
                    "without those options query runs the device's own configuration)")
+LINK_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
+                  "authenticated configuration, and over {link} the public test key proves nothing: a man in the "
+                  "middle can sign a state with it; nothing was sent; without those options query runs the "
+                  "device's own configuration)")
 
 
 def admin_key(key_file: str | None, what: str) -> bytes:
@@ -164,24 +170,38 @@ def info(target: str | None, as_json: bool) -> None:
             click.echo(f"{k:17s} {'none' if v is None else v}")
 
 
+def check_test_key_link(target: Target, key_file: str | None, epsilon: float | None, sensitivity: float | None,
+                        value_range: tuple[float, float] | None) -> None:
+    """Refuse, before anything is sent, options that ensure_config would check with the public test
+    key over a link a man in the middle may sit on (a pyserial URL: Target.private_link): he
+    would see the challenge and sign a STATE claiming the options, so the rows would run (and be
+    charged) at the device's real configuration."""
+    if not key_file and not getattr(target, "private_link", False) and \
+            (epsilon is not None or sensitivity is not None or value_range is not None):
+        raise EdgeDPError(LINK_NEEDS_KEY.format(link=target.name), "ERR_AUTH")
+
+
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
                   value_range: tuple[float, float] | None, k: int) -> MechConfig:
     """The mechanism the queries of k classes will run: the device's, with the options given.
 
     Whether to reconfigure is decided only from the authenticated state: STATE, tagged with
-    --key-file's key, or without one the test images' key (a device that does not hold it, a
-    production image, ends here with QUERY_NEEDS_KEY: nothing is sent after it). If the options
-    differ from it, CONFIG is signed for that STATE's nonce (nothing was sent in between) and
-    STATE is read again to check it: what is signed comes only from the authenticated state and
-    the options. Only without a key and without --epsilon, --sensitivity and --range, when
+    --key-file's key, or without one the test images' key -- only on a target edgedp started on
+    a link of its own (check_test_key_link: at a pyserial URL that is refused before anything is
+    sent); a device that does not hold it, a production image, ends here with QUERY_NEEDS_KEY:
+    nothing is sent after it. If the options differ from STATE, CONFIG is signed for that
+    STATE's nonce (nothing was sent in between) and STATE is read again to check it: what is
+    signed comes only from the authenticated state and the options. Only without a key and without --epsilon, --sensitivity and --range, when
     nothing can be signed or skipped, is the configuration read from the unauthenticated BUDGET
     (for the table and the clamping warning). A configuration the device could not serve for k
     classes is refused here, with the reason."""
-    if key_file is None and epsilon is None and sensitivity is None and value_range is None:
+    if not key_file and epsilon is None and sensitivity is None and value_range is None:
         cfg = dev.budget().config
         cfg.lattice(k)
         return cfg
-    key = load_key(key_file)
+    if dev.target is not None:
+        check_test_key_link(dev.target, key_file, epsilon, sensitivity, value_range)
+    key = load_key(key_file or None)
     try:
         st = dev.state(key)
     except (NotAuthentic, DeviceError) as exc:
@@ -269,9 +289,10 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
     into the image; only its private output is released. Rows holding NaN or inf are refused here,
     before anything is sent. --epsilon, --sensitivity and --range are checked against the device's
-    authenticated state (--key-file, else the test images' key) and signed in a CONFIG if they
-    differ. Exit code 8 if the device refused a row (or, without --key-file, one of those options
-    went to a device that does not authenticate with the test images' key), 130 after Ctrl-C and
+    authenticated state (--key-file, else the test images' key on a target edgedp started: at a
+    serial URL they need --key-file) and signed in a CONFIG if they differ. Exit code 8 if the
+    device refused a row (or, without --key-file, one of those options went to a serial URL or to
+    a device that does not authenticate with the test images' key), 130 after Ctrl-C and
     143 after SIGTERM (the answers so far are saved), 4 if --out cannot be written (the stream
     stops before the next query)."""
     m = mode
@@ -284,27 +305,31 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     if not infer:
         check_mode_fits(m, rows.shape[1])
     sink = open_sink(check_writable(out), m, len(rows), dumps) if out else None
-    try:
-        with open_device(target) as dev:
-            if infer:  # a width that is not the model's: refused before anything is sent
-                check_target_inputs(dev.target, rows.shape[1])
-            cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
-            if not infer:  # model inputs are not clamped to the mechanism's range
-                warn_clamped(rows, cfg)
-            run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, getattr(dev.target, "name", ""))
-            if not as_json:
-                click.echo(run.table.header())
-            t0 = time.perf_counter()
-            with run.stop.deferring_signals():
-                answers = (dev.infer_many if infer else dev.query_many)(run.stop.rows(rows), m,
-                                                                       stop=run.stop.__bool__)
-                for i, r in enumerate(answers):
-                    run.take(i, r)
-            elapsed = time.perf_counter() - t0
-            i_dev = dev.last_info or dev.info()  # (asked once: a board link's connect has read it)
-    finally:
+    stop = StopRequest()
+    with contextlib.ExitStack() as deferred, contextlib.ExitStack() as cleanup:  # (cleanup: target, then file)
         if sink is not None:
-            sink.close()
+            cleanup.callback(sink.close)
+        t = start_target(target)
+        cleanup.callback(t.close)
+        check_test_key_link(t, key_file, epsilon, sensitivity, value_range)
+        dev = connect(t, default_timeout())
+        if infer:  # a width that is not the model's: refused before anything is sent
+            check_target_inputs(dev.target, rows.shape[1])
+        cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
+        if not infer:  # model inputs are not clamped to the mechanism's range
+            warn_clamped(rows, cfg)
+        run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, t.name, stop)
+        if not as_json:
+            click.echo(run.table.header())
+        t0 = time.perf_counter()
+        # From the first row until the target is closed and the file complete (cleanup exits
+        # first), a first signal only stops the stream: run.finish says what was answered and saved.
+        deferred.enter_context(stop.deferring_signals())
+        answers = (dev.infer_many if infer else dev.query_many)(stop.rows(rows), m, stop=stop.__bool__)
+        for i, r in enumerate(answers):
+            run.take(i, r)
+        elapsed = time.perf_counter() - t0
+        i_dev = dev.last_info or dev.info()  # (asked once: a board link's connect has read it)
     detail(f"device: {i_dev.board}, {i_dev.build} build, firmware {i_dev.firmware_version}")
     detail(f"{run.done} rows in {elapsed:.2f} s ({run.done / elapsed if elapsed else 0:.0f} rows/s)")
     run.finish(i_dev.build == "test")
@@ -313,9 +338,10 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
 class QueryRun:
     """What query does with each answer as it arrives: file, stdout, and when to stop sending."""
 
-    def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str):
+    def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str,
+                 stop: StopRequest):
         self.rows, self.table, self.sink, self.as_json, self.target_name = rows, table, sink, as_json, target_name
-        self.stop = StopRequest()
+        self.stop = stop
         self.answered = self.refused = self.lost = 0
         self.write_error: OSError | None = None
         self.pipe_closed = self.budget_noted = self.rate_noted = False

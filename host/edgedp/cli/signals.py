@@ -6,6 +6,7 @@ bench stop after the answer in flight) or the second inside one (which interrupt
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from types import FrameType
 
 from .exit_codes import ExitCode
@@ -32,12 +33,33 @@ def raise_terminated(signum: int, frame: FrameType | None) -> None:
     interrupt(signum)
 
 
-def install() -> None:
-    """SIGTERM raises Terminated from here on (SIGINT already raises KeyboardInterrupt)."""
+Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
+"""What signal.signal returns: the previous SIGTERM handler."""
+
+
+def install() -> Handler:
+    """SIGTERM raises Terminated from here on (SIGINT already raises KeyboardInterrupt), unless
+    the process ignores it (SIG_IGN: a parent that wants the command to survive SIGTERM) or its
+    handler was set outside Python (which could not be put back). Returns the handler replaced,
+    for ``restore`` when the command ends (an embedding program's, a test runner's), or None if
+    nothing was replaced."""
     try:
+        old = signal.getsignal(signal.SIGTERM)
+        if old is None or old == signal.SIG_IGN:
+            return None
         signal.signal(signal.SIGTERM, raise_terminated)
+        return old
     except ValueError:  # not the main thread (an embedding program's worker): its handling stays
-        pass
+        return None
+
+
+def restore(old: Handler) -> None:
+    """Put back the SIGTERM handler ``install`` found (None: it changed nothing)."""
+    if old is not None:
+        try:
+            signal.signal(signal.SIGTERM, old)
+        except ValueError:
+            pass
 
 
 def code_of(exc: BaseException) -> ExitCode:
@@ -45,3 +67,12 @@ def code_of(exc: BaseException) -> ExitCode:
     KeyboardInterrupt (or Terminated) in Abort, as its cause."""
     cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
     return ExitCode.TERMINATED if isinstance(cause, Terminated) else ExitCode.INTERRUPTED
+
+
+def describe(exc: BaseException) -> str:
+    """The error line's text for an interrupt that reached the command's top: "terminated" or
+    "interrupted", and what the interrupted code said of it (admin: whether the signed command
+    took effect)."""
+    cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
+    what = "terminated" if isinstance(cause, Terminated) else "interrupted"
+    return f"{what}: {cause}" if cause is not None and str(cause) else what

@@ -4,8 +4,9 @@
 STATE the caller has just read, whose nonce the device still holds), builds what it signs only
 from that state and the caller's options, sends the command signed for the state's
 fresh nonce, checks the tagged answer, re-reads the authenticated state and checks that it is
-exactly what was signed. Every failure after the signed frame went out re-reads the state first:
-that draws a new nonce, so a frame a man in the middle withheld can never land later.
+exactly what was signed. Every failure after the signed frame went out re-reads the state first
+(an interrupt too, Ctrl-C or SIGTERM, which then says whether the command took effect): that
+draws a new nonce, so a frame a man in the middle withheld can never land later.
 """
 from __future__ import annotations
 
@@ -33,11 +34,25 @@ Check = Callable[[Budget, Budget], str | None]
 """(before, after) -> None if the state after is what was signed, else why not."""
 
 
-def _reread(dev: Device, key: bytes) -> Budget | None:
+INTERRUPTED_REREAD_S = 2.0
+"""How long an interrupted command waits for the state it re-reads: the operator asked to stop."""
+
+
+def _reread(dev: Device, key: bytes, timeout: float | None = None) -> Budget | None:
     try:
-        return dev.state(key).budget
+        return dev.state(key, timeout).budget
     except EdgeDPError:
         return None
+
+
+def _took(name: str, counter: int, after: Budget | None) -> str:
+    """Whether the command signed with ``counter`` took effect, from the state re-read after it."""
+    if after is None:
+        return (f"{name} was signed and may have been sent; the authenticated state could not be re-read: "
+                "read it (edgedp budget --key-file) before any retry")
+    took = after.auth_counter >= counter
+    return (f"re-read the authenticated state: {name} {'took effect' if took else 'did not take effect'} "
+            f"(counter {after.auth_counter}), and the signed frame can no longer land")
 
 
 def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: State | None = None) -> Outcome:
@@ -59,19 +74,22 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: 
         if after is None:
             raise StateUnknown(f"{exc}; the authenticated state could not be re-read either: read it "
                                "(edgedp budget --key-file) before any retry") from None
-        took = after.auth_counter >= counter
-        raise StateUnknown(f"{exc}; re-read the authenticated state: {name} "
-                           f"{'took effect' if took else 'did not take effect'} (counter {after.auth_counter}), "
-                           "and the signed frame can no longer land") from None
+        raise StateUnknown(f"{exc}; {_took(name, counter, after)}") from None
     except DeviceError:
         _reread(dev, key)  # a forged refusal may hide a withheld frame: draw a new nonce
         raise
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (cli/signals.Terminated) with the frame maybe out
+        # (a second signal during the re-read interrupts it: the operator insists)
+        raise type(exc)(_took(name, counter, _reread(dev, key, INTERRUPTED_REREAD_S))) from None
     try:
         st_after = dev.state(key)
         after = st_after.budget
     except EdgeDPError as exc:
         raise StateUnknown(f"{name} was accepted (counter {accepted}, authentic answer) but the state after "
                            f"could not be re-read to check it: {exc}") from None
+    except KeyboardInterrupt as exc:
+        raise type(exc)(f"{name} took effect (counter {accepted}, authentic answer); the state after was not "
+                        "re-read to check it") from None
     if accepted != counter or after.auth_counter != counter:
         raise StateMismatch(f"{name} was signed with counter {counter}, but the device answered {accepted} "
                             f"and now holds {after.auth_counter}")

@@ -281,19 +281,20 @@ class Device:
             raise DeviceError(ErrorCode.ERR_AUTH, P.CHALLENGE)
         return ch
 
-    def _challenged(self, type_: int, parse, key: bytes):
+    def _challenged(self, type_: int, parse, key: bytes, timeout: float | None = None):
         """An answer tagged over a random challenge of ours (the device's nonce is fresh, the
         previous one dead); NotAuthentic if the tag is wrong."""
         challenge = os.urandom(S.AUTH_NONCE)
-        answer = parse(self.request(type_, challenge), key, challenge)
+        answer = parse(self.request(type_, challenge, timeout), key, challenge)
         if answer is None:
             raise NotAuthentic(f"the device's {P.FrameType(type_).name} answer is not authentic: rewritten on the way, "
                                f"or the device does not hold this key")
         return answer
 
-    def state(self, key: bytes) -> P.State:
-        """The device's state, authenticated (STATE with a random challenge)."""
-        return self._challenged(P.STATE, P.State.parse, key)
+    def state(self, key: bytes, timeout: float | None = None) -> P.State:
+        """The device's state, authenticated (STATE with a random challenge); ``timeout``: seconds
+        to wait for it (default: the device's)."""
+        return self._challenged(P.STATE, P.State.parse, key, timeout)
 
     def audit_log(self, key: bytes) -> P.AuditLog:
         """The device's audit log, authenticated like ``state`` (AUDIT_LOG with a random challenge)."""

@@ -441,6 +441,7 @@ class SessionTarget:
         self.image = Path(session.elf)
         self.image_started = session.started  # an image rebuilt after this is not the one running
         self.keeps_state = True
+        self.private_link = True  # the session this host started, on its loopback console port
         self._link = _Reconnectable(SerialLink(session.url, connect_timeout=5.0,
                                                in_flight=qemu_in_flight(session.target)))
 

@@ -22,6 +22,8 @@ class Target(Protocol):
     name: str
     image: Path | None  # the image it runs (build/<image>/model.c beside it: its model), None if not known
     keeps_state: bool   # False: an emulator started for one command; its budget, clock and config end with it
+    private_link: bool  # True: edgedp started the device (or its session) on a loopback link of its own, so no
+    #                     one can sit on it; False: a link anyone on the wire may sit on (a pyserial URL)
 
     def link(self) -> Link: ...
     def reset(self) -> None: ...
@@ -35,6 +37,7 @@ class UrlTarget:
         self.name = url
         self.image = None
         self.keeps_state = True
+        self.private_link = False  # a board's serial line, a TCP port: a man in the middle may sit on it
         self._link = SerialLink(url, baudrate, in_flight=None)  # pipelining: as the device's INFO says
 
     def link(self) -> Link:

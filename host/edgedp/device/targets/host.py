@@ -21,6 +21,7 @@ class HostTarget:
         self.image = exe
         self.keeps_state = bool({**os.environ, **(env or {})}.get("EDP_STORE_FILE"))  # else RAM only
         self.name = "host:san" if sanitized else "host"
+        self.private_link = True  # the native device's stdin/stdout pipes
         self._argv = [str(exe)]
         self._env = env or {}
         self._link = ProcessLink(self._argv, self._env)

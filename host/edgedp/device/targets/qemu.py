@@ -114,6 +114,7 @@ class QemuTarget:
         self.name = name
         self.image = elf
         self.keeps_state = False
+        self.private_link = True
         self._tmp = tempfile.TemporaryDirectory(prefix="edgedp-qemu-")
         self.qmp_path = str(Path(self._tmp.name) / "qmp.sock")
         self.port = free_port()

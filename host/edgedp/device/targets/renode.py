@@ -136,6 +136,7 @@ class RenodeTarget:
             raise TransportError(f"Renode image {self.elf} not found")
         self.image = self.elf
         self.keeps_state = False
+        self.private_link = True
         self.resc = Path(resc) if resc else root / "renode" / "edgedp.resc"
         if not self.resc.exists():
             raise TransportError(f"Renode script {self.resc} not found")
