@@ -1,7 +1,7 @@
 /* Native unit tests of the DP core: RFC vectors and a vector tool for pytest.
  *
  *   test_core rfc                 built-in known-answer tests; exit 0 iff all pass
- *   test_core chacha KEY N        the DRBG output of N batches (56 words each), hex
+ *   test_core chacha KEY N        the DRBG output of N batches (88 words each), hex
  *   test_core bits KEY N          N DRBG bits via edp_drbg_bits in odd-sized pulls, as 0/1 text
  *   test_core hmac KEY MSG        HMAC-SHA256 tag, hex (arguments in hex)
  *   test_core crc HEX             CRC-32 of the bytes, decimal

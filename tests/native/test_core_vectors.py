@@ -34,18 +34,18 @@ def test_rfc_known_answers(native_builds: None) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_chacha_keystream_with_fast_key_erasure_matches_the_block_function(native_builds: None, seed: int) -> None:
-    """Batch i: 4 ChaCha12 blocks (counter 4i) of key_i; bytes 0..31 are key_(i+1) and never
-    output, bytes 32..255 are (the block function from edgedp.mech.chacha, itself checked
+    """Batch i: 6 ChaCha12 blocks (counter 6i) of key_i; bytes 0..31 are key_(i+1) and never
+    output, bytes 32..383 are (the block function from edgedp.mech.chacha, itself checked
     against published vectors and cryptography's ChaCha20 in tests/python/test_chacha.py)."""
     key = np.random.default_rng(seed).bytes(32)
     got = bytes.fromhex(run("chacha", key.hex(), "5"))
     want = b""
     for i in range(5):
-        raw = chacha.keystream(key, 4 * i, 4)
+        raw = chacha.keystream(key, chacha.BATCH_BLOCKS * i, chacha.BATCH_BLOCKS)
         key, want = raw[:32], want + raw[32:]
     assert got == want
     # past outputs do not depend on the key left in the device: a plain stream differs
-    assert got[:224] != chacha.keystream(np.random.default_rng(seed).bytes(32), 0, 4)[:224]
+    assert got[:224] != chacha.keystream(np.random.default_rng(seed).bytes(32), 0, chacha.BATCH_BLOCKS)[:224]
 
 
 def test_lazy_bits_match_reference_stream(native_builds: None) -> None:

@@ -65,7 +65,7 @@ def test_bitstream_is_the_batches_with_fast_key_erasure() -> None:
     bits = BitStream(key)
     want, k = b"", key
     for i in range(3):
-        k, out = chacha.batch(k, 4 * i)
+        k, out = chacha.batch(k, chacha.BATCH_BLOCKS * i)
         want += out
     got = b"".join(struct.pack(">I", bits.take(32)) for _ in range(len(want) // 4))
     assert got == b"".join(struct.pack(">I", w) for w in struct.unpack("<%dI" % (len(want) // 4), want))

@@ -13,7 +13,7 @@ import struct
 
 ROUNDS = 12
 """EDP_CHACHA_ROUNDS."""
-BATCH_BLOCKS = 4
+BATCH_BLOCKS = 6
 """Blocks per batch (EDP_DRBG_BATCH_BLOCKS)."""
 KEY_BYTES = 32
 """Fast key erasure: the first 32 bytes of a batch are the next key (EDP_DRBG_KEY_WORDS words)."""

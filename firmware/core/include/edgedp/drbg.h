@@ -6,10 +6,10 @@
  * the security argument for 12 rounds is in docs/privacy.md section 3) of
  * key[8], a 64-bit block counter in state words 12-13 and zero nonce words 14-15,
  * starting at counter 0, generated in batches of EDP_DRBG_BATCH_BLOCKS blocks
- * (64 words). Fast key erasure (Bernstein, "Fast-key-erasure random-number
+ * (96 words). Fast key erasure (Bernstein, "Fast-key-erasure random-number
  * generators", 2017): the first 8 words of every batch become the key of the
  * next batch and are wiped from the buffer before anything is output; only the
- * other 56 words are output. The key that produced a batch no longer exists
+ * other 88 words are output. The key that produced a batch no longer exists
  * once any of its words is used, so a later read of RAM reveals no earlier
  * batch, and every word is zeroed in the buffer as it is read (by the
  * functions below and by the sampling loops of dlap.c), so it reveals only the
@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #define EDP_CHACHA_ROUNDS 12  /* a multiple of 4: the Thumb-2 block runs two double rounds a loop */
-#define EDP_DRBG_BATCH_BLOCKS 4
+#define EDP_DRBG_BATCH_BLOCKS 6
 #define EDP_DRBG_BATCH_WORDS (16 * EDP_DRBG_BATCH_BLOCKS)
 #define EDP_DRBG_KEY_WORDS 8  /* the next key: words 0..7 of each batch, never output */
 
