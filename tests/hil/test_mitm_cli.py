@@ -7,6 +7,7 @@ the device must end in the state the operator asked for or in the state it had."
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -399,3 +400,78 @@ def test_sigterm_after_a_signed_command_says_whether_it_took_effect(mitm: Proxy,
     assert p.returncode == 143, err
     assert f"terminated: re-read the authenticated state: CONFIG took effect (counter {counter + 1})" in err, err
     assert "Traceback" not in err and authentic_state(qemu, test_key).daily_cap == 5 * MICRO
+
+
+def hold_first(kind: int, held: list[frames.Frame]) -> Rule:
+    """A rule that withholds the first frame of ``kind`` (kept in ``held``)."""
+    def rule(f: frames.Frame) -> list[bytes] | None:
+        if f.type == kind and not held:
+            held.append(f)
+            return []
+        return None
+    return rule
+
+
+def test_a_link_error_after_sigterm_still_ends_with_the_summary(mitm: Proxy, tmp_path: Path) -> None:
+    """SIGTERM while the first answer is withheld, and then no answer at all: the stream's
+    TransportError still ends with the interrupted summary, the error in it, and 143 (the old
+    host exited with the transport error's code and no summary)."""
+    held: list[frames.Frame] = []
+    mitm.to_device = hold_first(P.QUERY, held)
+    out = tmp_path / "a.jsonl"
+    p = subprocess.Popen([EDGEDP, "query", "--json", "--out", str(out), rows_file(tmp_path, 3), "--target", mitm.url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "EDGEDP_TIMEOUT": "2"})
+    wait_for(p, lambda: bool(held))
+    p.send_signal(signal.SIGTERM)
+    stdout, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert "Traceback" not in err and "error: interrupted after 1 of 3 rows (0 answered); 0 answers saved in " \
+        f"{out}; then: no response from the device within 2 s" in err, err
+    assert json.loads(stdout.splitlines()[-1])["exit_code"] == 143
+
+
+def test_after_a_signal_the_last_info_is_not_waited_for_a_full_timeout(mitm: Proxy, qemu: Device,
+                                                                       tmp_path: Path) -> None:
+    """connect's INFO refused, SIGTERM during the stream, the last INFO withheld: the command
+    waits 2 s for it (not the 10 s timeout, as the old host did, which then exited with the
+    transport error's code) and ends with the summary and 143."""
+    infos: list[frames.Frame] = []
+    held: list[frames.Frame] = []
+
+    def refuse_first_info(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.INFO | P.RESPONSE and not infos:
+            infos.append(f)
+            return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_UNKNOWN, P.INFO))]
+        return None
+    hold_query = hold_first(P.QUERY, held)
+    mitm.to_host = refuse_first_info
+    mitm.to_device = lambda f: [] if f.type == P.INFO and infos else hold_query(f)
+    p = subprocess.Popen([EDGEDP, "query", "--json", rows_file(tmp_path, 2), "--target", mitm.url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(p, lambda: bool(held))
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    qemu.send_raw(frames.encode(P.QUERY, held[0].seq, held[0].body))  # answered: the stream ends
+    t0 = time.monotonic()
+    stdout, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert time.monotonic() - t0 < 6, "waited a full timeout for the last INFO"
+    assert "interrupted after 1 of 2 rows (1 answered); then: " in err, err
+
+
+def test_an_ignored_sigterm_does_not_stop_the_stream(mitm: Proxy, qemu: Device, tmp_path: Path) -> None:
+    """The parent ignores SIGTERM (SIG_IGN, inherited): a SIGTERM mid-stream changes nothing and
+    every row is answered (the old host stopped after the answer in flight and exited 143)."""
+    held: list[frames.Frame] = []
+    mitm.to_device = hold_first(P.QUERY, held)
+    p = subprocess.Popen([EDGEDP, "query", "--json", rows_file(tmp_path, 3), "--target", mitm.url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    wait_for(p, lambda: bool(held))
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    qemu.send_raw(frames.encode(P.QUERY, held[0].seq, held[0].body))
+    stdout, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert [json.loads(x)["status"] for x in stdout.splitlines()] == ["ok"] * 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
+from collections.abc import Iterator
 
 import click
 import numpy as np
@@ -325,11 +326,13 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         # From the first row until the target is closed and the file complete (cleanup exits
         # first), a first signal only stops the stream: run.finish says what was answered and saved.
         deferred.enter_context(stop.deferring_signals())
+        deferred.enter_context(run.summary_on_error())  # (exits before the handlers are put back)
         answers = (dev.infer_many if infer else dev.query_many)(stop.rows(rows), m, stop=stop.__bool__)
         for i, r in enumerate(answers):
             run.take(i, r)
         elapsed = time.perf_counter() - t0
-        i_dev = dev.last_info or dev.info()  # (asked once: a board link's connect has read it)
+        # (asked once: a board link's connect has read it; after a signal, not for a full timeout)
+        i_dev = dev.last_info or dev.info(authadmin.INTERRUPTED_REREAD_S if stop.signal else None)
     detail(f"device: {i_dev.board}, {i_dev.build} build, firmware {i_dev.firmware_version}")
     detail(f"{run.done} rows in {elapsed:.2f} s ({run.done / elapsed if elapsed else 0:.0f} rows/s)")
     run.finish(i_dev.build == "test")
@@ -394,6 +397,24 @@ class QueryRun:
             self.rate_noted = True
             note(f"rate limit: {r}")
 
+    def interrupted(self, signum: int, cause: EdgeDPError | None = None) -> None:
+        """End the command stopped by ``signum``: what was answered and saved, and what failed after."""
+        saved = f"; {self.sink.saved} answers saved in {self.sink.path}" if self.sink is not None else ""
+        then = f"; then: {cause}" if cause is not None else ""
+        fail(EdgeDPError(f"interrupted after {self.done} of {len(self.rows)} rows ({self.answered} answered)"
+                         f"{saved}{then}", "ERR_INTERRUPTED"), self.as_json, signals.exit_code(signum))
+
+    @contextlib.contextmanager
+    def summary_on_error(self) -> Iterator[None]:
+        """An EdgeDPError after a first signal (the link failed on the answer in flight, the last
+        INFO, the close) still ends with the interrupted summary and the signal's exit code."""
+        try:
+            yield
+        except EdgeDPError as exc:
+            if self.stop.signal is None:
+                raise
+            self.interrupted(self.stop.signal, exc)
+
     def finish(self, test_image: bool) -> None:
         """End the command with the exit code of what happened (cli/exit_codes.py)."""
         if self.pipe_closed:
@@ -402,10 +423,7 @@ class QueryRun:
         if test_image:
             note(TEST_IMAGE_NOTE)
         if self.stop.signal is not None:
-            saved = f"; {self.sink.saved} answers saved in {self.sink.path}" if self.sink is not None else ""
-            fail(EdgeDPError(f"interrupted after {self.done} of {len(self.rows)} rows ({self.answered} answered)"
-                             f"{saved}", "ERR_INTERRUPTED"), self.as_json,
-                 signals.exit_code(self.stop.signal))
+            self.interrupted(self.stop.signal)
         if self.write_error is not None:
             fail(self.write_error, self.as_json)
         if self.lost:

@@ -190,11 +190,15 @@ class StopRequest:
     @contextlib.contextmanager
     def deferring_signals(self) -> Iterator["StopRequest"]:
         """Within the block, SIGINT and SIGTERM set this request instead of interrupting a request
-        whose answer is already paid for (main thread only; elsewhere signals act as usual)."""
+        whose answer is already paid for (main thread only; elsewhere signals act as usual). A
+        signal the process ignores (SIG_IGN, e.g. SIGINT for `edgedp query … &` in a script)
+        stays ignored."""
         old: dict[int, object] = {}
         try:
             for s in (signal.SIGINT, signal.SIGTERM):
-                old[s] = signal.signal(s, self._handler)
+                h = signal.getsignal(s)
+                if h is not None and h != signal.SIG_IGN:  # ignored by the parent (or set outside Python): kept
+                    old[s] = signal.signal(s, self._handler)
         except ValueError:  # not the main thread
             pass
         try:

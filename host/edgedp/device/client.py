@@ -148,9 +148,9 @@ class Device:
     def ping(self, data: bytes = b"", timeout: float | None = None) -> bytes:
         return self.request(P.PING, data, timeout)
 
-    def info(self) -> P.Info:
+    def info(self, timeout: float | None = None) -> P.Info:
         """INFO (unauthenticated); kept as ``last_info``."""
-        self.last_info = P.Info.parse(self.request(P.INFO))
+        self.last_info = P.Info.parse(self.request(P.INFO, timeout=timeout))
         return self.last_info
 
     def budget(self) -> P.Budget:
