@@ -62,8 +62,9 @@ def timeout_or(default: float) -> float:
 
 
 def load_key(path: str | Path | None = None) -> bytes:
-    """A device key file: 64 hex digits (32 bytes); default: the public key of test images."""
-    path = test_key_path() if path is None else path
+    """A device key file: 64 hex digits (32 bytes); default (None or "", as `--key-file ""` gives,
+    which means no key everywhere): the public key of test images."""
+    path = path or test_key_path()
     try:
         key = bytes.fromhex(Path(path).read_text().strip())
     except (OSError, ValueError) as exc:
