@@ -137,9 +137,7 @@ def test_main_gives_back_the_sigterm_handler_it_found(tmp_path) -> None:
 
 def test_an_empty_key_file_means_no_key() -> None:
     """`--key-file ""` (bench, query, ...) and audit-dp's `--key ""` mean the default test key,
-    as for the device commands; the old load_key("") read the current directory ("Is a
-    directory"), and bench and audit-dp failed on it."""
+    as for the device commands: bench and audit-dp hand their option to load_key, whose old
+    load_key("") read the current directory ("Is a directory")."""
     from edgedp.device.client import load_key
     assert load_key("") == load_key(None) == bytes.fromhex(paths.test_key_path().read_text().strip())
-    r = run("audit-dp", "--key", "", "-t", "socket://127.0.0.1:1", "--timeout", "0.2")
-    assert r.returncode != 0 and "key file" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
