@@ -475,3 +475,16 @@ def test_an_ignored_sigterm_does_not_stop_the_stream(mitm: Proxy, qemu: Device, 
     stdout, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
     assert [json.loads(x)["status"] for x in stdout.splitlines()] == ["ok"] * 3
+
+
+def test_an_epsilon_from_edgedp_toml_is_refused_at_a_url_saying_so(mitm: Proxy, tmp_path: Path) -> None:
+    """edgedp.toml's epsilon, no --key-file, a serial URL: refused before any frame (exit 8), and
+    the message names edgedp.toml and the test images' key file (the old one spoke of --epsilon,
+    which the command line did not have)."""
+    (tmp_path / "edgedp.toml").write_text("[defaults]\nepsilon = 0.5\n")
+    r = subprocess.run([EDGEDP, "query", rows_file(tmp_path, 2), "--target", mitm.url], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "EDGEDP_CONFIG": str(tmp_path / "edgedp.toml")})
+    assert r.returncode == 8, r.stderr
+    assert r.stderr.count("\n") == 1 and "(epsilon from edgedp.toml is checked against" in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith("; for a test image: --key-file tests/keys/test-device.key"), r.stderr
+    assert mitm.sent() == Counter(), "a frame was sent before the refusal"

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 from ..device import admin as authadmin
 from ..device.client import Device, connect, default_timeout, load_key, open_device
@@ -42,10 +43,10 @@ NEEDS_KEY = "this needs an authenticated command: pass --key-file"
 QUERY_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
                    "authenticated configuration, and the device did not authenticate it with the test images' key; "
                    "without those options query runs the device's own configuration)")
-LINK_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
-                  "authenticated configuration, and over {link} the public test key proves nothing: a man in the "
-                  "middle can sign a state with it; nothing was sent; without those options query runs the "
-                  "device's own configuration)")
+LINK_NEEDS_KEY = (f"{NEEDS_KEY} ({{what}} checked against the device's authenticated configuration, and over "
+                  "{link} the public test key proves nothing: a man in the middle can sign a state with it; "
+                  "nothing was sent; without those options query runs the device's own configuration){hint}")
+FROM_CONFIG_HINT = "; for a test image: --key-file tests/keys/test-device.key"
 
 
 def admin_key(key_file: str | None, what: str) -> bytes:
@@ -172,14 +173,18 @@ def info(target: str | None, as_json: bool) -> None:
 
 
 def check_test_key_link(target: Target, key_file: str | None, epsilon: float | None, sensitivity: float | None,
-                        value_range: tuple[float, float] | None) -> None:
+                        value_range: tuple[float, float] | None, epsilon_from_config: bool = False) -> None:
     """Refuse, before anything is sent, options that ensure_config would check with the public test
     key over a link a man in the middle may sit on (a pyserial URL: Target.private_link): he
     would see the challenge and sign a STATE claiming the options, so the rows would run (and be
-    charged) at the device's real configuration."""
+    charged) at the device's real configuration. ``epsilon_from_config``: the epsilon is
+    edgedp.toml's, not the command line's (the message says so)."""
     if not key_file and not getattr(target, "private_link", False) and \
             (epsilon is not None or sensitivity is not None or value_range is not None):
-        raise EdgeDPError(LINK_NEEDS_KEY.format(link=target.name), "ERR_AUTH")
+        toml = epsilon_from_config and sensitivity is None and value_range is None
+        what = "epsilon from edgedp.toml is" if toml else "--epsilon, --sensitivity and --range are"
+        raise EdgeDPError(LINK_NEEDS_KEY.format(what=what, link=target.name, hint=FROM_CONFIG_HINT if toml else ""),
+                          "ERR_AUTH")
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
@@ -312,7 +317,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
             cleanup.callback(sink.close)
         t = start_target(target)
         cleanup.callback(t.close)
-        check_test_key_link(t, key_file, epsilon, sensitivity, value_range)
+        check_test_key_link(t, key_file, epsilon, sensitivity, value_range,
+                            click.get_current_context().get_parameter_source("epsilon") == ParameterSource.DEFAULT)
         dev = connect(t, default_timeout())
         if infer:  # a width that is not the model's: refused before anything is sent
             check_target_inputs(dev.target, rows.shape[1])
