@@ -90,19 +90,20 @@ def test_keystream_that_made_the_noise_is_gone_from_ram(logreg_emulator: Emulato
     img = emu.image
     drbg = emu.device + img.offset("edp_device_t", "drbg")
     block, word = drbg + img.offset("edp_drbg_t", "block"), drbg + img.offset("edp_drbg_t", "word")
+    batch = (word - block) // 4  # words of a batch (the buffer ends where the word index begins)
     dev = Device(TraceLink(emu), timeout=60)
     dev.configure(load_key(), MechConfig(), Caps(10**12))
     rng = np.random.default_rng(5)
     dev.query(rng.random(10, dtype=np.float32), "full")   # the plan, and a batch under way
 
     def read_words() -> tuple[list[int], int]:
-        return (list(np.frombuffer(emu.uc.mem_read(block, 256), dtype="<u4")),
+        return (list(np.frombuffer(emu.uc.mem_read(block, 4 * batch), dtype="<u4")),
                 int(np.frombuffer(emu.uc.mem_read(word, 4), dtype="<u4")[0]))
 
     before, w0 = read_words()
     dev.query(rng.random(10, dtype=np.float32), "full")
     after, w1 = read_words()
-    assert w0 < w1 <= 64, (w0, w1)       # this query read words w0..w1 of the same batch
+    assert batch == 96 and w0 < w1 <= batch, (w0, w1)   # this query read words w0..w1 of the same batch
     used = [v for v in before[w0:w1] if v]
     unread = [v for v in before[w1:] if v]
     assert len(used) >= 5 and unread      # k = 10 samples of ~20 bits each
