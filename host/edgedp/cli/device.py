@@ -207,7 +207,7 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
         return cfg
     if dev.target is not None:
         check_test_key_link(dev.target, key_file, epsilon, sensitivity, value_range)
-    key = load_key(key_file or None)
+    key = load_key(key_file)
     try:
         st = dev.state(key)
     except (NotAuthentic, DeviceError) as exc:
