@@ -352,6 +352,16 @@ def wait_for(p: subprocess.Popen, seen: Callable[[], bool]) -> None:
         time.sleep(0.05)
 
 
+def refusing_first_info(infos: list[frames.Frame]) -> Rule:
+    """A rule that answers the first INFO with an ERROR (kept in ``infos``), so query asks again at its end."""
+    def rule(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.INFO | P.RESPONSE and not infos:
+            infos.append(f)
+            return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_UNKNOWN, P.INFO))]
+        return None
+    return rule
+
+
 def test_sigterm_during_query_cleanup_keeps_the_summary(mitm: Proxy, qemu: Device, tmp_path: Path) -> None:
     """SIGTERM while query waits for its last INFO, after the stream (connect's INFO was refused
     on the way, so the command asks again): still deferred, so the command closes the target
@@ -359,18 +369,12 @@ def test_sigterm_during_query_cleanup_keeps_the_summary(mitm: Proxy, qemu: Devic
     `terminated`)."""
     infos: list[frames.Frame] = []
 
-    def refuse_first_info(f: frames.Frame) -> list[bytes] | None:
-        if f.type == P.INFO | P.RESPONSE and not infos:
-            infos.append(f)
-            return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_UNKNOWN, P.INFO))]
-        return None
-
     def hold_second_info(f: frames.Frame) -> list[bytes] | None:
         if f.type == P.INFO and infos:
             infos.append(f)
             return []
         return None
-    mitm.to_host, mitm.to_device = refuse_first_info, hold_second_info
+    mitm.to_host, mitm.to_device = refusing_first_info(infos), hold_second_info
     out = tmp_path / "a.jsonl"
     p = subprocess.Popen([EDGEDP, "query", "--json", "--out", str(out), rows_file(tmp_path, 2), "--target", mitm.url],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -438,14 +442,8 @@ def test_after_a_signal_the_last_info_is_not_waited_for_a_full_timeout(mitm: Pro
     transport error's code) and ends with the summary and 143."""
     infos: list[frames.Frame] = []
     held: list[frames.Frame] = []
-
-    def refuse_first_info(f: frames.Frame) -> list[bytes] | None:
-        if f.type == P.INFO | P.RESPONSE and not infos:
-            infos.append(f)
-            return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_UNKNOWN, P.INFO))]
-        return None
     hold_query = hold_first(P.QUERY, held)
-    mitm.to_host = refuse_first_info
+    mitm.to_host = refusing_first_info(infos)
     mitm.to_device = lambda f: [] if f.type == P.INFO and infos else hold_query(f)
     p = subprocess.Popen([EDGEDP, "query", "--json", rows_file(tmp_path, 2), "--target", mitm.url],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
