@@ -48,6 +48,10 @@ def test_account_from_device_with_a_key_reads_the_authenticated_state(host_devic
     d = json.loads(r.stdout)
     assert (d["epsilon"], d["sensitivity"], d["exponent"]) == (3.0, 1.0, 9)
     assert d["device_authenticated"] is True and "authenticated (STATE)" in d["device"]
+    # k from INFO (no --classes) is not authenticated, and the result says so
+    no_k = [a for a in args if a not in ("-k", "1")]
+    d = json.loads(CliRunner().invoke(main, no_k + ["--key-file", str(paths.test_key_path())]).stdout)
+    assert d["device_authenticated"] is False and "unauthenticated INFO" in d["device"]
     r = CliRunner().invoke(main, args)
     d = json.loads(r.stdout)
     assert d["device_authenticated"] is False and "unauthenticated (BUDGET" in d["device"]

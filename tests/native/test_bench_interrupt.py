@@ -149,3 +149,25 @@ def test_an_error_in_a_later_part_keeps_the_rows(tmp_path: Path, monkeypatch) ->
     assert r.exit_code != 0 and res["partial"] is True and "no reference today" in res["stopped"]
     assert [(row["k"], row["epsilon"]) for row in res["rows"]] == [(10, 1.0)] and res["missing"] == []
     assert res["skipped"] == ["host reference"]
+
+
+def test_a_plot_that_fails_loses_only_itself(tmp_path: Path, monkeypatch) -> None:
+    """The plot is written after the markdown and its failure (a full disk, a folder gone) is one
+    warning: the measured rows still reach the markdown and the JSON, exit 0."""
+    from click.testing import CliRunner
+
+    from edgedp.bench import run as bench_run
+    from edgedp.cli import main
+
+    def full_disk(result, path):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(bench_run, "plot", full_disk)
+    r = CliRunner().invoke(main, ["bench", "--target", "host", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
+                                  "--no-deadline", "--no-footprint", "--plot", str(tmp_path / "b.png"),
+                                  "--markdown", str(tmp_path / "b.md"), "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["plot"] is None and [(row["k"], row["epsilon"]) for row in res["rows"]] == [(1, 1.0)]
+    assert "| 1 | 1 |" in (tmp_path / "b.md").read_text()
+    assert "warning: the plot was not written" in r.stderr and "No space left" in r.stderr

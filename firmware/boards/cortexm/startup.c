@@ -67,7 +67,8 @@ __attribute__((naked)) void edp_cortexm_stack_wipe(void *from)
         "3: bx lr\n");
 }
 
-static uint8_t sent;  /* something was sent since the last wipe */
+static uint8_t sent = 1;  /* something was sent since the last wipe; at boot: the RAM a warm
+                           * reset (watchdog, fault) kept from the previous run goes at the first read */
 
 void edp_cortexm_sent(void)
 {

@@ -159,9 +159,10 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
 #endif
 
 /* Largest share edp_stm32_rx_isr_share gives (T = c + 1: c in 16.16) and the
- * work edp_stm32_window_cycles takes without saturating (2^40 cycles). */
+ * work edp_stm32_window_cycles takes without saturating (2^39 cycles: then
+ * (work + c) x share < 2^40 x 2^24 fits 64 bits). */
 #define EDP_STM32_RX_SHARE_MAX (EDP_STM32_RX_ISR_CYCLES << 16)
-#define EDP_STM32_WINDOW_WORK_MAX ((uint64_t)1 << 40)
+#define EDP_STM32_WINDOW_WORK_MAX ((uint64_t)1 << 39)
 
 /* The interrupt's share of a release window: *share = c / (T - c) in 16.16
  * fixed point rounded up, with c = EDP_STM32_RX_ISR_CYCLES and T the fewest

@@ -116,5 +116,5 @@ uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share)
 {
     const uint64_t w = work + EDP_STM32_RX_ISR_CYCLES;
     if (work >= EDP_STM32_WINDOW_WORK_MAX || share > EDP_STM32_RX_SHARE_MAX) return UINT64_MAX;
-    return w + ((w * share) >> 16) + 1u;   /* w * share < 2^41 x 2^24 */
+    return w + ((w * share) >> 16) + 1u;   /* w < 2^40, share <= 2^24: w * share < 2^64 */
 }

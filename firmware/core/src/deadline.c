@@ -43,9 +43,8 @@
 #define EDP_DL_REFILL 3900u         /* region _refill and edp_drbg_next_block (3,078; the block
                                        * counter's carry into word 13, never measured, adds 3) */
 #endif
-#ifndef EDP_DL_REFILL_WORDS
-#define EDP_DL_REFILL_WORDS 88u     /* keystream words a refill makes available */
-#endif
+/* Keystream words a refill makes available (drbg.h): not a measured cost, so no override. */
+#define EDP_DL_REFILL_WORDS ((uint32_t)(EDP_DRBG_BATCH_WORDS - EDP_DRBG_KEY_WORDS))
 #ifndef EDP_DL_PREP_BASE
 #define EDP_DL_PREP_BASE 450000u    /* edp_mech_prepare with L = 0 (this file's set-up included) */
 #endif

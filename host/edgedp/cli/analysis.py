@@ -105,9 +105,10 @@ class Count(click.ParamType):
 def _device_mechanism(target: str | None, classes: int | None,
                       key_file: str | None) -> tuple[float, accounting.Mechanism, str, bool]:
     """The configured per-query ε, Δ and lattice exponent of a device, and k: the given --classes,
-    else the most classes an answer of this device can carry (INFO). With --key-file from STATE,
-    which the device authenticates; without, from BUDGET, which a man in the middle can rewrite
-    (the text and the JSON say which)."""
+    else the most classes an answer of this device can carry (INFO, which nothing authenticates).
+    With --key-file from STATE, which the device authenticates; without, from BUDGET, which a man
+    in the middle can rewrite. The last value is True only if all of it was authenticated (a key
+    and --classes); the text says which part was not."""
     from ..device.client import load_key, open_device
     from ..mech.lattice import MICRO
 
@@ -120,8 +121,10 @@ def _device_mechanism(target: str | None, classes: int | None,
     return b.epsilon_micro / MICRO, mech, (f"read from the device, {how}: ε = {b.epsilon_micro / MICRO:g}, "
                                            f"Δ = {float(b.sensitivity):g}, lattice "
                                            f"{'automatic' if b.m is None else f'2^-{b.m}'}"
-                                           + ("" if classes is not None else f", k = {k} (its largest answer)")), \
-        bool(key_file)
+                                           + ("" if classes is not None else
+                                              f", k = {k} (its largest answer, from the unauthenticated INFO: "
+                                              f"give --classes)")), \
+        bool(key_file) and classes is not None
 
 
 def _account_rows(c: accounting.Composition) -> list[str]:

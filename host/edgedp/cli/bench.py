@@ -106,16 +106,25 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
                 cause = exc if isinstance(exc, EdgeDPError) else EdgeDPError(
                     f"{name}: {type(exc).__name__}: {exc}", "ERR_BENCH")
                 bench_run.mark_partial(result, str(cause), name)
-    png = bench_run.plot(result, Path(plot_path) if plot_path else bench_run.default_plot_path())
-    result["plot"] = str(png)
-    result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
-    if md_path:
-        extra = "\n\n" + bench_infer.markdown(result["infer"]) if "infer" in result else ""
-        if "e2e" in result:
-            extra += "\n\n" + bench_e2e.markdown(result["e2e"])
-        if "peers" in result:
-            extra += "\n\n" + bench_peers.markdown(result["peers"])
-        Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
+        # Still deferred: what was measured is written before a signal can end the command, the
+        # markdown before the plot, and a file that fails to write loses only itself.
+        result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
+        if md_path:
+            extra = "\n\n" + bench_infer.markdown(result["infer"]) if "infer" in result else ""
+            if "e2e" in result:
+                extra += "\n\n" + bench_e2e.markdown(result["e2e"])
+            if "peers" in result:
+                extra += "\n\n" + bench_peers.markdown(result["peers"])
+            try:
+                Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
+            except OSError as exc:
+                note(f"warning: the markdown was not written ({exc}); the results follow")
+        try:
+            result["plot"] = str(bench_run.plot(result, Path(plot_path) if plot_path else
+                                                bench_run.default_plot_path()))
+        except OSError as exc:
+            result["plot"] = None
+            note(f"warning: the plot was not written ({exc}); the results follow")
     if as_json:
         emit_json(result)
         _end(result, cause, stop)
@@ -152,7 +161,8 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         click.echo(bench_peers.markdown(result["peers"]))
     for line in bench_run.describe_targets(result):
         click.echo(line)
-    click.echo(f"plot: {png}")
+    if result["plot"]:
+        click.echo(f"plot: {result['plot']}")
     sys.stdout.flush()
     _end(result, cause, stop)
     _check(check, result["missed"])

@@ -193,8 +193,8 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
 
     Whether to reconfigure is decided only from the authenticated state: STATE, tagged with
     --key-file's key, or without one the test images' key -- only on a target edgedp started on
-    a link of its own (check_test_key_link: at a pyserial URL that is refused before anything is
-    sent); a device that does not hold it, a production image, ends here with QUERY_NEEDS_KEY:
+    a link of its own: the caller has run check_test_key_link on the target before connecting,
+    which refuses a pyserial URL before anything is sent; a device that does not hold it, a production image, ends here with QUERY_NEEDS_KEY:
     nothing is sent after it. If the options differ from STATE, CONFIG is signed for that
     STATE's nonce (nothing was sent in between) and STATE is read again to check it: what is
     signed comes only from the authenticated state and the options. Only without a key and without --epsilon, --sensitivity and --range, when
@@ -205,8 +205,6 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
         cfg = dev.budget().config
         cfg.lattice(k)
         return cfg
-    if dev.target is not None:
-        check_test_key_link(dev.target, key_file, epsilon, sensitivity, value_range)
     key = load_key(key_file)
     try:
         st = dev.state(key)
@@ -367,7 +365,7 @@ class QueryRun:
             answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
             self.lost += 1
             if not self.stop.reason:
-                self.stop.stop(f"row {i}'s answer was lost on the link (it was charged): no more rows sent")
+                self.stop.stop(f"row {i}'s answer was lost on the link (it may have been charged): no more rows sent")
                 note(self.stop.reason or "")
         elif isinstance(r, DeviceError):
             answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}

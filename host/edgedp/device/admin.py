@@ -70,11 +70,7 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: 
     try:
         accepted = dev.admin(type_, payload, key, counter=counter, nonce=st.nonce)
     except StateUnknown as exc:
-        after = _reread(dev, key)
-        if after is None:
-            raise StateUnknown(f"{exc}; the authenticated state could not be re-read either: read it "
-                               "(edgedp budget --key-file) before any retry") from None
-        raise StateUnknown(f"{exc}; {_took(name, counter, after)}") from None
+        raise StateUnknown(f"{exc}; {_took(name, counter, _reread(dev, key))}") from None
     except DeviceError:
         _reread(dev, key)  # a forged refusal may hide a withheld frame: draw a new nonce
         raise

@@ -26,7 +26,8 @@
  *    of the fast table), each over the N draws;
  *  - bits: n1 per draw and per round, and the comparisons past the fixed bits,
  *    each stopping at its first differing bit (a fair coin: a sixth tail);
- *    a refill every 88 keystream words;
+ *    a refill every EDP_DRBG_BATCH_WORDS - EDP_DRBG_KEY_WORDS keystream words
+ *    (88, drbg.h);
  *  - the rest is deterministic given the request and the configuration:
  *    the request's COBS decoding, CRC and parsing, the plan when this request
  *    prepared it (edp_deadline_prepare), the model (its run, float32 or int8,
