@@ -34,6 +34,9 @@ static inline uint32_t edp_clz32_(uint32_t v)
 #endif
 
 /* Compile-time check: a negative array size if cond is false. */
+/* A macro's value as a string literal (for immediates in inline assembly). */
+#define EDP_STR_(x) #x
+#define EDP_STR(x) EDP_STR_(x)
 #define EDP_STATIC_ASSERT(name, cond) typedef char edp_static_assert_##name[(cond) ? 1 : -1]
 
 #endif

@@ -32,9 +32,13 @@ EDP_STATIC_ASSERT(tail, offsetof(edp_dlap_t, tail) == 28);
 EDP_STATIC_ASSERT(vthr, offsetof(edp_dlap_t, vthr) == 32);
 EDP_STATIC_ASSERT(fast, offsetof(edp_dlap_t, fast) == 64);
 EDP_STATIC_ASSERT(block, offsetof(edp_drbg_t, block) == 64);
-EDP_STATIC_ASSERT(word, offsetof(edp_drbg_t, word) == 448);
-EDP_STATIC_ASSERT(acc, offsetof(edp_drbg_t, acc) == 456);
-EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == 464);
+#define DRBG_WORD 448   /* edp_drbg_t's word, acc (low, high) and nbits, for the asm below */
+#define DRBG_ACC_LO 456
+#define DRBG_ACC_HI 460
+#define DRBG_NBITS 464
+EDP_STATIC_ASSERT(word, offsetof(edp_drbg_t, word) == DRBG_WORD);
+EDP_STATIC_ASSERT(acc, offsetof(edp_drbg_t, acc) == DRBG_ACC_LO && DRBG_ACC_HI == DRBG_ACC_LO + 4);
+EDP_STATIC_ASSERT(nbits, offsetof(edp_drbg_t, nbits) == DRBG_NBITS);
 EDP_STATIC_ASSERT(batch, EDP_DRBG_BATCH_WORDS == 96);
 EDP_STATIC_ASSERT(K, offsetof(edp_dlap_t, K) == 64 + 1028);
 EDP_STATIC_ASSERT(c1, offsetof(edp_dlap_t, c1) == 64 + 1040);
@@ -55,7 +59,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "vpush {s16, s17}\n\t"
         "sub sp, sp, #36\n\t"
         "strd r0, r1, [sp]\n\t"
-        "add ip, r1, #448\n\t"
+        "add ip, r1, #" EDP_STR(DRBG_WORD) "\n\t"
         "str ip, [sp, #8]\n\t"
         "ldrd ip, lr, [r2, #4]\n\t"
         "strd ip, lr, [sp, #12]\n\t"
@@ -153,7 +157,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "bl edp_drbg_next_block\n\t"
         "pop {r0-r3}\n\t"
         "ldr ip, [sp, #4]\n\t"
-        "ldr r2, [ip, #448]\n\t"
+        "ldr r2, [ip, #" EDP_STR(DRBG_WORD) "]\n\t"
         "add r2, ip, r2, lsl #2\n\t"
         "adds r2, #64\n\t"
         "b 11b\n\t"
@@ -309,15 +313,15 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "30:\n\t"
         "edp_dlap_noisy_load:\n\t"
         "ldr ip, [sp, #4]\n\t"
-        "ldr r2, [ip, #448]\n\t"
-        "ldr r1, [ip, #464]\n\t"
-        "ldr r0, [ip, #460]\n\t"
+        "ldr r2, [ip, #" EDP_STR(DRBG_WORD) "]\n\t"
+        "ldr r1, [ip, #" EDP_STR(DRBG_NBITS) "]\n\t"
+        "ldr r0, [ip, #" EDP_STR(DRBG_ACC_HI) "]\n\t"
         "add r2, ip, r2, lsl #2\n\t"
         "adds r2, #64\n\t"
         "cmp r1, #32\n\t"
         "bls 32f\n\t"
         "subs r1, #32\n\t"        /* e */
-        "ldr r3, [ip, #456]\n\t"
+        "ldr r3, [ip, #" EDP_STR(DRBG_ACC_LO) "]\n\t"
         "rsb ip, r1, #32\n\t"
         "lsr r3, r3, ip\n\t"
         "lsl ip, r0, r1\n\t"
@@ -332,14 +336,14 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "31:\n\t"
         "edp_dlap_noisy_flush:\n\t"
         "ldr ip, [sp, #4]\n\t"
-        "str r0, [ip, #460]\n\t"
-        "str r1, [ip, #464]\n\t"
+        "str r0, [ip, #" EDP_STR(DRBG_ACC_HI) "]\n\t"
+        "str r1, [ip, #" EDP_STR(DRBG_NBITS) "]\n\t"
         "movs r3, #0\n\t"
-        "str r3, [ip, #456]\n\t"
+        "str r3, [ip, #" EDP_STR(DRBG_ACC_LO) "]\n\t"
         "sub r3, r2, ip\n\t"
         "subs r3, #64\n\t"
         "lsrs r3, #2\n\t"
-        "str r3, [ip, #448]\n\t"
+        "str r3, [ip, #" EDP_STR(DRBG_WORD) "]\n\t"
         "bx lr\n\t");
 }
 #endif

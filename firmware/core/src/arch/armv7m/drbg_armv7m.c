@@ -40,8 +40,6 @@
     EDP_QR("r1", "r6", "r11", "ip") EDP_QR("r2", "r7", "r8", "lr")
 
 #define CHACHA_LOOPS 3  /* loop iterations of two double rounds each */
-#define CHACHA_STR_(x) #x
-#define CHACHA_STR(x) CHACHA_STR_(x)
 EDP_STATIC_ASSERT(chacha_loops, 4 * CHACHA_LOOPS == EDP_CHACHA_ROUNDS);
 
 EDP_NAKED void edp_chacha_block(const uint32_t in[16] EDP_UNUSED, uint32_t out[16] EDP_UNUSED)
@@ -50,7 +48,7 @@ EDP_NAKED void edp_chacha_block(const uint32_t in[16] EDP_UNUSED, uint32_t out[1
         "push {r4-r11, lr}\n\t"
         "sub sp, sp, #32\n\t"           /* [0] in, [4] out, [8] count, [12..27] x12..x15, [28] x11 */
         "strd r0, r1, [sp]\n\t"
-        "movs r2, #" CHACHA_STR(CHACHA_LOOPS) "\n\t"
+        "movs r2, #" EDP_STR(CHACHA_LOOPS) "\n\t"
         "str r2, [sp, #8]\n\t"
         "ldrd r2, r3, [r0, #56]\n\t"
         "ror r2, r2, #8\n\t"
