@@ -58,7 +58,12 @@ def admin_key(key_file: str | None, what: str) -> bytes:
 
 
 def resolve_key(dev: Device, key_file: str | None) -> bytes:
-    """The key from --key-file, or the bundled test key when talking to a test build."""
+    """The key from --key-file, or the bundled test key when talking to a test build.
+
+    "A test build" is what the unauthenticated INFO says: a man in the middle can make a
+    production device look like one. That is harmless: the test key is public, so signing with
+    it grants nothing, and a production device (which does not hold it) refuses what it signs
+    (ERR_AUTH, or NotAuthentic on STATE) before anything is charged or changed."""
     if key_file:
         return load_key(key_file)
     if dev.info().build == "test":
