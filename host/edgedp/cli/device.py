@@ -336,7 +336,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         # first), a first signal only stops the stream: run.finish says what was answered and saved.
         deferred.enter_context(stop.deferring_signals())
         deferred.enter_context(run.summary_on_error())  # (exits before the handlers are put back)
-        answers = (dev.infer_many if infer else dev.query_many)(stop.rows(rows), m, stop=stop.__bool__)
+        answers = (dev.infer_many if infer else dev.query_many)(rows, m, stop=stop.__bool__)  # (none sent once set)
         for i, r in enumerate(answers):
             run.take(i, r)
         elapsed = time.perf_counter() - t0
