@@ -15,6 +15,14 @@
 #include "edgedp/flog.h"
 #include "stm32f4_regs.h"
 
+/* Code that must run while a flash sector erases (the erase's busy-wait, the
+ * console's RX interrupt and what it calls): on the STM32F4 a fetch from
+ * flash stalls while an operation of the same bank is busy (RM0090 §3.5.3).
+ * stm32f4.ld links .ramfunc into .data (SRAM, copied from flash at start-up
+ * with it); board.c points VTOR at an SRAM copy of the vector table.
+ * tests/firmware/test_stm32f4_erase_ram.py checks both on the image. */
+#define EDP_STM32_RAMFUNC __attribute__((section(".ramfunc"), noinline))
+
 /* ---- options (override with -D) ---- */
 
 /* Console: 2 = USART2 on PA2/PA3, 3 = USART3 on PD8/PD9 (both AF7). */
