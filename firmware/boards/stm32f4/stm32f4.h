@@ -215,9 +215,10 @@ uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
  * A loss this cannot see: an overrun that sets ORE after the interrupt's SR
  * read and before its DR read is cleared by that DR read unseen, and the
  * byte is missing from its frame without a flag. It takes the interrupt
- * delayed about a byte time between its two reads (87 us at 115,200 baud,
- * e.g. a flash program stalling the fetch of the DR read while bytes are
- * pipelined); the spliced frame is then caught only by the CRC (and the
+ * delayed about a byte time between its two reads (87 us at 115,200 baud);
+ * the interrupt runs from SRAM (EDP_STM32_RAMFUNC), so a flash operation no
+ * longer stalls its fetches, but a bus stall of that length (e.g. a debugger)
+ * still could; the spliced frame is then caught only by the CRC (and the
  * length check). */
 size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max);
 
