@@ -86,3 +86,9 @@ def test_the_rx_interrupt_fits_its_cycle_bound(image) -> None:
     cycles = 12 + 10 + 4 * n + 2 * 16
     assert cycles <= bound, f"{n} instructions: {cycles} cycles > EDP_STM32_RX_ISR_CYCLES = {bound}"
     assert n >= 15  # the body was found and disassembled, not a stub
+
+
+def test_the_port_table_is_const(image) -> None:
+    """The port's callback table sits in flash (.rodata): nothing can rewrite it at run time."""
+    syms = image[0]
+    assert 0x08000000 <= syms["port"].addr < 0x08100000, f"port at {syms['port'].addr:#x}"

@@ -160,10 +160,15 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
 #define EDP_STM32_RX_ISR_CYCLES 256u
 
 /* The console's baud must leave the interrupt room between two bytes (T > c,
- * below) on the slowest clock the port can run, the 16 MHz HSI fallback:
+ * below) on the slowest clock the port can run, the 16 MHz HSI fallback (the
+ * only other is the 168 MHz PLL: edp_stm32_clock_init reports no third), so
+ * edp_board_init's edp_stm32_rx_isr_share never fails:
  * EDP_CONSOLE_BAUD <= 560,311 (460,800 gives T = 312 cycles, 921,600 only 156). */
 #if (EDP_STM32_HSI_HZ * 9u) / (EDP_CONSOLE_BAUD) <= EDP_STM32_RX_ISR_CYCLES
 #error "EDP_CONSOLE_BAUD too fast for the RX interrupt at the 16 MHz HSI fallback (9 bit times <= EDP_STM32_RX_ISR_CYCLES)"
+#endif
+#if EDP_STM32_PLL_HZ < EDP_STM32_HSI_HZ
+#error "the port's two clocks (clock.c reports no other): the HSI check above must cover the PLL too"
 #endif
 
 /* Largest share edp_stm32_rx_isr_share gives (T = c + 1: c in 16.16) and the
@@ -181,8 +186,8 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
  * 299,594 (4.57) at 16 MHz and 460,800 baud; at most EDP_STM32_RX_SHARE_MAX
  * (T = c + 1). Returns EDP_OK, or EDP_ERR_TIMING (and *share = 0) when
  * T <= c: bytes arriving at the fastest can keep the core in the interrupt,
- * and no window bounds the work (the board then has no release window, so
- * the core refuses QUERY and INFER with EDP_ERR_TIMING, port.h). */
+ * and no window bounds the work (the #error above keeps the port's baud and
+ * clocks out of that case). */
 int edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud, uint32_t *share);
 
 /* Cycles a release window must last for `work` cycles of work to end in it
