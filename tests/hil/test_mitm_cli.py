@@ -486,3 +486,30 @@ def test_an_epsilon_from_edgedp_toml_is_refused_at_a_url_saying_so(mitm: Proxy, 
     assert r.stderr.count("\n") == 1 and "(epsilon from edgedp.toml is checked against" in r.stderr, r.stderr
     assert r.stderr.rstrip().endswith("; for a test image: --key-file tests/keys/test-device.key"), r.stderr
     assert mitm.sent() == Counter(), "a frame was sent before the refusal"
+
+
+def test_tradeoff_device_check_reads_the_configuration_from_state(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                                  tmp_path: Path) -> None:
+    """BUDGET rewritten to claim ε = 0.5 (the device runs 1): with --key-file the trade-off check
+    never reads BUDGET and tests the answers at STATE's ε; without a key it says its figures are
+    the unauthenticated BUDGET's (the old check always compared against BUDGET's)."""
+    def rewrite(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.BUDGET | P.RESPONSE:
+            v = list(S.BUDGET_BODY_FMT.unpack(f.body))
+            v[10] = MICRO // 2  # eps_micro
+            return answer(f, S.BUDGET_BODY_FMT.pack(*v))
+        return None
+    mitm.to_host = rewrite
+    rng = np.random.default_rng(5)
+    np.savez(tmp_path / "out.npz", probs=rng.dirichlet(np.ones(10), size=40), labels=rng.integers(0, 10, 40))
+    args = ("tradeoff", "--data", str(tmp_path / "out.npz"), "--quick", "--modes", "label", "--epsilons", "1",
+            "--target-queries", "40", "--no-progress")
+    r = mitm.cli(*args, "--key-file", KEY, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)["device_check"]
+    assert d["authenticated"] is True and d["epsilon"] == 1.0 and d["queries"] == 40 and d["ok"], d
+    sent = mitm.sent()
+    assert (sent[P.BUDGET], sent[P.STATE], sent[P.QUERY]) == (0, 1, 40)
+    r = mitm.cli(*args)
+    assert "ε = 0.5" in r.stdout and "unauthenticated BUDGET" in r.stdout, r.stdout
+    assert mitm.sent()[P.BUDGET] == 1

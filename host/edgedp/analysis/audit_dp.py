@@ -212,18 +212,32 @@ def seed_bytes(seed: int) -> bytes:
     return np.random.SeedSequence([seed, 0xA0D]).generate_state(8, np.uint32).tobytes()
 
 
-def device_releaser(dev, mode: Mode, k: int, below: float, progress: Callable[[int], None] | None = None
-                    ) -> Releaser:
-    """Answers from a device (``edgedp.device.client.Device``), one QUERY each (charged)."""
+class Stopped(Exception):
+    """The device releaser was asked to stop: no query was sent after; ``answers`` were charged."""
+
+    def __init__(self, answers: int):
+        super().__init__(f"stopped after {answers} device answers")
+        self.answers = answers
+
+
+def device_releaser(dev, mode: Mode, k: int, below: float, progress: Callable[[int], None] | None = None,
+                    stop: Callable[[], bool] | None = None) -> Releaser:
+    """Answers from a device (``edgedp.device.client.Device``), one QUERY each (charged). Raises
+    Stopped, before the next query, once ``stop()`` holds."""
     from ..device.errors import DeviceError
+    sent = 0
 
     def answers(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        nonlocal sent
         lat, idx, lab, lev = [], [], [], []
         for i in range(n):
+            if stop and stop():
+                raise Stopped(sent)
             try:
                 r = dev.query(x.astype(np.float32), mode)
             except DeviceError as exc:
                 raise ValueError(f"the device refused answer {i + 1} of {n}: {exc}") from None
+            sent += 1
             lat.append(r.lattice)
             idx.append(r.indices)
             lab.append(r.label)

@@ -13,8 +13,13 @@ device's configured epsilon, sensitivity, range and lattice.  The queries use th
    non-private label, against the fast sampler's rate on the same inputs (two-sided exact
    binomial test).
 
-Pass: both p-values at least alpha/2.  Bit-exact replay is ``edgedp verify``'s job."""
+Pass: both p-values at least alpha/2.  Bit-exact replay is ``edgedp verify``'s job.
+
+The configuration compared against is the authenticated STATE's when a key is given, else the
+unauthenticated BUDGET's (a man in the middle can rewrite it): the result says which."""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from scipy.stats import binomtest, kstest
@@ -65,13 +70,17 @@ def compare(x: np.ndarray, lattice: np.ndarray, eps_micro: int, sens: float, lo:
             "alpha": ALPHA, "ok": min(p_values, p_labels) >= ALPHA / 2}
 
 
-def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progress: bool = True) -> dict:
-    """Send ``queries`` test rows through the device (full mode); compare with the fast sampler."""
+def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progress: bool = True,
+          key: bytes | None = None, stop: Callable[[], bool] | None = None) -> dict:
+    """Send ``queries`` test rows through the device (full mode); compare with the fast sampler at
+    the device's configuration: from STATE authenticated with ``key``, or without one from BUDGET
+    (``authenticated`` in the result says which). If ``stop()`` holds before a query, none is sent
+    after it: the result has ``interrupted``, the queries answered and the ε they spent, no test."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0xDE1CE]))
     idx = rng.choice(len(probs), size=min(queries, len(probs)), replace=False)
     x = probs[idx].astype(np.float32).astype(np.float64)  # what the wire carries
     with open_device(target) as dev:
-        b = dev.budget()
+        b = dev.state(key).budget if key is not None else dev.budget()
         eps = to_epsilon(b.epsilon_micro)
         if (b.lo, b.hi) != (0.0, 1.0):
             raise ValueError(f"the device is configured for range [{b.lo:g}, {b.hi:g}]; the trade-off check sends "
@@ -81,14 +90,19 @@ def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progre
                              f"ε = {eps:g} need {len(x) * eps:g} (edgedp admin reset-budget, or fewer --target-queries)")
         rows, ms = [], set()
         for row in tqdm(x, desc="device queries", disable=not progress, leave=False):
+            if stop and stop():
+                break
             try:
                 r = dev.query(row.astype(np.float32), FULL)
             except DeviceError as exc:
                 raise ValueError(f"device refused a query after {len(rows)}: {exc}") from None
             rows.append(r.lattice)
             ms.add(r.m)
+    base = {"target": target or "default", "mode": str(FULL), "authenticated": key is not None}
+    if len(rows) < len(x):
+        return {**base, "epsilon": eps, "queries": len(rows), "epsilon_spent": len(rows) * eps, "ok": False,
+                "interrupted": True, "reason": f"interrupted after {len(rows)} of {len(x)} queries"}
     if len(ms) != 1:
         raise ValueError(f"the device changed its lattice during the check ({sorted(ms)})")
-    return {"target": target or "default", "mode": str(FULL),
-            **compare(x, np.stack(rows), b.epsilon_micro, float(b.sensitivity), float(b.lo), float(b.hi),
+    return {**base, **compare(x, np.stack(rows), b.epsilon_micro, float(b.sensitivity), float(b.lo), float(b.hi),
                       ms.pop(), rng)}

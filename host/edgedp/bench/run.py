@@ -145,6 +145,12 @@ class _Stop(Exception):
     """Raised between two queries when the run is asked to stop: the row in progress is dropped."""
 
 
+def part_error(name: str, exc: Exception) -> EdgeDPError:
+    """What stopped the bench in its part ``name``: a device error as it is, anything else named
+    with the part and its type (ERR_BENCH)."""
+    return exc if isinstance(exc, EdgeDPError) else EdgeDPError(f"{name}: {type(exc).__name__}: {exc}", "ERR_BENCH")
+
+
 def mark_partial(result: dict, stopped: str, skipped: str | None = None) -> None:
     """Mark result as partial: why it stopped (the first reason is kept), and a part not run
     (``missing``, the grid points not measured, is set by :func:`run`; none by default)."""
@@ -253,8 +259,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
         try:
             part()
         except Exception as exc:  # noqa: BLE001 - the rows measured so far are kept, the error said
-            cause = exc if isinstance(exc, EdgeDPError) else EdgeDPError(
-                f"{name}: {type(exc).__name__}: {exc}", "ERR_BENCH")
+            cause = part_error(name, exc)
             stopped = str(cause)
             mark_partial(result, stopped, name)
     result["targets"] = check_targets(result)

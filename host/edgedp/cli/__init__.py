@@ -113,8 +113,8 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             fail(exc, as_json)
         except (click.exceptions.Abort, KeyboardInterrupt) as exc:
-            code = signals.code_of(exc)
-            fail(EdgeDPError(signals.describe(exc), "ERR_INTERRUPTED"), as_json, code)
+            code, what = signals.ended(exc)
+            fail(EdgeDPError(what, "ERR_INTERRUPTED"), as_json, code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -20,6 +20,7 @@ from ..analysis.settings import Settings, estimate_seconds
 from .common import (dask_option, emit_json, handle_errors, json_option, note, progress as show_progress,
                      target_option)
 from .device import key_option
+from .output import StopRequest
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -264,15 +265,18 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @target_option
 @click.option("--target-queries", type=click.IntRange(1), default=200, show_default=True,
               help="With --target: test rows sent through the device (full mode) and checked against the "
-                   "fast sampler at the device's configuration.")
+                   "fast sampler at the device's configuration (with --key-file from its authenticated STATE, "
+                   "else from the unauthenticated BUDGET). Ctrl-C stops after the query in flight (exit 130).")
+@key_option
 @common_options
 @handle_errors
 def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, modes: str | None, teachers: int | None,
-                 repeats: int | None, dpsgd: bool, target: str | None, target_queries: int, seed: int, quick: bool,
-                 jobs: int, as_json: bool, no_progress: bool) -> None:
+                 repeats: int | None, dpsgd: bool, target: str | None, target_queries: int, key_file: str | None,
+                 seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode:
     single model (softmax) with output noise, teacher ensemble (votes), and a DP-SGD model."""
     s = make_settings(quick, seed, epsilons, modes, teachers)
+    stop = StopRequest()
     if repeats:
         s = dataclasses.replace(s, repeats=repeats)
     progress = show_progress(no_progress)
@@ -312,7 +316,11 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
     doc["seconds"] = time.perf_counter() - t0
     if target is not None:
         from ..analysis import device_check  # imports the device client only when asked
-        doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress)
+        from ..device.client import load_key
+        key = load_key(key_file) if key_file else None
+        with stop.deferring_signals():  # Ctrl-C: after the query in flight (the device is closed inside)
+            doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress, key,
+                                                     stop.__bool__)
     if as_json:
         emit_json(finite_json(doc))
     else:
@@ -328,13 +336,21 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
             click.echo("\n".join(_dpsgd_choice_text(doc["choice"])))
         if "device_check" in doc:
             d = doc["device_check"]
-            if "pvalue_values" not in d:
-                click.echo(f"device: {d['reason']}: MISMATCH")
+            how = ("configuration from the authenticated STATE" if d["authenticated"] else
+                   "configuration from the unauthenticated BUDGET, which a man in the middle can rewrite: "
+                   "pass --key-file")
+            if d.get("interrupted"):
+                click.echo(f"device: {d['reason']} (ε = {d['epsilon']:g} each; {how}): no test")
+            elif "pvalue_values" not in d:
+                click.echo(f"device: {d['reason']}: MISMATCH ({how})")
             else:
-                click.echo(f"device: {d['queries']} queries at ε = {d['epsilon']:g} (full mode): values fit the "
-                           f"mechanism's law p = {d['pvalue_values']:.3g}; label agreement {d['device_agreement']:.3f} "
-                           f"vs reference {d['reference_agreement']:.3f} (p = {d['pvalue_labels']:.3g}): "
-                           f"{'OK' if d['ok'] else 'MISMATCH'}")
+                click.echo(f"device: {d['queries']} queries at ε = {d['epsilon']:g} (full mode; {how}): values fit "
+                           f"the mechanism's law p = {d['pvalue_values']:.3g}; label agreement "
+                           f"{d['device_agreement']:.3f} vs reference {d['reference_agreement']:.3f} "
+                           f"(p = {d['pvalue_labels']:.3g}): {'OK' if d['ok'] else 'MISMATCH'}")
+    if "device_check" in doc and doc["device_check"].get("interrupted"):
+        d = doc["device_check"]
+        stop.end(f"{d['queries']} of the device check's queries (spent {d['epsilon_spent']:g} epsilon)", as_json)
     if "device_check" in doc and not doc["device_check"]["ok"]:
         sys.exit(1)
 

@@ -4,6 +4,7 @@ Both print the lower bound beside the stated epsilon and exit 1 when the bound e
 privacy gate for CI (README, "Privacy gates in CI")."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -11,6 +12,7 @@ import click
 from ..device.errors import TransportError
 from ..device.targets import check_spec
 from .common import dask_option, emit_json, handle_errors, json_option, progress_option
+from .output import StopRequest
 
 REFERENCE = "reference"
 DEVICE_TRIALS = 1_000
@@ -78,6 +80,7 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
     from ..mech.modes import Mode
 
     md = Mode.parse(mode)
+    stop = StopRequest()
     if target == REFERENCE:
         mech = A.Mechanism(1.0 if epsilon is None else epsilon, classes, value_range[0], value_range[1], sensitivity)
         mech.lattice  # noqa: B018 - a configuration the device would refuse fails here, in one line
@@ -86,13 +89,19 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
         from ..device.client import load_key, open_device
         n = trials or DEVICE_TRIALS
         key = load_key(key_path)
-        with open_device(target) as dev:
+        # (the device is closed before the handlers are put back: a first signal only stops the queries)
+        with contextlib.ExitStack() as deferred, open_device(target) as dev:
             mech = A.prepare_device(dev, key, classes, 2 * n * A.MAX_PAIRS, epsilon, seed)
             pairs = A.neighbour_pairs(mech)
+            deferred.enter_context(stop.deferring_signals())
             with tqdm(total=2 * n * len(pairs), desc="device answers", disable=no_progress, leave=False,
                       unit="q") as bar:
-                rel = A.device_releaser(dev, md, classes, mech.lattice.lo - 1.0, bar.update)
-                res = A.audit(rel, mech, md, n, confidence, seed, target or "default", pairs)
+                rel = A.device_releaser(dev, md, classes, mech.lattice.lo - 1.0, bar.update, stop.__bool__)
+                try:
+                    res = A.audit(rel, mech, md, n, confidence, seed, target or "default", pairs)
+                except A.Stopped as s:
+                    stop.end(f"{s.answers} of {2 * n * len(pairs)} device answers (spent "
+                             f"{s.answers * mech.epsilon:g} epsilon); no bound", as_json)
     doc = res.as_dict()
     lines = [f"{doc['target']}: mode {doc['mode']}, k = {doc['classes']}, range [{doc['range'][0]:g}, "
              f"{doc['range'][1]:g}], Δ = {doc['sensitivity']:g}, {doc['trials']} answers per world"]
@@ -100,6 +109,10 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
         ev = p["event"]["text"] if p["event"] else "no separating event"
         lines.append(f"  {p['name']:9s} bound {p['epsilon_lower_bound']:.4g}  event {ev}: "
                      f"{p['hits_a']}/{p['n_a']} vs {p['hits_b']}/{p['n_b']}")
+    if stop:  # during the last answer: the bound is complete, shown, and the signal's exit code follows
+        if not as_json:
+            click.echo("\n".join([*lines, _verdict(doc)]))
+        stop.end("every device answer (the bound is complete)", as_json)
     _finish(doc, as_json, lines)
 
 

@@ -103,8 +103,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
             try:
                 result[name] = part()
             except Exception as exc:  # noqa: BLE001 - the grid measured is kept, the error said
-                cause = exc if isinstance(exc, EdgeDPError) else EdgeDPError(
-                    f"{name}: {type(exc).__name__}: {exc}", "ERR_BENCH")
+                cause = bench_run.part_error(name, exc)
                 bench_run.mark_partial(result, str(cause), name)
         # Still deferred: what was measured is written before a signal can end the command, the
         # markdown before the plot, and a file that fails to write loses only itself.

@@ -1,6 +1,7 @@
 """edgedp demo: the main job end to end on the emulated board."""
 from __future__ import annotations
 
+import contextlib
 from importlib import resources
 
 import click
@@ -9,10 +10,11 @@ import numpy as np
 from ..device.client import Device, open_device
 from ..device.errors import DeviceError
 from ..device.protocol import Caps, MechConfig
-from ..mech.lattice import to_micro
+from ..mech.lattice import to_epsilon, to_micro
 from .common import handle_errors, target_option
-from .params import DAILY_CAP, EPSILON
 from .device import budget_dict, resolve_key
+from .output import StopRequest
+from .params import DAILY_CAP, EPSILON
 
 
 def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
@@ -34,11 +36,15 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
     """Build, boot the firmware in QEMU, stream real model outputs, show raw vs private and the budget.
 
     Then send digits images to the model compiled into the image (INFER) and count the private
-    labels' accuracy."""
+    labels' accuracy. Ctrl-C (or SIGTERM) stops after the answer in flight: the rows so far, the
+    budget spent, exit 130 (143)."""
     probs, labels = bundled_sample()
     probs, labels = probs[:rows], labels[:rows]
     click.echo("starting the device (QEMU netduinoplus2, test image) ...")
-    with open_device(target) as dev:
+    stop = StopRequest()
+    done = ""
+    # (the device is closed before the handlers are put back: a first signal only stops the queries)
+    with contextlib.ExitStack() as deferred, open_device(target) as dev:
         info = dev.info()
         click.echo(f"device: {info.board}, firmware {info.firmware_version}, {info.build} build, "
                    f"entropy {info.entropy}, store {info.store}")
@@ -53,7 +59,10 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
                    f"{'budget left':>11}")
         click.echo("-" * 82)
         agree = answered = 0
+        deferred.enter_context(stop.deferring_signals())
         for i, (x, y) in enumerate(zip(probs, labels)):
+            if stop:
+                break
             order = np.argsort(-x, kind="stable")[:2]
             raw = "  ".join(f"{j} ({x[j]:.2f})" for j in order)
             try:
@@ -74,19 +83,22 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
                    "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
         click.echo(f"budget: {b['date']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
                    f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
-        if images > 0:
-            on_device(dev, key, epsilon, images)
+        done = f"{answered} of {len(probs)} queries (spent {b['daily_spent']:.2f} epsilon today)"
+        if images > 0 and not stop:
+            done = on_device(dev, key, epsilon, images, stop)
+    stop.end(done)
 
 
-def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
-    """The product path: images in, the model runs on the device, only private labels come out."""
+def on_device(dev: Device, key: bytes, epsilon: float, images: int, stop: StopRequest) -> str:
+    """The product path: images in, the model runs on the device, only private labels come out.
+    Stops before the next image once ``stop`` is set; returns what was done (for its summary)."""
     try:
         from ..bench.icount import tick_unit
         from ..model.digits import split
         from ..model.image import UnknownModel, target_model
     except ImportError as exc:
         click.echo(f"\n(on-device model part skipped: it needs scikit-learn, pip install edgedp[analysis]: {exc})")
-        return
+        return "the queries (the on-device model part was skipped)"
 
     try:
         model = target_model(dev.target)
@@ -96,7 +108,7 @@ def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
         why = "the image was built without a model"
     if model is None:
         click.echo(f"\n(on-device model part skipped: {why})")
-        return
+        return "the queries (the on-device model part was skipped)"
     s = split()
     X, y = s.X_test[:images].astype(np.float32), s.y_test[:images]
     dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(epsilon * len(X))))
@@ -106,17 +118,25 @@ def on_device(dev: Device, key: bytes, epsilon: float, images: int) -> None:
                f"images in, LABEL mode at epsilon {epsilon}; the raw output never leaves the device")
     correct, ticks = 0, []
     for i, (x, label) in enumerate(zip(X, y)):
+        if stop:
+            break
         r, t = dev.infer(x, "label")
         correct += int(r.label == label)
         ticks.append(t)
         if i < 8:
             click.echo(f"  image {i}: true {label}, private label {r.label}")
+    if stop:
+        n = len(ticks)
+        spent = to_epsilon(dev.budget().daily_spent)
+        click.echo(f"  private labels correct on {correct}/{n} images sent")
+        return f"the queries and {n} of {len(X)} images (spent {spent:.2f} epsilon on the images)"
     unit = tick_unit(dev.info(), dev.target.name if dev.target else "")
     n = unit.instructions(float(np.mean(ticks)))
     cost = f"{n:,.0f} instructions" if n is not None else f"{np.mean(ticks):,.0f} ticks ({unit.describe()})"
     click.echo(f"  private labels correct on {correct}/{len(X)} images ({correct / len(X):.1%}); "
                f"the same model without noise scores {model_accuracy(model, X, y):.1%}; "
                f"inference {cost} per image")
+    return "every query and image"
 
 
 def model_accuracy(model, X: np.ndarray, y: np.ndarray) -> float:

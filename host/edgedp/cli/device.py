@@ -58,7 +58,12 @@ def admin_key(key_file: str | None, what: str) -> bytes:
 
 
 def resolve_key(dev: Device, key_file: str | None) -> bytes:
-    """The key from --key-file, or the bundled test key when talking to a test build."""
+    """The key from --key-file, or the bundled test key when talking to a test build.
+
+    "A test build" is what the unauthenticated INFO says: a man in the middle can make a
+    production device look like one. That is harmless: the test key is public, so signing with
+    it grants nothing, and a production device (which does not hold it) refuses what it signs
+    (ERR_AUTH, or NotAuthentic on STATE) before anything is charged or changed."""
     if key_file:
         return load_key(key_file)
     if dev.info().build == "test":
@@ -331,7 +336,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         # first), a first signal only stops the stream: run.finish says what was answered and saved.
         deferred.enter_context(stop.deferring_signals())
         deferred.enter_context(run.summary_on_error())  # (exits before the handlers are put back)
-        answers = (dev.infer_many if infer else dev.query_many)(stop.rows(rows), m, stop=stop.__bool__)
+        answers = (dev.infer_many if infer else dev.query_many)(rows, m, stop=stop.__bool__)  # (none sent once set)
         for i, r in enumerate(answers):
             run.take(i, r)
         elapsed = time.perf_counter() - t0

@@ -19,7 +19,9 @@ import numpy as np
 
 from ..device.protocol import QueryResult
 from ..mech.modes import MODE_BUCKET, MODE_TOPK, Mode
-from .signals import interrupt
+from ..device.errors import EdgeDPError
+from .common import fail
+from .signals import exit_code, interrupt
 
 
 def released_array(m: Mode, answers: list[tuple[int, QueryResult]]) -> np.ndarray:
@@ -181,6 +183,12 @@ class StopRequest:
             if self:
                 return
             yield x
+
+    def end(self, done: str, as_json: bool = False) -> None:
+        """After a first signal, end the command: one ERR_INTERRUPTED line saying what was done
+        (``done``: counts and the budget spent), exit 130 for SIGINT, 143 for SIGTERM."""
+        if self.signal is not None:
+            fail(EdgeDPError(f"interrupted after {done}", "ERR_INTERRUPTED"), as_json, exit_code(self.signal))
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signal is not None:

@@ -62,17 +62,13 @@ def restore(old: Handler) -> None:
             pass
 
 
-def code_of(exc: BaseException) -> ExitCode:
-    """The exit code of an interrupt that reached the command's top: click wraps the
-    KeyboardInterrupt (or Terminated) in Abort, as its cause."""
+def ended(exc: BaseException) -> tuple[ExitCode, str]:
+    """The exit code and the error line's text of an interrupt that reached the command's top
+    (click wraps the KeyboardInterrupt, or Terminated, in Abort, as its cause): 143 and
+    "terminated" for SIGTERM, else 130 and "interrupted", with what the interrupted code said of
+    it (admin: whether the signed command took effect)."""
     cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
-    return ExitCode.TERMINATED if isinstance(cause, Terminated) else ExitCode.INTERRUPTED
-
-
-def describe(exc: BaseException) -> str:
-    """The error line's text for an interrupt that reached the command's top: "terminated" or
-    "interrupted", and what the interrupted code said of it (admin: whether the signed command
-    took effect)."""
-    cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
-    what = "terminated" if isinstance(cause, Terminated) else "interrupted"
-    return f"{what}: {cause}" if cause is not None and str(cause) else what
+    term = isinstance(cause, Terminated)
+    what = "terminated" if term else "interrupted"
+    return (ExitCode.TERMINATED if term else ExitCode.INTERRUPTED,
+            f"{what}: {cause}" if cause is not None and str(cause) else what)

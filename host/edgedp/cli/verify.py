@@ -1,12 +1,16 @@
 """edgedp verify: bit-exact replay against the reference plus a chi-square of device noise."""
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from ..device.client import open_device
 from ..device.verify import noise_fit, replay
 from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
+from ..mech.lattice import to_epsilon
 from .device import key_option, resolve_key
+from .output import StopRequest
 
 
 @click.command()
@@ -24,18 +28,31 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     """Replay N varied queries bit for bit and test >= 1e5 noise samples (test builds).
 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
-    mechanism configuration afterwards. A production image is refused at once."""
-    with open_device(target) as dev:
+    mechanism configuration afterwards. A production image is refused at once. Ctrl-C (or
+    SIGTERM) stops after the answer in flight: the queries compared so far and the budget they
+    spent, exit 130 (143)."""
+    stop = StopRequest()
+    with contextlib.ExitStack() as deferred, open_device(target) as dev:  # (device closed, then handlers back)
         dev.require_replayable("verify")
         key = resolve_key(dev, key_file)
         dev.set_time_if_unset(key)
         before = dev.state(key).budget  # restored afterwards: only from the authenticated state
+        deferred.enter_context(stop.deferring_signals())
         try:
-            res = replay(dev, key, queries, seed, progress=progress(no_progress))
-            fit = noise_fit(dev, samples, progress=progress(no_progress))
-            res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = fit.n, fit.pvalue, fit.statistic, fit.dof
+            res = replay(dev, key, queries, seed, progress=progress(no_progress), stop=stop.__bool__)
+            fit = None if stop else noise_fit(dev, samples, progress=progress(no_progress), stop=stop.__bool__)
+            if fit is not None:
+                res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = (fit.n, fit.pvalue, fit.statistic,
+                                                                                  fit.dof)
         finally:
             dev.configure(key, before.config, before.caps)
+        if stop:
+            spent = to_epsilon(dev.state(key).budget.daily_spent - before.daily_spent)
+            if not as_json:
+                click.echo(f"queries        {res.queries}\nmismatches     {res.mismatches}")
+            what = "the noise samples" if res.queries == queries else f"{res.queries} of {queries} queries"
+            stop.end(f"{what} ({res.mismatches} mismatches; spent {spent:g} epsilon, authenticated STATE); "
+                     "no verdict", as_json)
     if as_json:
         emit_json(res.as_dict())
     else:

@@ -1,6 +1,7 @@
 """Bit-exact replay of a test-build device against the reference, and a chi-square of its noise."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,8 +64,11 @@ def _answer(r: P.QueryResult) -> dict:
     return {"m": r.m, "lattice": r.lattice, "indices": r.indices, "label": r.label, "level": r.level}
 
 
-def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool = True) -> VerifyResult:
-    """Re-key the device with a fresh test seed and compare `queries` answers with the reference."""
+def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool = True,
+           stop: Callable[[], bool] | None = None) -> VerifyResult:
+    """Re-key the device with a fresh test seed and compare `queries` answers with the reference;
+    fewer if ``stop()`` holds before a query (none is sent after it does: ``queries`` counts those
+    answered)."""
     rng = np.random.default_rng(seed)
     stream_seed = rng.bytes(32)
     res = VerifyResult()
@@ -73,6 +77,8 @@ def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool 
     dev.test_seed(key, stream_seed)
     ref = ReferenceDevice(cfg, stream_seed)
     for i in tqdm(range(queries), desc="bit-exact queries", disable=not progress, leave=False):
+        if stop and stop():
+            break
         if i % 97 == 96:
             eps_micro = int(rng.choice(EPS_MICRO))
             lo, hi, sens = RANGES[int(rng.integers(len(RANGES)))]
@@ -97,7 +103,10 @@ def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool 
 
 
 def noise_fit(dev: Device, samples: int, eps_micro: int = MICRO, sensitivity: float = 2.0, k: int = 10,
-              progress: bool = True) -> dlap.ChiSquare:
-    """Chi-square of ``samples`` device noise draws against the exact law."""
-    z = draw_samples(dev, P.SampleRequest(eps_micro, sensitivity, k, samples), progress)
+              progress: bool = True, stop: Callable[[], bool] | None = None) -> dlap.ChiSquare | None:
+    """Chi-square of ``samples`` device noise draws against the exact law; None if ``stop()``
+    held before they were all drawn."""
+    z = draw_samples(dev, P.SampleRequest(eps_micro, sensitivity, k, samples), progress, stop)
+    if len(z) < samples:
+        return None
     return dlap.chi_square(z, make_lattice(k, eps_micro, sensitivity, 0.0, 1.0).inv_t)
