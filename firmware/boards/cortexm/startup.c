@@ -79,7 +79,8 @@ void edp_cortexm_wipe_if_sent(void)
 {
     if (!sent) return;
     sent = 0;
-    edp_cortexm_stack_wipe(sbrk(0));  /* above the heap (the test images' rand() state) */
+    const uintptr_t low = (uintptr_t)&_estack - EDP_STACK_MAX, heap = (uintptr_t)sbrk(0);
+    edp_cortexm_stack_wipe((void *)(low > heap ? low : heap));  /* never the heap (the test images' rand() state) */
 }
 
 /* Faults and unexpected interrupts park the core: the watchdog (production)

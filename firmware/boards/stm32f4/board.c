@@ -14,7 +14,9 @@
  *  - day index and SET_TIME: the LSE-clocked RTC calendar (UTC);
  *  - store: backup SRAM on VBAT, sequence shadow in RTC_BKP0R/BKP1R;
  *  - flash high-water log: sectors 9 and 10 (flash.c, reserved by stm32f4.ld);
- *    the watchdog is refreshed before each sector erase (1-2 s);
+ *    the watchdog is refreshed before each sector erase (1-2 s), which waits
+ *    in SRAM, as do the console's RX interrupt and the vector table (VTOR), so
+ *    bytes keep arriving during the erase;
  *  - admin nonce key: the hardware RNG (port->auth_entropy = NULL);
  *  - device key: 32 bytes at 0x080E0000 (flash sector 11, section .edp_key
  *    of stm32f4.ld); all 0xFF (erased) or all 0x00 = not provisioned;
@@ -159,9 +161,10 @@ static int device_key(void *ctx, const uint8_t **key)
 #endif
 }
 
-/* The console's vector (cortexm/startup.c names it weakly). */
+/* The console's vector (cortexm/startup.c names it weakly); in SRAM, as is
+ * edp_stm32_uart_irq, so it runs while a flash sector erases (flash.c). */
 void CONSOLE_HANDLER(void);
-void CONSOLE_HANDLER(void)
+EDP_STM32_RAMFUNC void CONSOLE_HANDLER(void)
 {
     edp_stm32_uart_irq(CONSOLE, &rx);
 }
@@ -171,6 +174,20 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     (void)ctx;
     edp_cortexm_sent();
     edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
+}
+
+/* The vector table in SRAM (cortexm/startup.c's edp_vectors, copied): an
+ * exception entry reads its vector through VTOR, and a read from flash stalls
+ * while a sector erases. VTOR needs the table aligned to its size rounded up
+ * to a power of two (98 words: 512 bytes). */
+extern void (*const edp_vectors[16 + 82])(void);
+static void (*vectors_ram[16 + 82])(void) __attribute__((aligned(512)));
+
+static void vectors_to_ram(void)
+{
+    memcpy(vectors_ram, edp_vectors, sizeof vectors_ram);
+    *EDP_STM32_SCB_VTOR = (uint32_t)vectors_ram;
+    __asm__ volatile("dsb\n" "isb\n" ::: "memory");
 }
 
 static void console_init(edp_rcc_regs_t *rcc)
@@ -257,10 +274,7 @@ static int window_close(void *ctx, uint32_t insns)
     return late;
 }
 
-/* Not const: edp_board_init removes the release window (window_open and
- * window_close NULL, so the core refuses QUERY and INFER with EDP_ERR_TIMING)
- * when the RX interrupt leaves no bounded window at the clock it found. */
-static edp_port_t port = {
+static const edp_port_t port = {
     .entropy = entropy,
     .ticks = ticks,
     .tick_unit = tick_unit,
@@ -284,11 +298,14 @@ const edp_port_t *edp_board_init(void)
     edp_rcc_regs_t *rcc = EDP_STM32_RCC;
 
     edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
+    vectors_to_ram();   /* before the console's interrupt is enabled */
     console_init(rcc);
-    if (edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD, &rx_isr_share) != EDP_OK) {
-        port.window_open = 0;   /* fail closed: no window holds the work */
-        port.window_close = 0;
-    }
+    /* Cannot fail: stm32f4.h's #error checks the baud against both clocks
+     * clock.c reports. Were it to, the share would exceed EDP_STM32_RX_SHARE_MAX:
+     * every window then lasts WINDOW_MAX (edp_stm32_window_cycles saturates),
+     * a fixed release time. */
+    if (edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD, &rx_isr_share) != EDP_OK)
+        rx_isr_share = UINT32_MAX;
     watchdog_start();
 
     tick_kind = edp_stm32_cycles_init(EDP_STM32_DEMCR, EDP_STM32_DWT);

@@ -1,17 +1,16 @@
 /* Internal flash programming for the flash high-water log (RM0090 §3.6).
- * The controller is left locked between operations. Code runs from the same
- * bank: the core stalls on instruction fetches while an operation is busy,
- * the USART's RX interrupt (uart.c) included, unless its code sits in the ART
- * cache. Bytes that arrive during a sector erase (1-2 s) overrun the USART:
- * they are lost, flagged (ORE) when the interrupt runs again, their frame
- * answered as invalid (stm32f4.h, edp_stm32_rx_read), and the host retries.
- * A stall that holds the interrupt between its SR and DR reads can hide an
- * overrun (stm32f4.h). */
+ * The controller is left locked between operations. The image runs from the
+ * same bank, and a fetch from flash stalls while an operation is busy: so
+ * everything from the erase's start (STRT) to BSY clearing runs from SRAM
+ * (EDP_STM32_RAMFUNC: flash_erase, idle, and the helpers they call), and so do
+ * the console's RX interrupt (uart.c, board.c) and the vector table (board.c,
+ * VTOR): bytes arriving during a sector erase (1-2 s) are received. A program
+ * (PG, ~16 us a word) waits in idle() too, but its loop runs from flash. */
 #include "stm32f4.h"
 
 #include "edgedp/error.h"
 
-static int unlock(edp_flash_regs_t *r)
+EDP_STM32_RAMFUNC static int unlock(edp_flash_regs_t *r)
 {
     if (EDP_RD(r->CR) & FLASH_CR_LOCK) {
         r->KEYR = FLASH_KEY1;
@@ -20,13 +19,13 @@ static int unlock(edp_flash_regs_t *r)
     return (EDP_RD(r->CR) & FLASH_CR_LOCK) ? EDP_ERR_STORE : EDP_OK;
 }
 
-static void lock(edp_flash_regs_t *r)
+EDP_STM32_RAMFUNC static void lock(edp_flash_regs_t *r)
 {
     r->CR = FLASH_CR_LOCK;
 }
 
 /* Wait for BSY to clear within spin polls; then EDP_OK unless an error flag is set. */
-static int idle(edp_flash_regs_t *r, uint32_t spin)
+EDP_STM32_RAMFUNC static int idle(edp_flash_regs_t *r, uint32_t spin)
 {
     if (!spin) spin = 1;
     while (EDP_RD(r->SR) & FLASH_SR_BSY)
@@ -35,7 +34,7 @@ static int idle(edp_flash_regs_t *r, uint32_t spin)
 }
 
 /* Unlock, wait for a previous operation, clear stale flags (write 1 to clear). */
-static int begin(edp_flash_regs_t *r, uint32_t spin)
+EDP_STM32_RAMFUNC static int begin(edp_flash_regs_t *r, uint32_t spin)
 {
     int err = unlock(r);
     if (err < 0) return err;
@@ -80,7 +79,7 @@ static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
     return err;
 }
 
-static int flash_erase(void *ctx, uint32_t sector)
+EDP_STM32_RAMFUNC static int flash_erase(void *ctx, uint32_t sector)
 {
     const edp_stm32_flash_t *d = ctx;
     edp_flash_regs_t *r = d->regs;

@@ -15,6 +15,14 @@
 #include "edgedp/flog.h"
 #include "stm32f4_regs.h"
 
+/* Code that must run while a flash sector erases (the erase's busy-wait, the
+ * console's RX interrupt and what it calls): on the STM32F4 a fetch from
+ * flash stalls while an operation of the same bank is busy (RM0090 §3.5.3).
+ * stm32f4.ld links .ramfunc into .data (SRAM, copied from flash at start-up
+ * with it); board.c points VTOR at an SRAM copy of the vector table.
+ * tests/firmware/test_stm32f4_erase_ram.py checks both on the image. */
+#define EDP_STM32_RAMFUNC __attribute__((section(".ramfunc"), noinline))
+
 /* ---- options (override with -D) ---- */
 
 /* Console: 2 = USART2 on PA2/PA3, 3 = USART3 on PD8/PD9 (both AF7). */
@@ -152,10 +160,15 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
 #define EDP_STM32_RX_ISR_CYCLES 256u
 
 /* The console's baud must leave the interrupt room between two bytes (T > c,
- * below) on the slowest clock the port can run, the 16 MHz HSI fallback:
+ * below) on the slowest clock the port can run, the 16 MHz HSI fallback (the
+ * only other is the 168 MHz PLL: edp_stm32_clock_init reports no third), so
+ * edp_board_init's edp_stm32_rx_isr_share never fails:
  * EDP_CONSOLE_BAUD <= 560,311 (460,800 gives T = 312 cycles, 921,600 only 156). */
 #if (EDP_STM32_HSI_HZ * 9u) / (EDP_CONSOLE_BAUD) <= EDP_STM32_RX_ISR_CYCLES
 #error "EDP_CONSOLE_BAUD too fast for the RX interrupt at the 16 MHz HSI fallback (9 bit times <= EDP_STM32_RX_ISR_CYCLES)"
+#endif
+#if EDP_STM32_PLL_HZ < EDP_STM32_HSI_HZ
+#error "the port's two clocks (clock.c reports no other): the HSI check above must cover the PLL too"
 #endif
 
 /* Largest share edp_stm32_rx_isr_share gives (T = c + 1: c in 16.16) and the
@@ -173,8 +186,8 @@ void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r);
  * 299,594 (4.57) at 16 MHz and 460,800 baud; at most EDP_STM32_RX_SHARE_MAX
  * (T = c + 1). Returns EDP_OK, or EDP_ERR_TIMING (and *share = 0) when
  * T <= c: bytes arriving at the fastest can keep the core in the interrupt,
- * and no window bounds the work (the board then has no release window, so
- * the core refuses QUERY and INFER with EDP_ERR_TIMING, port.h). */
+ * and no window bounds the work (the #error above keeps the port's baud and
+ * clocks out of that case). */
 int edp_stm32_rx_isr_share(uint32_t sysclk_hz, uint32_t baud, uint32_t *share);
 
 /* Cycles a release window must last for `work` cycles of work to end in it
@@ -207,9 +220,10 @@ uint64_t edp_stm32_window_cycles(uint64_t work, uint32_t share);
  * A loss this cannot see: an overrun that sets ORE after the interrupt's SR
  * read and before its DR read is cleared by that DR read unseen, and the
  * byte is missing from its frame without a flag. It takes the interrupt
- * delayed about a byte time between its two reads (87 us at 115,200 baud,
- * e.g. a flash program stalling the fetch of the DR read while bytes are
- * pipelined); the spliced frame is then caught only by the CRC (and the
+ * delayed about a byte time between its two reads (87 us at 115,200 baud);
+ * the interrupt runs from SRAM (EDP_STM32_RAMFUNC), so a flash operation no
+ * longer stalls its fetches, but a bus stall of that length (e.g. a debugger)
+ * still could; the spliced frame is then caught only by the CRC (and the
  * length check). */
 size_t edp_stm32_rx_read(edp_stm32_rx_t *r, uint8_t *buf, size_t max);
 

@@ -38,7 +38,7 @@ void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uin
 #define RX_MASK (EDP_STM32_RX_RING - 1u)
 #define LINE_ERRORS (USART_SR_FE | USART_SR_NF | USART_SR_PE)
 
-void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r)
+EDP_STM32_RAMFUNC void edp_stm32_uart_irq(edp_usart_regs_t *u, edp_stm32_rx_t *r)
 {
     /* SR then DR: the pair clears RXNE, ORE, NF, FE and PE. With ORE, DR holds
      * the byte before the lost one: the loss is flagged on the next slot. An
