@@ -3,6 +3,7 @@ markers every test gets from the folder it is in (CONTRIBUTING.md says which fol
 goes in)."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -45,7 +46,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def make(*targets: str) -> None:
-    r = subprocess.run(["make", "-C", str(ROOT), *targets], capture_output=True, text=True)
+    """Build targets, one make at a time per target list: two pytest-xdist workers can ask for the
+    same image (test_qemu_infer_raw.py and test_qemu_infer_release.py)."""
+    lock = ROOT / "build" / (".make-" + "+".join(t.replace("/", "_") for t in targets) + ".lock")
+    lock.parent.mkdir(exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        r = subprocess.run(["make", "-C", str(ROOT), *targets], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 

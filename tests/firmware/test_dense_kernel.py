@@ -3,7 +3,7 @@ in % 4 rest in C; four rows per pass, the out % 4 rest one at a time) give the N
 bits on shapes the bundled models do not have: in % 4 = 1, 2, 3 and out % 4 = 1, 2, 3, random
 weights (a changed summation order shows in the low bits). Built with the image's flags and run
 in Unicorn (edgedp.bench.peers' harness); the bundled models are checked the same way in
-test_peers.py and on QEMU in tests/hil/test_qemu_infer.py."""
+test_peers.py and on QEMU in tests/hil/test_qemu_infer_raw.py."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,11 +1,11 @@
 """INFER on the emulated board: the model runs on the device, only the private release leaves.
 
 Three test images: the default (bundled digits teacher ensemble), one with the bundled
-digits MLP (softmax head: the most rounding-sensitive output) and one without a model."""
+digits MLP (softmax head: the most rounding-sensitive output; its two 1,000-input replays are
+test_qemu_infer_raw.py and test_qemu_infer_release.py) and one without a model."""
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -42,11 +42,13 @@ def model_target(name: str) -> QemuTarget:
     return QemuTarget(ROOT / f"build/qemu-model-{name}/edgedp.elf", 1, f"qemu-model-{name}")
 
 
-@pytest.fixture(scope="module")
-def mlp_dev(test_key: bytes) -> Iterator[Device]:
+def mlp_device(key: bytes) -> Iterator[Device]:
+    """The image with the bundled digits MLP, prepared; for a module fixture
+    (test_qemu_infer_raw.py and test_qemu_infer_release.py: one file per long replay, so
+    pytest-xdist's --dist loadfile can run them on two workers)."""
     t = model_target("digits_mlp")
     try:
-        yield prepare(Device(t.link(), timeout=20, target=t), test_key)
+        yield prepare(Device(t.link(), timeout=20, target=t), key)
     finally:
         t.close()
 
@@ -55,31 +57,6 @@ def inputs_1000() -> np.ndarray:
     """The 599 test images, 301 pool images and 100 random vectors far outside the pixel range."""
     rnd = np.random.default_rng(3).normal(0, 4, size=(100, 64))
     return np.vstack([SPLIT.X_test, SPLIT.X_pool[:301], rnd]).astype(np.float32)
-
-
-def test_raw_model_output_is_bit_exact_for_1000_inputs(mlp_dev: Device) -> None:
-    model = cgen.read(ROOT / "firmware/model/digits_mlp.c")
-    X = inputs_1000()
-    raw = reference.run(model, X)
-    bad = [i for i, x in enumerate(X)
-           if mlp_dev.infer_local(x) != (int(reference.first_argmax(raw[i:i + 1])[0]),
-                                         zlib.crc32(raw[i].astype("<f4").tobytes()))]
-    assert not bad, f"{len(bad)} mismatches, first row {bad[0]}"
-
-
-def test_infer_release_is_bit_exact_for_1000_inputs(mlp_dev: Device, test_key: bytes) -> None:
-    model = cgen.read(ROOT / "firmware/model/digits_mlp.c")
-    seed = bytes(range(100, 132))
-    mlp_dev.test_seed(test_key, seed)
-    ref = InferReference(model, seed)
-    X = inputs_1000()
-    spent0 = mlp_dev.budget().lifetime_spent
-    for i, x in enumerate(X):
-        mode = MODES[i % len(MODES)]
-        r, ticks = mlp_dev.infer(x, mode)
-        assert r.same_answer(ref.infer(x, mode)), (i, mode)
-        assert ticks > 0 and r.k == 10
-    assert mlp_dev.budget().lifetime_spent - spent0 == 1000 * 1_000_000
 
 
 def test_ensemble_on_device_reaches_host_accuracy_at_epsilon_1(qemu: Device, test_key: bytes) -> None:

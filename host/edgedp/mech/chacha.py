@@ -23,26 +23,53 @@ _M = 0xFFFFFFFF
 
 
 def block(state: list[int] | tuple[int, ...], rounds: int = ROUNDS) -> list[int]:
-    """One block: the rounds applied to the 16-word state, plus the state (edp_chacha_block)."""
-    x = list(state)
+    """One block: the rounds applied to the 16-word state, plus the state (edp_chacha_block).
 
-    def qr(a: int, b: int, c: int, d: int) -> None:
-        x[a] = (x[a] + x[b]) & _M
-        t = x[d] ^ x[a]
-        x[d] = ((t << 16) | (t >> 16)) & _M
-        x[c] = (x[c] + x[d]) & _M
-        t = x[b] ^ x[c]
-        x[b] = ((t << 12) | (t >> 20)) & _M
-        x[a] = (x[a] + x[b]) & _M
-        t = x[d] ^ x[a]
-        x[d] = ((t << 8) | (t >> 24)) & _M
-        x[c] = (x[c] + x[d]) & _M
-        t = x[b] ^ x[c]
-        x[b] = ((t << 7) | (t >> 25)) & _M
-
+    The quarter rounds are written out on local variables: the replay tests draw millions of
+    samples, and this is about twice as fast as a quarter-round function on a list."""
+    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = state
     for _ in range(rounds // 2):
-        qr(0, 4, 8, 12), qr(1, 5, 9, 13), qr(2, 6, 10, 14), qr(3, 7, 11, 15)
-        qr(0, 5, 10, 15), qr(1, 6, 11, 12), qr(2, 7, 8, 13), qr(3, 4, 9, 14)
+        # quarter round, column 0
+        x0 = (x0 + x4) & _M; x12 ^= x0; x12 = ((x12 << 16) | (x12 >> 16)) & _M
+        x8 = (x8 + x12) & _M; x4 ^= x8; x4 = ((x4 << 12) | (x4 >> 20)) & _M
+        x0 = (x0 + x4) & _M; x12 ^= x0; x12 = ((x12 << 8) | (x12 >> 24)) & _M
+        x8 = (x8 + x12) & _M; x4 ^= x8; x4 = ((x4 << 7) | (x4 >> 25)) & _M
+        # quarter round, column 1
+        x1 = (x1 + x5) & _M; x13 ^= x1; x13 = ((x13 << 16) | (x13 >> 16)) & _M
+        x9 = (x9 + x13) & _M; x5 ^= x9; x5 = ((x5 << 12) | (x5 >> 20)) & _M
+        x1 = (x1 + x5) & _M; x13 ^= x1; x13 = ((x13 << 8) | (x13 >> 24)) & _M
+        x9 = (x9 + x13) & _M; x5 ^= x9; x5 = ((x5 << 7) | (x5 >> 25)) & _M
+        # quarter round, column 2
+        x2 = (x2 + x6) & _M; x14 ^= x2; x14 = ((x14 << 16) | (x14 >> 16)) & _M
+        x10 = (x10 + x14) & _M; x6 ^= x10; x6 = ((x6 << 12) | (x6 >> 20)) & _M
+        x2 = (x2 + x6) & _M; x14 ^= x2; x14 = ((x14 << 8) | (x14 >> 24)) & _M
+        x10 = (x10 + x14) & _M; x6 ^= x10; x6 = ((x6 << 7) | (x6 >> 25)) & _M
+        # quarter round, column 3
+        x3 = (x3 + x7) & _M; x15 ^= x3; x15 = ((x15 << 16) | (x15 >> 16)) & _M
+        x11 = (x11 + x15) & _M; x7 ^= x11; x7 = ((x7 << 12) | (x7 >> 20)) & _M
+        x3 = (x3 + x7) & _M; x15 ^= x3; x15 = ((x15 << 8) | (x15 >> 24)) & _M
+        x11 = (x11 + x15) & _M; x7 ^= x11; x7 = ((x7 << 7) | (x7 >> 25)) & _M
+        # quarter round, diagonal 0
+        x0 = (x0 + x5) & _M; x15 ^= x0; x15 = ((x15 << 16) | (x15 >> 16)) & _M
+        x10 = (x10 + x15) & _M; x5 ^= x10; x5 = ((x5 << 12) | (x5 >> 20)) & _M
+        x0 = (x0 + x5) & _M; x15 ^= x0; x15 = ((x15 << 8) | (x15 >> 24)) & _M
+        x10 = (x10 + x15) & _M; x5 ^= x10; x5 = ((x5 << 7) | (x5 >> 25)) & _M
+        # quarter round, diagonal 1
+        x1 = (x1 + x6) & _M; x12 ^= x1; x12 = ((x12 << 16) | (x12 >> 16)) & _M
+        x11 = (x11 + x12) & _M; x6 ^= x11; x6 = ((x6 << 12) | (x6 >> 20)) & _M
+        x1 = (x1 + x6) & _M; x12 ^= x1; x12 = ((x12 << 8) | (x12 >> 24)) & _M
+        x11 = (x11 + x12) & _M; x6 ^= x11; x6 = ((x6 << 7) | (x6 >> 25)) & _M
+        # quarter round, diagonal 2
+        x2 = (x2 + x7) & _M; x13 ^= x2; x13 = ((x13 << 16) | (x13 >> 16)) & _M
+        x8 = (x8 + x13) & _M; x7 ^= x8; x7 = ((x7 << 12) | (x7 >> 20)) & _M
+        x2 = (x2 + x7) & _M; x13 ^= x2; x13 = ((x13 << 8) | (x13 >> 24)) & _M
+        x8 = (x8 + x13) & _M; x7 ^= x8; x7 = ((x7 << 7) | (x7 >> 25)) & _M
+        # quarter round, diagonal 3
+        x3 = (x3 + x4) & _M; x14 ^= x3; x14 = ((x14 << 16) | (x14 >> 16)) & _M
+        x9 = (x9 + x14) & _M; x4 ^= x9; x4 = ((x4 << 12) | (x4 >> 20)) & _M
+        x3 = (x3 + x4) & _M; x14 ^= x3; x14 = ((x14 << 8) | (x14 >> 24)) & _M
+        x9 = (x9 + x14) & _M; x4 ^= x9; x4 = ((x4 << 7) | (x4 >> 25)) & _M
+    x = (x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15)
     return [(a + b) & _M for a, b in zip(x, state)]
 
 
