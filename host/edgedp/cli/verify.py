@@ -5,6 +5,7 @@ import contextlib
 
 import click
 
+from ..analysis.jsonable import finite_json
 from ..device.client import open_device
 from ..device.verify import noise_fit, replay
 from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
@@ -52,7 +53,7 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     # the handlers are back: every first signal is in ``stop`` now
     complete = fit is not None
     if as_json:
-        emit_json({**res.as_dict(), "complete": complete})
+        emit_json(finite_json({**res.as_dict(), "complete": complete}))  # no chi-square yet: "nan", valid JSON
     elif complete:
         click.echo(f"queries        {res.queries}")
         click.echo(f"mismatches     {res.mismatches}")
