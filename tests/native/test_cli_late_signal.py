@@ -1,7 +1,7 @@
 """A first Ctrl-C that arrives after the last charged answer (during the test, the comparison or
 the device's close) still ends `verify`, `audit-dp` and `tradeoff --target` with 130 once their
 complete result is out; under --json that result is the one document on stdout and the error is
-on stderr only (as bench does).
+on stderr only (as bench does), also when the command stopped early (a partial document).
 
 The real CLI against the native device (--target host); the signal is the process's own SIGINT,
 sent from inside the step that follows the last answer, so it lands there every time (a signal
@@ -129,3 +129,29 @@ def test_tradeoff_bad_key_file_fails_before_the_trade_off(outputs: Path, tmp_pat
     r = CliRunner().invoke(main, ["tradeoff", "--data", str(outputs), "--target", "host", "--key-file",
                                   str(tmp_path / "missing.key")])
     assert r.exit_code != 0 and "cannot read key file" in r.stderr and not ran, r.stderr
+
+
+@pytest.mark.native
+def test_audit_dp_json_stopped_writes_what_was_charged(native_builds: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal after the 5th answer: no bound, and the one stdout object says 5 answers were charged."""
+    from edgedp.analysis import audit_dp
+    real = audit_dp.device_releaser
+
+    def releaser(dev, mode, k, below, progress=None, stop=None):
+        seen = [0]
+
+        def counted(n: int) -> None:
+            if progress:
+                progress(n)
+            seen[0] += n
+            if seen[0] == 5:
+                os.kill(os.getpid(), signal.SIGINT)
+        return real(dev, mode, k, below, counted, stop)
+    monkeypatch.setattr(audit_dp, "device_releaser", releaser)
+    r = CliRunner().invoke(main, ["audit-dp", "--target", "host", "--key", KEY, "--trials", "8", "--epsilon", "1",
+                                  "--no-progress", "--json"])
+    assert r.exit_code == 130, (r.stdout, r.stderr)
+    line = one_error_line(r.stderr)
+    assert "interrupted after 5 of " in line and "device answers (spent 5 epsilon); no bound" in line, line
+    d = json.loads(r.stdout)
+    assert d["answers"] == 5 and d["epsilon_spent"] == 5 and d["complete"] is False, d
