@@ -32,7 +32,7 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     mechanism configuration afterwards. A production image is refused at once. Ctrl-C (or
     SIGTERM) stops after the answer in flight: the queries compared so far and the budget they
     spent, exit 130 (143); a signal after the last answer prints the verdict first. --json writes
-    the result (``complete`` false when stopped early) in every case."""
+    the result (``complete`` false when stopped early; ``epsilon_spent`` from STATE) in every case."""
     stop = StopRequest()
     with contextlib.ExitStack() as deferred, open_device(target) as dev:  # (device closed, then handlers back)
         dev.require_replayable("verify")
@@ -53,7 +53,8 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     # the handlers are back: every first signal is in ``stop`` now
     complete = fit is not None
     if as_json:
-        emit_json(finite_json({**res.as_dict(), "complete": complete}))  # no chi-square yet: "nan", valid JSON
+        # (no chi-square yet: "nan", still valid JSON)
+        emit_json(finite_json({**res.as_dict(), "complete": complete, "epsilon_spent": spent}))
     elif complete:
         click.echo(f"queries        {res.queries}")
         click.echo(f"mismatches     {res.mismatches}")
