@@ -89,7 +89,7 @@ def check_ended(rc: int, err: str, signum: int) -> str:
 
 def test_demo_sigint_stops_after_the_answer_in_flight(session: Cli) -> None:
     """demo resets the day's spend first: after it, the device's spend is what demo says it spent."""
-    run = Run(session, ["demo", "--rows", "64", "--images", "599"])
+    run = Run(session, ["demo", "--rows", "64", "--daily-cap", "64", "--images", "599"])
     # a few private rows out (the table lines end with the budget left)
     rc, out, err = run.signal_when(lambda r: len(re.findall(rb"\n +\d+ +\d+ \|", r.out)) >= 3, signal.SIGINT)
     line = check_ended(rc, err, signal.SIGINT)

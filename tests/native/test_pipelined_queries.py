@@ -165,7 +165,7 @@ def test_a_row_held_for_the_byte_budget_is_not_sent_after_a_stop(host_device, te
     link = Buffered(dev.link, 4096)
     stop = StopRequest()
     got = []
-    for r in Device(link, timeout=dev.timeout).query_many(stop.rows(rows), "full", stop=stop.__bool__):
+    for r in Device(link, timeout=dev.timeout).query_many(rows, "full", stop=stop.__bool__):
         got.append(r)
         stop.stop("enough")  # what QueryRun does on Ctrl-C or a refusal
     assert len(got) == 1 and link.sent == link.got and len(link.sent) == 1

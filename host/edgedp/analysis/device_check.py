@@ -75,7 +75,9 @@ def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progre
     """Send ``queries`` test rows through the device (full mode); compare with the fast sampler at
     the device's configuration: from STATE authenticated with ``key``, or without one from BUDGET
     (``authenticated`` in the result says which). If ``stop()`` holds before a query, none is sent
-    after it: the result has ``interrupted``, the queries answered and the ε they spent, no test."""
+    after it: the result has ``interrupted``, the queries answered and the ε they spent, no test.
+    A ``stop()`` that becomes true later (during the last query, the test or the device's close)
+    changes nothing here: the caller reads it after this returns."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0xDE1CE]))
     idx = rng.choice(len(probs), size=min(queries, len(probs)), replace=False)
     x = probs[idx].astype(np.float32).astype(np.float64)  # what the wire carries

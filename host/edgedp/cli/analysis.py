@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 from .. import datasets as data
 from ..analysis import accounting, extraction, mia, models, tradeoff
@@ -275,6 +276,13 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
                  seed: int, quick: bool, jobs: int, as_json: bool, no_progress: bool) -> None:
     """Top-1 accuracy and agreement with the non-private prediction for each ε and output mode:
     single model (softmax) with output noise, teacher ensemble (votes), and a DP-SGD model."""
+    key_given = click.get_current_context().get_parameter_source("key_file") is ParameterSource.COMMANDLINE
+    if key_given and target is None:  # (edgedp.toml's key_file alone is no reason to fail)
+        raise click.UsageError("--key-file is for the device check: give --target too")
+    key = None
+    if target is not None and key_file:  # before the models are trained: a wrong path fails at once
+        from ..device.client import load_key
+        key = load_key(key_file)
     s = make_settings(quick, seed, epsilons, modes, teachers)
     stop = StopRequest()
     if repeats:
@@ -316,8 +324,6 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
     doc["seconds"] = time.perf_counter() - t0
     if target is not None:
         from ..analysis import device_check  # imports the device client only when asked
-        from ..device.client import load_key
-        key = load_key(key_file) if key_file else None
         with stop.deferring_signals():  # Ctrl-C: after the query in flight (the device is closed inside)
             doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress, key,
                                                      stop.__bool__)
@@ -348,9 +354,11 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
                            f"the mechanism's law p = {d['pvalue_values']:.3g}; label agreement "
                            f"{d['device_agreement']:.3f} vs reference {d['reference_agreement']:.3f} "
                            f"(p = {d['pvalue_labels']:.3g}): {'OK' if d['ok'] else 'MISMATCH'}")
-    if "device_check" in doc and doc["device_check"].get("interrupted"):
+    if stop:  # a first signal, also one during the last query, the comparison or the device's close
         d = doc["device_check"]
-        stop.end(f"{d['queries']} of the device check's queries (spent {d['epsilon_spent']:g} epsilon)", as_json)
+        stop.end(f"{d['queries']} of the device check's queries (spent {d['epsilon_spent']:g} epsilon)"
+                 if d.get("interrupted") else
+                 f"every device check query (spent {d['queries'] * d['epsilon']:g} epsilon): the test is complete")
     if "device_check" in doc and not doc["device_check"]["ok"]:
         sys.exit(1)
 

@@ -33,7 +33,7 @@ def _verdict(doc: dict) -> str:
             + ("OK" if lb <= st else "EXCEEDS the stated ε"))
 
 
-def _finish(doc: dict, as_json: bool, lines: list[str]) -> None:
+def _show(doc: dict, as_json: bool, lines: list[str]) -> None:
     from ..analysis.jsonable import finite_json
     if as_json:
         emit_json(finite_json(doc))
@@ -41,6 +41,10 @@ def _finish(doc: dict, as_json: bool, lines: list[str]) -> None:
         for line in lines:
             click.echo(line)
         click.echo(_verdict(doc))
+
+
+def _finish(doc: dict, as_json: bool, lines: list[str]) -> None:
+    _show(doc, as_json, lines)
     if doc["epsilon_lower_bound"] > doc["epsilon_stated"]:
         sys.exit(1)
 
@@ -81,6 +85,7 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
 
     md = Mode.parse(mode)
     stop = StopRequest()
+    stopped: A.Stopped | None = None
     if target == REFERENCE:
         mech = A.Mechanism(1.0 if epsilon is None else epsilon, classes, value_range[0], value_range[1], sensitivity)
         mech.lattice  # noqa: B018 - a configuration the device would refuse fails here, in one line
@@ -100,8 +105,15 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
                 try:
                     res = A.audit(rel, mech, md, n, confidence, seed, target or "default", pairs)
                 except A.Stopped as s:
-                    stop.end(f"{s.answers} of {2 * n * len(pairs)} device answers (spent "
-                             f"{s.answers * mech.epsilon:g} epsilon); no bound", as_json)
+                    stopped = s
+    if stopped is not None:  # no bound: what was charged (under --json as a document too, as bench does)
+        total = 2 * n * len(pairs)
+        if as_json:
+            emit_json({"target": target or "default", "mode": str(md), "answers": stopped.answers,
+                       "answers_planned": total, "epsilon_spent": stopped.answers * mech.epsilon,
+                       "complete": False})
+        stop.end(f"{stopped.answers} of {total} device answers (spent {stopped.answers * mech.epsilon:g} epsilon); "
+                 "no bound")
     doc = res.as_dict()
     lines = [f"{doc['target']}: mode {doc['mode']}, k = {doc['classes']}, range [{doc['range'][0]:g}, "
              f"{doc['range'][1]:g}], Δ = {doc['sensitivity']:g}, {doc['trials']} answers per world"]
@@ -109,10 +121,9 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
         ev = p["event"]["text"] if p["event"] else "no separating event"
         lines.append(f"  {p['name']:9s} bound {p['epsilon_lower_bound']:.4g}  event {ev}: "
                      f"{p['hits_a']}/{p['n_a']} vs {p['hits_b']}/{p['n_b']}")
-    if stop:  # during the last answer: the bound is complete, shown, and the signal's exit code follows
-        if not as_json:
-            click.echo("\n".join([*lines, _verdict(doc)]))
-        stop.end("every device answer (the bound is complete)", as_json)
+    if stop:  # during the last answer or the close: the bound is complete, shown, and the signal's exit code follows
+        _show(doc, as_json, lines)
+        stop.end("every device answer (the bound is complete)")
     _finish(doc, as_json, lines)
 
 

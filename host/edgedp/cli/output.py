@@ -164,9 +164,9 @@ def open_sink(path: Path, mode: Mode, max_rows: int, dumps: Callable[[dict], str
 class StopRequest:
     """Set by the first SIGINT/SIGTERM (or by the command) to end the stream after the answer in flight.
 
-    ``rows(...)`` yields rows until it is set, so the device client never sends another one; a
-    second signal interrupts at once: KeyboardInterrupt for SIGINT, Terminated for SIGTERM
-    (cli/signals.py: exit 130 or 143)."""
+    The command passes ``stop=request.__bool__`` to the device client, which sends no row once it
+    holds; a second signal interrupts at once: KeyboardInterrupt for SIGINT, Terminated for
+    SIGTERM (cli/signals.py: exit 130 or 143)."""
 
     def __init__(self) -> None:
         self.signal: int | None = None
@@ -178,17 +178,13 @@ class StopRequest:
     def stop(self, reason: str) -> None:
         self.reason = self.reason or reason
 
-    def rows(self, rows: np.ndarray) -> Iterator[np.ndarray]:
-        for x in rows:
-            if self:
-                return
-            yield x
-
-    def end(self, done: str, as_json: bool = False) -> None:
-        """After a first signal, end the command: one ERR_INTERRUPTED line saying what was done
-        (``done``: counts and the budget spent), exit 130 for SIGINT, 143 for SIGTERM."""
+    def end(self, done: str) -> None:
+        """After a first signal, end the command: one ERR_INTERRUPTED line on stderr saying what was
+        done (``done``: counts and the budget spent), exit 130 for SIGINT, 143 for SIGTERM. Under
+        --json the command has already written its (partial or complete) document to stdout, as
+        bench does: the error is not a second one."""
         if self.signal is not None:
-            fail(EdgeDPError(f"interrupted after {done}", "ERR_INTERRUPTED"), as_json, exit_code(self.signal))
+            fail(EdgeDPError(f"interrupted after {done}", "ERR_INTERRUPTED"), False, exit_code(self.signal))
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signal is not None:

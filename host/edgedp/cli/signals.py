@@ -1,8 +1,10 @@
 """SIGINT and SIGTERM: which exception each raises and which exit code each ends with.
 
 Every way a signal ends a command gives the same code (cli/exit_codes.py): SIGINT 130, SIGTERM
-143, whether it was the first signal outside a deferred stop, the first inside one (query and
-bench stop after the answer in flight) or the second inside one (which interrupts at once)."""
+143, whether it was the first signal outside a deferred stop, the first inside one (every command
+that makes charged queries — query, bench, demo, verify, audit-dp, tradeoff's device check — stops
+after the answer in flight: cli/output.py StopRequest) or the second inside one (which interrupts
+at once)."""
 from __future__ import annotations
 
 import signal

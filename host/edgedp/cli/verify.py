@@ -5,6 +5,7 @@ import contextlib
 
 import click
 
+from ..analysis.jsonable import finite_json
 from ..device.client import open_device
 from ..device.verify import noise_fit, replay
 from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
@@ -30,7 +31,8 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
     Re-keys the DRBG (TEST_SEED) and reconfigures epsilon and range on the way; restores the
     mechanism configuration afterwards. A production image is refused at once. Ctrl-C (or
     SIGTERM) stops after the answer in flight: the queries compared so far and the budget they
-    spent, exit 130 (143)."""
+    spent, exit 130 (143); a signal after the last answer prints the verdict first. --json writes
+    the result (``complete`` false when stopped early; ``epsilon_spent`` from STATE) in every case."""
     stop = StopRequest()
     with contextlib.ExitStack() as deferred, open_device(target) as dev:  # (device closed, then handlers back)
         dev.require_replayable("verify")
@@ -46,16 +48,14 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
                                                                                   fit.dof)
         finally:
             dev.configure(key, before.config, before.caps)
-        if stop:
-            spent = to_epsilon(dev.state(key).budget.daily_spent - before.daily_spent)
-            if not as_json:
-                click.echo(f"queries        {res.queries}\nmismatches     {res.mismatches}")
-            what = "the noise samples" if res.queries == queries else f"{res.queries} of {queries} queries"
-            stop.end(f"{what} ({res.mismatches} mismatches; spent {spent:g} epsilon, authenticated STATE); "
-                     "no verdict", as_json)
+        # read now, for a signal that comes later too (during the close): only from the authenticated state
+        spent = to_epsilon(dev.state(key).budget.daily_spent - before.daily_spent)
+    # the handlers are back: every first signal is in ``stop`` now
+    complete = fit is not None
     if as_json:
-        emit_json(res.as_dict())
-    else:
+        # (no chi-square yet: "nan", still valid JSON)
+        emit_json(finite_json({**res.as_dict(), "complete": complete, "epsilon_spent": spent}))
+    elif complete:
         click.echo(f"queries        {res.queries}")
         click.echo(f"mismatches     {res.mismatches}")
         for mode, (n, bad) in sorted(res.by_mode.items()):
@@ -63,5 +63,13 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
         click.echo(f"noise samples  {res.samples}")
         click.echo(f"chi-square     {res.chi2_statistic:.1f} on {res.chi2_dof} dof, p = {res.chi2_pvalue:.4f}")
         click.echo("verdict        " + ("PASS" if res.ok else "FAIL"))
+    else:
+        click.echo(f"queries        {res.queries}\nmismatches     {res.mismatches}")
+    if complete:
+        stop.end(f"every query and noise sample ({res.mismatches} mismatches; spent {spent:g} epsilon, "
+                 "authenticated STATE): the verdict is complete")
+    else:
+        what = "the noise samples" if res.queries == queries else f"{res.queries} of {queries} queries"
+        stop.end(f"{what} ({res.mismatches} mismatches; spent {spent:g} epsilon, authenticated STATE); no verdict")
     if not res.ok:
         raise SystemExit(1)
