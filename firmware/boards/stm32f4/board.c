@@ -51,6 +51,7 @@
 #include "stm32f4.h"
 #include "../cortexm/stackwipe.h"
 #include "../cortexm/systick.h"
+#include "../cortexm/vectors.h"
 
 #if EDP_TEST_BUILD
 #include "test_keys.h"
@@ -176,12 +177,12 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
 }
 
-/* The vector table in SRAM (cortexm/startup.c's edp_vectors, copied): an
+/* The vector table in SRAM (cortexm/vectors.h's edp_vectors, copied): an
  * exception entry reads its vector through VTOR, and a read from flash stalls
  * while a sector erases. VTOR needs the table aligned to its size rounded up
  * to a power of two (98 words: 512 bytes). */
-extern void (*const edp_vectors[16 + 82])(void);
-static void (*vectors_ram[16 + 82])(void) __attribute__((aligned(512)));
+static void (*vectors_ram[EDP_VECTOR_COUNT])(void) __attribute__((aligned(512)));
+_Static_assert(sizeof vectors_ram <= 512, "VTOR alignment: the table outgrew 512 bytes");
 
 static void vectors_to_ram(void)
 {
