@@ -301,13 +301,14 @@ const edp_port_t *edp_board_init(void)
     edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
     vectors_to_ram();   /* before the console's interrupt is enabled */
     console_init(rcc);
-    /* Cannot fail: stm32f4.h's #error checks the baud against both clocks
-     * clock.c reports. Were it to, the share would exceed EDP_STM32_RX_SHARE_MAX:
-     * every window then lasts WINDOW_MAX (edp_stm32_window_cycles saturates),
-     * a fixed release time. */
-    if (edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD, &rx_isr_share) != EDP_OK)
-        rx_isr_share = UINT32_MAX;
     watchdog_start();
+    /* Cannot fail: stm32f4.h's #error checks the baud against both clocks
+     * clock.c reports. Were it to, fail closed: park before anything is
+     * answered and let the watchdog reset (no window, no answer; a saturated
+     * share would make every window last longer than the host's timeout, so
+     * answers would be charged and then lost). */
+    if (edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD, &rx_isr_share) != EDP_OK)
+        edp_default_handler();
 
     tick_kind = edp_stm32_cycles_init(EDP_STM32_DEMCR, EDP_STM32_DWT);
     if (tick_kind != EDP_TICK_DWT) edp_systick_start();
