@@ -254,18 +254,21 @@ def rows_file(tmp_path: Path, n: int) -> str:
     return str(tmp_path / "x.npy")
 
 
+def budget_claims_half_epsilon(f: frames.Frame) -> list[bytes] | None:
+    """A proxy rule: every BUDGET answer claims the device runs ε = 0.5 (it runs 1)."""
+    if f.type == P.BUDGET | P.RESPONSE:
+        v = list(S.BUDGET_BODY_FMT.unpack(f.body))
+        v[10] = MICRO // 2  # eps_micro
+        return answer(f, S.BUDGET_BODY_FMT.pack(*v))
+    return None
+
+
 def test_a_rewritten_budget_cannot_make_query_skip_its_config(mitm: Proxy, qemu: Device, test_key: bytes,
                                                               tmp_path: Path) -> None:
     """BUDGET rewritten to claim the device already runs ε = 0.5: `query -e 0.5` never reads it;
     it decides from STATE (--key-file's key), signs the CONFIG and the rows run at 0.5 (the old
     host skipped the CONFIG and the rows ran, and were charged, at the device's 1)."""
-    def rewrite(f: frames.Frame) -> list[bytes] | None:
-        if f.type == P.BUDGET | P.RESPONSE:
-            v = list(S.BUDGET_BODY_FMT.unpack(f.body))
-            v[10] = MICRO // 2  # eps_micro
-            return answer(f, S.BUDGET_BODY_FMT.pack(*v))
-        return None
-    mitm.to_host = rewrite
+    mitm.to_host = budget_claims_half_epsilon
     r = mitm.cli("query", "-e", "0.5", "--key-file", KEY, "--json", rows_file(tmp_path, 3))
     assert r.returncode == 0, r.stderr
     after = authentic_state(qemu, test_key)
@@ -493,13 +496,7 @@ def test_tradeoff_device_check_reads_the_configuration_from_state(mitm: Proxy, q
     """BUDGET rewritten to claim ε = 0.5 (the device runs 1): with --key-file the trade-off check
     never reads BUDGET and tests the answers at STATE's ε; without a key it says its figures are
     the unauthenticated BUDGET's (the old check always compared against BUDGET's)."""
-    def rewrite(f: frames.Frame) -> list[bytes] | None:
-        if f.type == P.BUDGET | P.RESPONSE:
-            v = list(S.BUDGET_BODY_FMT.unpack(f.body))
-            v[10] = MICRO // 2  # eps_micro
-            return answer(f, S.BUDGET_BODY_FMT.pack(*v))
-        return None
-    mitm.to_host = rewrite
+    mitm.to_host = budget_claims_half_epsilon
     rng = np.random.default_rng(5)
     np.savez(tmp_path / "out.npz", probs=rng.dirichlet(np.ones(10), size=40), labels=rng.integers(0, 10, 40))
     args = ("tradeoff", "--data", str(tmp_path / "out.npz"), "--quick", "--modes", "label", "--epsilons", "1",
