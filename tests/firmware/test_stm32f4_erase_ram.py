@@ -145,7 +145,8 @@ def test_no_flash_fetch_while_the_erase_is_busy(elf) -> None:
     # The data cache is reset (DCRST while DCEN is clear, then DCEN back) before the sector is read back.
     first_read = next(i for i, e in enumerate(b.events) if e[0] == "read")
     before = [v for kind, v in b.events[:first_read] if kind == "acr"]
-    assert any(v & ACR_DCRST and not v & ACR_DCEN for v in before), f"no data cache reset before the read-back: {before}"
+    assert any(v & ACR_DCRST and not v & ACR_DCEN for v in before), \
+        f"no data cache reset before the read-back: {before}"
     assert before[-1] == acr and b.regs[FLASH_REGS] == acr, "the data cache is re-enabled, DCRST clear"
     assert b.strt_seen and b.busy == 0, "the erase started and waited for BSY to clear"
     assert len(busy_fetches) >= BUSY_POLLS, "instructions ran while BSY was set"
