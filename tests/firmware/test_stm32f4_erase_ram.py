@@ -25,6 +25,7 @@ SCS_BASE, SCS_SIZE = 0xE0000000, 0x00100000
 FLASH_REGS = 0x40023C00
 FLASH_CR, FLASH_SR = FLASH_REGS + 0x10, FLASH_REGS + 0x0C
 CR_STRT, CR_LOCK, SR_BSY = 1 << 16, 1 << 31, 1 << 16
+ACR_ICEN, ACR_DCEN, ACR_DCRST = 1 << 9, 1 << 10, 1 << 12
 VTOR = 0xE000ED08
 USART2_VECTOR = 16 + 38
 RETURN = 0x00001000
@@ -60,6 +61,7 @@ class Board:
         self.busy = 0
         self.erasing = False
         self.strt_seen = False
+        self.events: list[tuple[str, int]] = []   # ("acr", value written) and ("read", sector address)
         with open(ELF, "rb") as fh:
             elf = ELFFile(fh)
             for seg in elf.iter_segments():
@@ -86,6 +88,8 @@ class Board:
             if value & CR_STRT:
                 self.busy, self.erasing, self.strt_seen = BUSY_POLLS, True, True
                 value &= ~CR_STRT
+        elif addr == FLASH_REGS:
+            self.events.append(("acr", value))
         self.regs[addr] = value
 
     def call(self, name: str, *args: int, count: int = 50_000_000) -> int:
@@ -113,7 +117,7 @@ def elf() -> None:
 
 
 def test_no_flash_fetch_while_the_erase_is_busy(elf) -> None:
-    from unicorn import UC_HOOK_CODE
+    from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ
     b = Board(flash_regs_hook=True)
     assert b.sym["_ebss"] + 0x100 <= SCRATCH
     b.boot()
@@ -133,7 +137,17 @@ def test_no_flash_fetch_while_the_erase_is_busy(elf) -> None:
         if b.erasing:
             busy_fetches.append(addr)
     b.uc.hook_add(UC_HOOK_CODE, on_code)
+    b.uc.hook_add(UC_HOOK_MEM_READ, lambda uc, access, addr, size, value, _u: b.events.append(("read", addr)),
+                  begin=base, end=base + sector - 1)
+    acr = 5 | ACR_ICEN | ACR_DCEN   # as clock.c leaves it: the data cache on
+    b.regs[FLASH_REGS] = acr
     assert b.call(erase, d, 0) == 0
+    # The data cache is reset (DCRST while DCEN is clear, then DCEN back) before the sector is read back.
+    first_read = next(i for i, e in enumerate(b.events) if e[0] == "read")
+    before = [v for kind, v in b.events[:first_read] if kind == "acr"]
+    assert any(v & ACR_DCRST and not v & ACR_DCEN for v in before), \
+        f"no data cache reset before the read-back: {before}"
+    assert before[-1] == acr and b.regs[FLASH_REGS] == acr, "the data cache is re-enabled, DCRST clear"
     assert b.strt_seen and b.busy == 0, "the erase started and waited for BSY to clear"
     assert len(busy_fetches) >= BUSY_POLLS, "instructions ran while BSY was set"
     flash = [a for a in busy_fetches if _in_flash(a)]

@@ -7,12 +7,12 @@
 #include <stdint.h>
 
 #include "stackwipe.h"
+#include "vectors.h"
 
 extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
 extern int main(void);
 
 void edp_reset_handler(void);
-void edp_default_handler(void);
 void SysTick_Handler(void) __attribute__((weak, alias("edp_default_handler")));
 /* The stm32f4 port's console interrupts (boards/stm32f4/board.c defines the one it uses). */
 void USART2_IRQHandler(void) __attribute__((weak, alias("edp_default_handler")));
@@ -91,7 +91,7 @@ void edp_default_handler(void)
     }
 }
 
-__attribute__((section(".isr_vector"), used)) void (*const edp_vectors[16 + 82])(void) = {
+__attribute__((section(".isr_vector"), used)) void (*const edp_vectors[EDP_VECTOR_COUNT])(void) = {
     (void (*)(void))(&_estack),
     edp_reset_handler,
     edp_default_handler, /* NMI */
@@ -110,5 +110,5 @@ __attribute__((section(".isr_vector"), used)) void (*const edp_vectors[16 + 82])
     [16 ... 16 + 37] = edp_default_handler,
     [16 + 38] = USART2_IRQHandler,
     [16 + 39] = USART3_IRQHandler,
-    [16 + 40 ... 97] = edp_default_handler,
+    [16 + 40 ... EDP_VECTOR_COUNT - 1] = edp_default_handler,
 };

@@ -51,6 +51,7 @@
 #include "stm32f4.h"
 #include "../cortexm/stackwipe.h"
 #include "../cortexm/systick.h"
+#include "../cortexm/vectors.h"
 
 #if EDP_TEST_BUILD
 #include "test_keys.h"
@@ -176,12 +177,12 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
 }
 
-/* The vector table in SRAM (cortexm/startup.c's edp_vectors, copied): an
+/* The vector table in SRAM (cortexm/vectors.h's edp_vectors, copied): an
  * exception entry reads its vector through VTOR, and a read from flash stalls
  * while a sector erases. VTOR needs the table aligned to its size rounded up
  * to a power of two (98 words: 512 bytes). */
-extern void (*const edp_vectors[16 + 82])(void);
-static void (*vectors_ram[16 + 82])(void) __attribute__((aligned(512)));
+static void (*vectors_ram[EDP_VECTOR_COUNT])(void) __attribute__((aligned(512)));
+_Static_assert(sizeof vectors_ram <= 512, "VTOR alignment: the table outgrew 512 bytes");
 
 static void vectors_to_ram(void)
 {
@@ -300,13 +301,14 @@ const edp_port_t *edp_board_init(void)
     edp_stm32_clock_init(rcc, EDP_STM32_FLASH, EDP_STM32_PWR, EDP_HSE_BYPASS, EDP_STM32_SPIN_CLOCK, &clocks);
     vectors_to_ram();   /* before the console's interrupt is enabled */
     console_init(rcc);
-    /* Cannot fail: stm32f4.h's #error checks the baud against both clocks
-     * clock.c reports. Were it to, the share would exceed EDP_STM32_RX_SHARE_MAX:
-     * every window then lasts WINDOW_MAX (edp_stm32_window_cycles saturates),
-     * a fixed release time. */
-    if (edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD, &rx_isr_share) != EDP_OK)
-        rx_isr_share = UINT32_MAX;
     watchdog_start();
+    /* Cannot fail: stm32f4.h's #error checks the baud against both clocks
+     * clock.c reports. Were it to, fail closed: park before anything is
+     * answered and let the watchdog reset (no window, no answer; a saturated
+     * share would make every window last longer than the host's timeout, so
+     * answers would be charged and then lost). */
+    if (edp_stm32_rx_isr_share(clocks.sysclk_hz, EDP_CONSOLE_BAUD, &rx_isr_share) != EDP_OK)
+        edp_default_handler();
 
     tick_kind = edp_stm32_cycles_init(EDP_STM32_DEMCR, EDP_STM32_DWT);
     if (tick_kind != EDP_TICK_DWT) edp_systick_start();

@@ -5,7 +5,12 @@
  * (EDP_STM32_RAMFUNC: flash_erase, idle, and the helpers they call), and so do
  * the console's RX interrupt (uart.c, board.c) and the vector table (board.c,
  * VTOR): bytes arriving during a sector erase (1-2 s) are received. A program
- * (PG, ~16 us a word) waits in idle() too, but its loop runs from flash. */
+ * (PG, ~16 us a word) waits in idle() too, but its loop runs from flash.
+ * The ART data cache (DCEN, set by clock.c) can hold a line of a sector read
+ * before it was erased or programmed: after each erase and each word programmed,
+ * and before reading it back, the cache is reset as ST's HAL does after an erase
+ * (FLASH_FlushCaches: DCEN off, DCRST pulsed, DCEN restored), so the read-back
+ * and every later flash_read see the flash, not a stale line. */
 #include "stm32f4.h"
 
 #include "edgedp/error.h"
@@ -31,6 +36,17 @@ EDP_STM32_RAMFUNC static int idle(edp_flash_regs_t *r, uint32_t spin)
     while (EDP_RD(r->SR) & FLASH_SR_BSY)
         if (!--spin) return EDP_ERR_STORE;
     return (EDP_RD(r->SR) & FLASH_SR_ERRORS) ? EDP_ERR_STORE : EDP_OK;
+}
+
+/* Reset the data cache if it is on (RM0090: DCRST acts only while DCEN is clear). */
+EDP_STM32_RAMFUNC static void dcache_reset(edp_flash_regs_t *r)
+{
+    uint32_t acr = EDP_RD(r->ACR) & ~FLASH_ACR_DCRST, off = acr & ~FLASH_ACR_DCEN;
+    if (!(acr & FLASH_ACR_DCEN)) return;
+    r->ACR = off;
+    r->ACR = off | FLASH_ACR_DCRST;
+    r->ACR = off;
+    r->ACR = acr;
 }
 
 /* Unlock, wait for a previous operation, clear stale flags (write 1 to clear). */
@@ -73,6 +89,7 @@ static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
         r->CR = FLASH_CR_PSIZE_X32 | FLASH_CR_PG;
         *w = v;
         err = idle(r, d->spin_program);
+        dcache_reset(r);
         if (err == EDP_OK && *w != v) err = EDP_ERR_STORE;
     }
     lock(r);
@@ -94,6 +111,7 @@ EDP_STM32_RAMFUNC static int flash_erase(void *ctx, uint32_t sector)
         err = idle(r, d->spin_erase);
     }
     lock(r);
+    dcache_reset(r);
     for (i = 0; err == EDP_OK && i < d->sector_size / 4u; i++)
         if (w[i] != 0xFFFFFFFFu) err = EDP_ERR_STORE;
     return err;
