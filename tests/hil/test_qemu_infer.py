@@ -6,6 +6,7 @@ test_qemu_infer_raw.py and test_qemu_infer_release.py) and one without a model."
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -57,6 +58,15 @@ def inputs_1000() -> np.ndarray:
     """The 599 test images, 301 pool images and 100 random vectors far outside the pixel range."""
     rnd = np.random.default_rng(3).normal(0, 4, size=(100, 64))
     return np.vstack([SPLIT.X_test, SPLIT.X_pool[:301], rnd]).astype(np.float32)
+
+
+def raw_mismatches(dev: Device, model: cgen.DeviceModel, X: np.ndarray) -> list[int]:
+    """The rows whose INFER_LOCAL answer (label, CRC-32 of the raw f32 output) is not the
+    host reference's for ``model``."""
+    raw = reference.run(model, X)
+    return [i for i, x in enumerate(X)
+            if dev.infer_local(x) != (int(reference.first_argmax(raw[i:i + 1])[0]),
+                                      zlib.crc32(raw[i].astype("<f4").tobytes()))]
 
 
 def test_ensemble_on_device_reaches_host_accuracy_at_epsilon_1(qemu: Device, test_key: bytes) -> None:

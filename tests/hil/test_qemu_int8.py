@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +18,11 @@ from sklearn.linear_model import LogisticRegression
 from edgedp.datasets import digits_split
 from edgedp.device.client import Device
 from edgedp.device.targets.qemu import QemuTarget, free_port, qemu_argv
-from edgedp.model import cgen, reference
+from edgedp.model import cgen
 from edgedp.model.image import InferReference
 
 from ..conftest import ROOT, make
-from .test_qemu_infer import MODES, model_target, prepare
+from .test_qemu_infer import MODES, model_target, prepare, raw_mismatches
 
 pytestmark = pytest.mark.hil
 SPLIT = digits_split(0)
@@ -47,11 +46,7 @@ def inputs() -> np.ndarray:
 def test_int8_raw_output_is_bit_exact(int8_dev: Device) -> None:
     model = cgen.read(INT8)
     assert model.int8
-    X = inputs()
-    raw = reference.run(model, X)
-    bad = [i for i, x in enumerate(X)
-           if int8_dev.infer_local(x) != (int(reference.first_argmax(raw[i:i + 1])[0]),
-                                          zlib.crc32(raw[i].astype("<f4").tobytes()))]
+    bad = raw_mismatches(int8_dev, model, inputs())
     assert not bad, f"{len(bad)} mismatches, first row {bad[0]}"
 
 
