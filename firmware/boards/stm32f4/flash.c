@@ -7,8 +7,8 @@
  * VTOR): bytes arriving during a sector erase (1-2 s) are received. A program
  * (PG, ~16 us a word) waits in idle() too, but its loop runs from flash.
  * The ART data cache (DCEN, set by clock.c) can hold a line of a sector read
- * before it was erased or programmed: after each erase and each word programmed,
- * and before reading it back, the cache is reset as ST's HAL does after an erase
+ * before it was erased or programmed: after each erase and each program call
+ * (all its words), and before reading them back, the cache is reset as ST's HAL does after an erase
  * (FLASH_FlushCaches: DCEN off, DCRST pulsed, DCEN restored), so the read-back
  * and every later flash_read see the flash, not a stale line. */
 #include "stm32f4.h"
@@ -89,10 +89,14 @@ static int flash_program(void *ctx, uint32_t off, const void *buf, uint32_t n)
         r->CR = FLASH_CR_PSIZE_X32 | FLASH_CR_PG;
         *w = v;
         err = idle(r, d->spin_program);
-        dcache_reset(r);
-        if (err == EDP_OK && *w != v) err = EDP_ERR_STORE;
     }
     lock(r);
+    dcache_reset(r);  /* once per call, not per word: then every word is read back */
+    for (i = 0; err == EDP_OK && i < n; i += 4) {
+        const volatile uint32_t *w = d->base + (off + i) / 4u;
+        uint32_t v = (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 | (uint32_t)p[i + 3] << 24;
+        if (*w != v) err = EDP_ERR_STORE;
+    }
     return err;
 }
 
