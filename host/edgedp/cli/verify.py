@@ -69,7 +69,8 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
         stop.end(f"every query and noise sample ({res.mismatches} mismatches; spent {spent:g} epsilon, "
                  "authenticated STATE): the verdict is complete")
     else:
-        what = "the noise samples" if res.queries == queries else f"{res.queries} of {queries} queries"
+        what = ("every query, not all noise samples" if res.queries == queries
+                else f"{res.queries} of {queries} queries")
         stop.end(f"{what} ({res.mismatches} mismatches; spent {spent:g} epsilon, authenticated STATE); no verdict")
     if not res.ok:
         raise SystemExit(1)
