@@ -77,7 +77,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
             agree += int(r.label == int(order[0]))
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
             click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
-        b = budget_dict(dev.budget())
+        b = budget_dict(dev.state(key).budget)  # the key is at hand: authenticated, not BUDGET
         click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
         click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
                    "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
@@ -127,7 +127,7 @@ def on_device(dev: Device, key: bytes, epsilon: float, images: int, stop: StopRe
             click.echo(f"  image {i}: true {label}, private label {r.label}")
     if stop:
         n = len(ticks)
-        spent = to_epsilon(dev.budget().daily_spent)
+        spent = to_epsilon(dev.state(key).budget.daily_spent)
         click.echo(f"  private labels correct on {correct}/{n} images sent")
         return f"the queries and {n} of {len(X)} images (spent {spent:.2f} epsilon on the images)"
     unit = tick_unit(dev.info(), dev.target.name if dev.target else "")
