@@ -16,7 +16,7 @@ import pytest
 from edgedp.device.client import Device, connect, load_key
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.host import HostTarget
-from edgedp.device.targets.qemu import QemuTarget
+from edgedp.device.targets.qemu import QemuTarget, qmp
 from edgedp.mech.lattice import MICRO
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,6 +166,9 @@ def emulator(qemu_elf: Path):
 
 @pytest.fixture(scope="session")
 def qemu_target() -> Iterator[QemuTarget]:
+    """One QEMU per worker, paused between the tests that use it (``qemu``): the firmware polls
+    its UART, so a running QEMU spins a host core even when idle, taken from the other worker's
+    tests (the virtual clock, under -icount, stops with the VM)."""
     make("build/qemu/edgedp.elf")
     t = QemuTarget.from_spec("qemu")
     yield t
@@ -176,11 +179,13 @@ _epochs = iter(range(TEST_EPOCH + 10 * DAY, 2**40, 10 * DAY))
 
 
 @pytest.fixture
-def qemu(qemu_target: QemuTarget, test_key: bytes) -> Device:
-    """The QEMU device after a warm reset with a known configuration.
+def qemu(qemu_target: QemuTarget, test_key: bytes) -> Iterator[Device]:
+    """The QEMU device after a warm reset with a known configuration, paused again after the
+    test (qemu_target).
 
     The store survives resets, and days never go back, so each test starts ten days
     after the previous one: ``dev.epoch`` is its clock at the start."""
+    qmp(qemu_target.qmp_path, "cont")
     qemu_target.reset()
     dev = Device(qemu_target.link(), timeout=20, target=qemu_target)
     dev.sync()
@@ -188,4 +193,5 @@ def qemu(qemu_target: QemuTarget, test_key: bytes) -> Device:
     dev.set_time(test_key, dev.epoch)  # type: ignore[attr-defined]
     dev.configure(test_key, MechConfig(), Caps(daily=1000 * MICRO))
     dev.reset_budget(test_key)
-    return dev
+    yield dev
+    qmp(qemu_target.qmp_path, "stop")
