@@ -107,6 +107,19 @@ def test_demo(device_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert charged == pytest.approx(3.0)
 
 
+def test_demo_images(device_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut on the 3rd image (INFER): the queries and two images answered, their private labels
+    counted, the device charged them and the third."""
+    r, charged = run_cut(monkeypatch, P.INFER, 3, ["demo", "--rows", "2", "--images", "10"])
+    line = summary(r)
+    m = re.search(r"interrupted after the queries and 2 of 10 images \(private labels correct on (\d); the device "
+                  r"charged 2 epsilon for the images\); then: ", line)
+    assert m, line
+    shown = re.findall(r"image \d: true (\d), private label (\d)", r.stdout)
+    assert len(shown) == 2 and int(m.group(1)) == sum(a == b for a, b in shown), r.stdout
+    assert charged == pytest.approx(2.0 + 3.0)  # the two queries, then the images
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_verify(device_store: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool) -> None:
     """Cut on the 5th query: 4 compared (shown, or the one partial document), their ε counted here
