@@ -13,6 +13,7 @@ from edgedp import schema as S
 from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, EdgeDPError, NotAuthentic, StateMismatch, StateUnknown
 from edgedp.device.protocol import Caps, MechConfig
+from edgedp.device.transport import LinkWrapper
 from edgedp.mech.lattice import MICRO
 
 from ..conftest import ROOT, TEST_EPOCH
@@ -20,24 +21,19 @@ from ..conftest import ROOT, TEST_EPOCH
 pytestmark = pytest.mark.native
 
 
-class DroppingLink:
+class DroppingLink(LinkWrapper):
     """Passes everything through except admin frames, which it keeps (a withholding MITM)."""
 
     def __init__(self, link):
-        self.link, self.kept = link, []
+        super().__init__(link)
+        self.kept: list[bytes] = []
 
     def write(self, data: bytes) -> None:
         f = frames.decode(data.rstrip(b"\x00")) if data.strip(b"\x00") else None
         if f is not None and f.type in P.ADMIN_TYPES:
             self.kept.append(data)
             return
-        self.link.write(data)
-
-    def read(self, timeout: float) -> bytes:
-        return self.link.read(timeout)
-
-    def close(self) -> None:
-        self.link.close()
+        self.inner.write(data)
 
 
 def test_state_is_fresh_tagged_and_draws_a_nonce(host_device, test_key: bytes) -> None:
@@ -62,7 +58,7 @@ def test_a_timeout_after_the_signed_frame_is_state_unknown_and_the_frame_dies(ho
     with pytest.raises(StateUnknown, match="did not take effect.*can no longer land") as e:
         admin.run(dev, test_key, P.RESET_BUDGET, lambda b: b"", lambda before, after: None)
     assert e.value.exit_code == 6
-    dev.link = drop.link
+    dev.link = drop.inner
     before = dev.state(test_key).budget
     dev.send_raw(drop.kept[0])  # delivered late: its nonce was redrawn by the re-read
     ans = P.AdminAnswer.parse(dev.receive().body)
@@ -173,28 +169,26 @@ def _budget_forbidden(dev) -> None:
     dev.budget = forged
 
 
-class CountingLink:
+class CountingLink(LinkWrapper):
     """Passes everything through and counts the request frames by type (STATE answers can be
     corrupted on the way back: a device that does not hold the key checked)."""
 
     def __init__(self, link, corrupt_state: bool = False):
-        self.link, self.sent, self.corrupt_state, self._reader = link, Counter(), corrupt_state, frames.FrameReader()
+        super().__init__(link)
+        self.sent, self.corrupt_state, self._reader = Counter(), corrupt_state, frames.FrameReader()
 
     def write(self, data: bytes) -> None:
         self.sent.update(f.type for f in frames.FrameReader().feed(data))
-        self.link.write(data)
+        self.inner.write(data)
 
     def read(self, timeout: float) -> bytes:
         out = b""
-        for f in self._reader.feed(self.link.read(timeout)):
+        for f in self._reader.feed(self.inner.read(timeout)):
             body = f.body
             if self.corrupt_state and f.type == P.STATE | P.RESPONSE:
                 body = body[:-1] + bytes([body[-1] ^ 1])  # the tag: as if tagged with another key
             out += frames.encode(f.type, f.seq, body, f.version)
         return out
-
-    def close(self) -> None:
-        self.link.close()
 
 
 def counted(dev, corrupt_state: bool = False) -> Counter:

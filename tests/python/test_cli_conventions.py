@@ -75,6 +75,44 @@ def test_a_second_signal_interrupts_with_its_own_code() -> None:
             assert signals.ended(abort)[0] == code == signals.ended(e.value)[0]
 
 
+def test_an_error_after_a_first_signal_ends_with_the_summary(capsys) -> None:
+    """StopRequest.summary_on_error: before a signal an EdgeDPError goes on with its own code;
+    after one, the report runs (it shows what was answered) and the command ends with the
+    interrupted summary, the error as its cause and the signal's code; a failed link adds that an
+    answer lost with it may have been charged; anything but an EdgeDPError goes on."""
+    import signal
+
+    import pytest
+    from edgedp.cli.output import StopRequest
+    from edgedp.device.errors import DeviceError, EdgeDPError, ErrorCode, TransportError
+    reported: list[int] = []
+
+    def report() -> str:
+        reported.append(1)
+        print("row 0 answered")
+        return "1 of 2 rows"
+    stop = StopRequest()
+    with pytest.raises(TransportError), stop.summary_on_error(report):
+        raise TransportError("no response")
+    assert not reported
+    stop._handler(signal.SIGTERM, None)
+    with pytest.raises(ValueError), stop.summary_on_error(report):
+        raise ValueError("bad input")
+    lost = " (an answer lost with the link may have been charged)"
+    for exc, tail in ((TransportError("no response"), lost), (DeviceError(ErrorCode.ERR_BUDGET, 0), "")):
+        with pytest.raises(SystemExit) as e, stop.summary_on_error(report):
+            raise exc
+        out, err = capsys.readouterr()
+        assert e.value.code == 143 and out == "row 0 answered\n", (out, err)
+        assert err == f"edgedp: error: interrupted after 1 of 2 rows; then: {exc}{tail}\n", err
+    stop = StopRequest()
+    stop._handler(signal.SIGINT, None)
+    with pytest.raises(SystemExit) as e, stop.summary_on_error(report, as_json=True):
+        raise EdgeDPError("closing failed")
+    out, err = capsys.readouterr()
+    assert e.value.code == 130 and '"exit_code": 130' in out.splitlines()[-1], out
+
+
 def blocked_on_a_fifo(tmp_path, **popen) -> tuple[subprocess.Popen, int]:
     """`edgedp query` reading its rows from a FIFO, and the FIFO's write end: opening it returns
     once the command has opened the read end (after main installed its handlers); the command

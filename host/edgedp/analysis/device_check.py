@@ -20,6 +20,7 @@ unauthenticated BUDGET's (a man in the middle can rewrite it): the result says w
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import binomtest, kstest
@@ -34,6 +35,23 @@ from ..mech.modes import Mode
 ALPHA = 1e-3
 SIMULATIONS = 2000
 FULL = Mode.parse("full")
+
+
+@dataclass
+class Sent:
+    """The device check's charged queries so far, counted as they are answered (what a caller
+    still knows when the link fails during the check)."""
+    planned: int = 0
+    answered: int = 0
+    epsilon: float = 0.0  # charged for each, from the device's configuration
+
+
+def interrupted(target: str | None, authenticated: bool, sent: Sent) -> dict:
+    """The result of a check that ended before its last query: what was charged, no test."""
+    return {"target": target or "default", "mode": str(FULL), "authenticated": authenticated,
+            "epsilon": sent.epsilon, "queries": sent.answered, "epsilon_spent": sent.answered * sent.epsilon,
+            "ok": False, "interrupted": True,
+            "reason": f"interrupted after {sent.answered} of {sent.planned} queries"}
 
 
 def pit(y: np.ndarray, q: np.ndarray, lo: int, hi: int, inv_t: float, rng: np.random.Generator) -> np.ndarray:
@@ -71,19 +89,22 @@ def compare(x: np.ndarray, lattice: np.ndarray, eps_micro: int, sens: float, lo:
 
 
 def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progress: bool = True,
-          key: bytes | None = None, stop: Callable[[], bool] | None = None) -> dict:
+          key: bytes | None = None, stop: Callable[[], bool] | None = None, sent: Sent | None = None) -> dict:
     """Send ``queries`` test rows through the device (full mode); compare with the fast sampler at
     the device's configuration: from STATE authenticated with ``key``, or without one from BUDGET
     (``authenticated`` in the result says which). If ``stop()`` holds before a query, none is sent
     after it: the result has ``interrupted``, the queries answered and the ε they spent, no test.
     A ``stop()`` that becomes true later (during the last query, the test or the device's close)
-    changes nothing here: the caller reads it after this returns."""
+    changes nothing here: the caller reads it after this returns. ``sent``: counts the queries as
+    they are answered (for a caller whose check ended in a link error)."""
+    sent = Sent() if sent is None else sent
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0xDE1CE]))
     idx = rng.choice(len(probs), size=min(queries, len(probs)), replace=False)
     x = probs[idx].astype(np.float32).astype(np.float64)  # what the wire carries
+    sent.planned = len(x)
     with open_device(target) as dev:
         b = dev.state(key).budget if key is not None else dev.budget()
-        eps = to_epsilon(b.epsilon_micro)
+        eps = sent.epsilon = to_epsilon(b.epsilon_micro)
         if (b.lo, b.hi) != (0.0, 1.0):
             raise ValueError(f"the device is configured for range [{b.lo:g}, {b.hi:g}]; the trade-off check sends "
                              "softmax probabilities: configure range 0 1 (edgedp admin config --range 0 1)")
@@ -99,11 +120,11 @@ def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progre
             except DeviceError as exc:
                 raise ValueError(f"device refused a query after {len(rows)}: {exc}") from None
             rows.append(r.lattice)
+            sent.answered += 1
             ms.add(r.m)
-    base = {"target": target or "default", "mode": str(FULL), "authenticated": key is not None}
     if len(rows) < len(x):
-        return {**base, "epsilon": eps, "queries": len(rows), "epsilon_spent": len(rows) * eps, "ok": False,
-                "interrupted": True, "reason": f"interrupted after {len(rows)} of {len(x)} queries"}
+        return interrupted(target, key is not None, sent)
+    base = {"target": target or "default", "mode": str(FULL), "authenticated": key is not None}
     if len(ms) != 1:
         raise ValueError(f"the device changed its lattice during the check ({sorted(ms)})")
     return {**base, **compare(x, np.stack(rows), b.epsilon_micro, float(b.sensitivity), float(b.lo), float(b.hi),

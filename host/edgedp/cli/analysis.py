@@ -251,6 +251,44 @@ def _check_data(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _show_tradeoff(doc: dict, info: dict, rows: list[dict], model_path: str | None, as_json: bool) -> None:
+    """tradeoff's result on stdout (--json: the one document)."""
+    if as_json:
+        emit_json(finite_json(doc))
+    else:
+        if model_path:
+            click.echo(f"model {model_path}: its device outputs (bit-exact kernels)")
+        click.echo(f"data {info['data']}: {info['test']} test inputs, non-private accuracy "
+                   f"{info['test_accuracy']:.3f}, chance {doc['chance']:.3f}")
+        click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'accuracy':>9s} {'agreement':>10s}")
+        for r in rows:
+            click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['accuracy']:9.3f} "
+                       f"{r['agreement']:10.3f}")
+        if "choice" in doc:
+            click.echo("\n".join(_dpsgd_choice_text(doc["choice"])))
+        if "device_check" in doc:
+            d = doc["device_check"]
+            how = ("configuration from the authenticated STATE" if d["authenticated"] else
+                   "configuration from the unauthenticated BUDGET, which a man in the middle can rewrite: "
+                   "pass --key-file")
+            if d.get("interrupted"):
+                click.echo(f"device: {d['reason']} (ε = {d['epsilon']:g} each; {how}): no test")
+            elif "pvalue_values" not in d:
+                click.echo(f"device: {d['reason']}: MISMATCH ({how})")
+            else:
+                click.echo(f"device: {d['queries']} queries at ε = {d['epsilon']:g} (full mode; {how}): values fit "
+                           f"the mechanism's law p = {d['pvalue_values']:.3g}; label agreement "
+                           f"{d['device_agreement']:.3f} vs reference {d['reference_agreement']:.3f} "
+                           f"(p = {d['pvalue_labels']:.3g}): {'OK' if d['ok'] else 'MISMATCH'}")
+
+
+def _check_done(d: dict) -> str:
+    """What a summary after a first signal says the device check did: its queries and their ε."""
+    if d.get("interrupted"):
+        return f"{d['queries']} of the device check's queries (spent {d['epsilon_spent']:g} epsilon)"
+    return f"every device check query (spent {d['queries'] * d['epsilon']:g} epsilon): the test is complete"
+
+
 @click.command("tradeoff")
 @click.option("--data", "data_spec", default="digits", show_default=True, metavar="digits|FILE.npz",
               callback=_check_data,
@@ -324,41 +362,20 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
     doc["seconds"] = time.perf_counter() - t0
     if target is not None:
         from ..analysis import device_check  # imports the device client only when asked
-        with stop.deferring_signals():  # Ctrl-C: after the query in flight (the device is closed inside)
+        sent = device_check.Sent()
+
+        def after_link_error() -> str:  # the table, and the check's queries the device charged: no test
+            doc["device_check"] = device_check.interrupted(target, key is not None, sent)
+            _show_tradeoff(doc, info, rows, model_path, as_json)
+            return _check_done(doc["device_check"])
+
+        # Ctrl-C: after the query in flight (the device is closed inside)
+        with stop.deferring_signals(), stop.summary_on_error(after_link_error):
             doc["device_check"] = device_check.check(target, probs, target_queries, seed, progress, key,
-                                                     stop.__bool__)
-    if as_json:
-        emit_json(finite_json(doc))
-    else:
-        if model_path:
-            click.echo(f"model {model_path}: its device outputs (bit-exact kernels)")
-        click.echo(f"data {info['data']}: {info['test']} test inputs, non-private accuracy "
-                   f"{info['test_accuracy']:.3f}, chance {doc['chance']:.3f}")
-        click.echo(f"{'mechanism':9s} {'mode':9s} {'eps':>5s} {'accuracy':>9s} {'agreement':>10s}")
-        for r in rows:
-            click.echo(f"{r['mechanism']:9s} {r['mode']:9s} {_eps(r['epsilon']):>5s} {r['accuracy']:9.3f} "
-                       f"{r['agreement']:10.3f}")
-        if "choice" in doc:
-            click.echo("\n".join(_dpsgd_choice_text(doc["choice"])))
-        if "device_check" in doc:
-            d = doc["device_check"]
-            how = ("configuration from the authenticated STATE" if d["authenticated"] else
-                   "configuration from the unauthenticated BUDGET, which a man in the middle can rewrite: "
-                   "pass --key-file")
-            if d.get("interrupted"):
-                click.echo(f"device: {d['reason']} (ε = {d['epsilon']:g} each; {how}): no test")
-            elif "pvalue_values" not in d:
-                click.echo(f"device: {d['reason']}: MISMATCH ({how})")
-            else:
-                click.echo(f"device: {d['queries']} queries at ε = {d['epsilon']:g} (full mode; {how}): values fit "
-                           f"the mechanism's law p = {d['pvalue_values']:.3g}; label agreement "
-                           f"{d['device_agreement']:.3f} vs reference {d['reference_agreement']:.3f} "
-                           f"(p = {d['pvalue_labels']:.3g}): {'OK' if d['ok'] else 'MISMATCH'}")
+                                                     stop.__bool__, sent)
+    _show_tradeoff(doc, info, rows, model_path, as_json)
     if stop:  # a first signal, also one during the last query, the comparison or the device's close
-        d = doc["device_check"]
-        stop.end(f"{d['queries']} of the device check's queries (spent {d['epsilon_spent']:g} epsilon)"
-                 if d.get("interrupted") else
-                 f"every device check query (spent {d['queries'] * d['epsilon']:g} epsilon): the test is complete")
+        stop.end(_check_done(doc["device_check"]))
     if "device_check" in doc and not doc["device_check"]["ok"]:
         sys.exit(1)
 

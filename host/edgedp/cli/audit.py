@@ -43,6 +43,23 @@ def _show(doc: dict, as_json: bool, lines: list[str]) -> None:
         click.echo(_verdict(doc))
 
 
+def _lines(doc: dict) -> list[str]:
+    """audit-dp's text before the verdict: the set-up, then each pair's bound and event."""
+    lines = [f"{doc['target']}: mode {doc['mode']}, k = {doc['classes']}, range [{doc['range'][0]:g}, "
+             f"{doc['range'][1]:g}], Δ = {doc['sensitivity']:g}, {doc['trials']} answers per world"]
+    for p in doc["pairs"]:
+        ev = p["event"]["text"] if p["event"] else "no separating event"
+        lines.append(f"  {p['name']:9s} bound {p['epsilon_lower_bound']:.4g}  event {ev}: "
+                     f"{p['hits_a']}/{p['n_a']} vs {p['hits_b']}/{p['n_b']}")
+    return lines
+
+
+def _shown_complete(doc: dict, as_json: bool) -> str:
+    """A complete device bound that a signal came after: shown, and what the summary says was done."""
+    _show(doc, as_json, _lines(doc))
+    return "every device answer (the bound is complete)"
+
+
 def _finish(doc: dict, as_json: bool, lines: list[str]) -> None:
     _show(doc, as_json, lines)
     if doc["epsilon_lower_bound"] > doc["epsilon_stated"]:
@@ -85,7 +102,8 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
 
     md = Mode.parse(mode)
     stop = StopRequest()
-    stopped: A.Stopped | None = None
+    stopped: int | None = None  # the device answers charged when the audit stopped before its bound
+    res: A.AuditResult | None = None
     if target == REFERENCE:
         mech = A.Mechanism(1.0 if epsilon is None else epsilon, classes, value_range[0], value_range[1], sensitivity)
         mech.lattice  # noqa: B018 - a configuration the device would refuse fails here, in one line
@@ -94,37 +112,44 @@ def audit_dp(target: str | None, epsilon: float | None, mode: str, classes: int,
         from ..device.client import load_key, open_device
         n = trials or DEVICE_TRIALS
         key = load_key(key_path)
+        answers = 0
+
+        def answered(count: int) -> None:
+            nonlocal answers
+            answers += count
+            bar.update(count)
+
+        def charged(count: int) -> str:
+            """No bound: what was charged (under --json as a document too, as bench does)."""
+            total = 2 * n * len(pairs)
+            if as_json:
+                emit_json({"target": target or "default", "mode": str(md), "answers": count,
+                           "answers_planned": total, "epsilon_spent": count * mech.epsilon, "complete": False})
+            return f"{count} of {total} device answers (spent {count * mech.epsilon:g} epsilon); no bound"
+
+        def after_link_error() -> str:  # the answers so far, or the complete bound (the close failed)
+            return charged(answers) if res is None else _shown_complete(res.as_dict(), as_json)
+
         # (the device is closed before the handlers are put back: a first signal only stops the queries)
         with contextlib.ExitStack() as deferred, open_device(target) as dev:
             mech = A.prepare_device(dev, key, classes, 2 * n * A.MAX_PAIRS, epsilon, seed)
             pairs = A.neighbour_pairs(mech)
             deferred.enter_context(stop.deferring_signals())
+            deferred.enter_context(stop.summary_on_error(after_link_error))
             with tqdm(total=2 * n * len(pairs), desc="device answers", disable=no_progress, leave=False,
                       unit="q") as bar:
-                rel = A.device_releaser(dev, md, classes, mech.lattice.lo - 1.0, bar.update, stop.__bool__)
+                rel = A.device_releaser(dev, md, classes, mech.lattice.lo - 1.0, answered, stop.__bool__)
                 try:
                     res = A.audit(rel, mech, md, n, confidence, seed, target or "default", pairs)
                 except A.Stopped as s:
-                    stopped = s
-    if stopped is not None:  # no bound: what was charged (under --json as a document too, as bench does)
-        total = 2 * n * len(pairs)
-        if as_json:
-            emit_json({"target": target or "default", "mode": str(md), "answers": stopped.answers,
-                       "answers_planned": total, "epsilon_spent": stopped.answers * mech.epsilon,
-                       "complete": False})
-        stop.end(f"{stopped.answers} of {total} device answers (spent {stopped.answers * mech.epsilon:g} epsilon); "
-                 "no bound")
+                    stopped = s.answers
+    if stopped is not None:  # (only a signal stops it: this ends the command)
+        stop.end(charged(stopped))
+    assert res is not None
     doc = res.as_dict()
-    lines = [f"{doc['target']}: mode {doc['mode']}, k = {doc['classes']}, range [{doc['range'][0]:g}, "
-             f"{doc['range'][1]:g}], Δ = {doc['sensitivity']:g}, {doc['trials']} answers per world"]
-    for p in doc["pairs"]:
-        ev = p["event"]["text"] if p["event"] else "no separating event"
-        lines.append(f"  {p['name']:9s} bound {p['epsilon_lower_bound']:.4g}  event {ev}: "
-                     f"{p['hits_a']}/{p['n_a']} vs {p['hits_b']}/{p['n_b']}")
     if stop:  # during the last answer or the close: the bound is complete, shown, and the signal's exit code follows
-        _show(doc, as_json, lines)
-        stop.end("every device answer (the bound is complete)")
-    _finish(doc, as_json, lines)
+        stop.end(_shown_complete(doc, as_json))
+    _finish(doc, as_json, _lines(doc))
 
 
 @click.command("audit-train")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from importlib import resources
 
 import click
@@ -24,6 +25,25 @@ def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
             return z["probs"].astype(np.float64), z["labels"].astype(int)
 
 
+@dataclass
+class Answered:
+    """What demo's charged answers were so far, for its summary when the link fails after a signal
+    (the device's spend can no longer be read then: the count times the ε each was charged)."""
+    epsilon: float
+    queries: int
+    queries_planned: int
+    images: int = 0
+    images_planned: int = 0  # 0: the on-device model part has not begun
+    correct: int = 0  # private labels of the images that were the true label
+
+    def summary(self) -> str:
+        if not self.images_planned:
+            return (f"{self.queries} of {self.queries_planned} queries (the device charged "
+                    f"{self.queries * self.epsilon:g} epsilon for them)")
+        return (f"the queries and {self.images} of {self.images_planned} images (private labels correct on "
+                f"{self.correct}; the device charged {self.images * self.epsilon:g} epsilon for the images)")
+
+
 @click.command()
 @target_option
 @click.option("--epsilon", "-e", type=EPSILON, default=1.0, show_default=True, help="Per-query epsilon.")
@@ -43,6 +63,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
     click.echo("starting the device (QEMU netduinoplus2, test image) ...")
     stop = StopRequest()
     done = ""
+    so_far = Answered(epsilon, 0, len(probs))
     # (the device is closed before the handlers are put back: a first signal only stops the queries)
     with contextlib.ExitStack() as deferred, open_device(target) as dev:
         info = dev.info()
@@ -58,8 +79,10 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
         click.echo(f"{'#':>3} {'true':>4} | {'raw top-2 (probability)':>24} | {'private top-2 (noisy value)':>28} | "
                    f"{'budget left':>11}")
         click.echo("-" * 82)
-        agree = answered = 0
+        agree = 0
         deferred.enter_context(stop.deferring_signals())
+        # (an error after a first signal: the rows answered are on stdout; what they were charged follows)
+        deferred.enter_context(stop.summary_on_error(so_far.summary))
         for i, (x, y) in enumerate(zip(probs, labels)):
             if stop:
                 break
@@ -73,25 +96,27 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
                 click.echo(f"\nexternal output refused ({exc.code}); the on-device local path still "
                            f"answers: label {local_label} (never leaves the device, costs nothing)")
                 break
-            answered += 1
+            so_far.queries += 1
             agree += int(r.label == int(order[0]))
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
             click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
         b = budget_dict(dev.state(key).budget)  # the key is at hand: authenticated, not BUDGET
-        click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{answered} answered queries.")
+        click.echo(f"\nprivate top-1 agreed with the raw prediction on {agree}/{so_far.queries} answered queries.")
         click.echo("At epsilon = 1 noise of scale 2/epsilon on a probability vector mostly hides the answer: "
                    "see `edgedp tradeoff` for what each setting costs, and the teacher-ensemble alternative.")
         click.echo(f"budget: {b['date']}: spent {b['daily_spent']:.2f} of {b['daily_cap']:.2f} epsilon; "
                    f"lifetime spent {b['lifetime_spent']:.2f}; store at boot: {b['store']}")
-        done = f"{answered} of {len(probs)} queries (spent {b['daily_spent']:.2f} epsilon today)"
+        done = f"{so_far.queries} of {len(probs)} queries (spent {b['daily_spent']:.2f} epsilon today)"
         if images > 0 and not stop:
-            done = on_device(dev, key, epsilon, images, stop)
+            done = on_device(dev, key, images, stop, so_far)
     stop.end(done)
 
 
-def on_device(dev: Device, key: bytes, epsilon: float, images: int, stop: StopRequest) -> str:
+def on_device(dev: Device, key: bytes, images: int, stop: StopRequest, so_far: Answered) -> str:
     """The product path: images in, the model runs on the device, only private labels come out.
-    Stops before the next image once ``stop`` is set; returns what was done (for its summary)."""
+    Stops before the next image once ``stop`` is set; returns what was done (for its summary) and
+    counts the images answered in ``so_far``."""
+    epsilon = so_far.epsilon
     try:
         from ..bench.icount import tick_unit
         from ..model.digits import split
@@ -116,24 +141,26 @@ def on_device(dev: Device, key: bytes, epsilon: float, images: int, stop: StopRe
     click.echo(f"\non-device model {model.name!r} ({model.head} head, {len(model.nets)} net(s), range "
                f"[{model.lo:g}, {model.hi:g}], sensitivity {model.sensitivity:g}): {len(X)} held-out digits "
                f"images in, LABEL mode at epsilon {epsilon}; the raw output never leaves the device")
-    correct, ticks = 0, []
+    ticks: list[int] = []
+    so_far.images_planned = len(X)
     for i, (x, label) in enumerate(zip(X, y)):
         if stop:
             break
         r, t = dev.infer(x, "label")
-        correct += int(r.label == label)
+        so_far.images += 1
+        so_far.correct += int(r.label == label)
         ticks.append(t)
         if i < 8:
             click.echo(f"  image {i}: true {label}, private label {r.label}")
     if stop:
         n = len(ticks)
         spent = to_epsilon(dev.state(key).budget.daily_spent)
-        click.echo(f"  private labels correct on {correct}/{n} images sent")
+        click.echo(f"  private labels correct on {so_far.correct}/{n} images sent")
         return f"the queries and {n} of {len(X)} images (spent {spent:.2f} epsilon on the images)"
     unit = tick_unit(dev.info(), dev.target.name if dev.target else "")
     n = unit.instructions(float(np.mean(ticks)))
     cost = f"{n:,.0f} instructions" if n is not None else f"{np.mean(ticks):,.0f} ticks ({unit.describe()})"
-    click.echo(f"  private labels correct on {correct}/{len(X)} images ({correct / len(X):.1%}); "
+    click.echo(f"  private labels correct on {so_far.correct}/{len(X)} images ({so_far.correct / len(X):.1%}); "
                f"the same model without noise scores {model_accuracy(model, X, y):.1%}; "
                f"inference {cost} per image")
     return "every query and image"

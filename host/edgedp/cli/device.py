@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Iterator
 
 import click
 import numpy as np
@@ -20,7 +19,6 @@ from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs, describe_target_model
-from . import signals
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
 from .config import config_default
@@ -335,7 +333,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         # From the first row until the target is closed and the file complete (cleanup exits
         # first), a first signal only stops the stream: run.finish says what was answered and saved.
         deferred.enter_context(stop.deferring_signals())
-        deferred.enter_context(run.summary_on_error())  # (exits before the handlers are put back)
+        deferred.enter_context(stop.summary_on_error(run.summary, as_json))  # (exits before the handlers are put back)
         answers = (dev.infer_many if infer else dev.query_many)(rows, m, stop=stop.__bool__)  # (none sent once set)
         for i, r in enumerate(answers):
             run.take(i, r)
@@ -406,23 +404,10 @@ class QueryRun:
             self.rate_noted = True
             note(f"rate limit: {r}")
 
-    def interrupted(self, signum: int, cause: EdgeDPError | None = None) -> None:
-        """End the command stopped by ``signum``: what was answered and saved, and what failed after."""
+    def summary(self) -> str:
+        """What was answered and saved (every answer is on stdout and in --out as it arrives)."""
         saved = f"; {self.sink.saved} answers saved in {self.sink.path}" if self.sink is not None else ""
-        then = f"; then: {cause}" if cause is not None else ""
-        fail(EdgeDPError(f"interrupted after {self.done} of {len(self.rows)} rows ({self.answered} answered)"
-                         f"{saved}{then}", "ERR_INTERRUPTED"), self.as_json, signals.exit_code(signum))
-
-    @contextlib.contextmanager
-    def summary_on_error(self) -> Iterator[None]:
-        """An EdgeDPError after a first signal (the link failed on the answer in flight, the last
-        INFO, the close) still ends with the interrupted summary and the signal's exit code."""
-        try:
-            yield
-        except EdgeDPError as exc:
-            if self.stop.signal is None:
-                raise
-            self.interrupted(self.stop.signal, exc)
+        return f"{self.done} of {len(self.rows)} rows ({self.answered} answered){saved}"
 
     def finish(self, test_image: bool) -> None:
         """End the command with the exit code of what happened (cli/exit_codes.py)."""
@@ -431,8 +416,7 @@ class QueryRun:
             raise SystemExit(ExitCode.BROKEN_PIPE)
         if test_image:
             note(TEST_IMAGE_NOTE)
-        if self.stop.signal is not None:
-            self.interrupted(self.stop.signal)
+        self.stop.end(self.summary(), as_json=self.as_json)
         if self.write_error is not None:
             fail(self.write_error, self.as_json)
         if self.lost:

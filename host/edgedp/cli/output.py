@@ -19,7 +19,7 @@ import numpy as np
 
 from ..device.protocol import QueryResult
 from ..mech.modes import MODE_BUCKET, MODE_TOPK, Mode
-from ..device.errors import EdgeDPError
+from ..device.errors import EdgeDPError, TransportError
 from .common import fail
 from .signals import exit_code, interrupt
 
@@ -178,13 +178,33 @@ class StopRequest:
     def stop(self, reason: str) -> None:
         self.reason = self.reason or reason
 
-    def end(self, done: str) -> None:
+    def end(self, done: str, cause: EdgeDPError | None = None, as_json: bool = False) -> None:
         """After a first signal, end the command: one ERR_INTERRUPTED line on stderr saying what was
-        done (``done``: counts and the budget spent), exit 130 for SIGINT, 143 for SIGTERM. Under
-        --json the command has already written its (partial or complete) document to stdout, as
-        bench does: the error is not a second one."""
+        done (``done``: counts and the budget spent), then the error that followed the signal
+        (``cause``: ``…; then: <it>``, and for a failed link that an answer lost with it may have
+        been charged), exit 130 for SIGINT, 143 for SIGTERM. Under --json the
+        command has already written its (partial or complete) document to stdout, as bench does:
+        the error is not a second one (``as_json``: query, whose stdout is one line per row, adds
+        it as its last line)."""
         if self.signal is not None:
-            fail(EdgeDPError(f"interrupted after {done}", "ERR_INTERRUPTED"), False, exit_code(self.signal))
+            then = f"; then: {cause}" if cause is not None else ""
+            if isinstance(cause, TransportError):
+                then += " (an answer lost with the link may have been charged)"
+            fail(EdgeDPError(f"interrupted after {done}{then}", "ERR_INTERRUPTED"), as_json, exit_code(self.signal))
+
+    @contextlib.contextmanager
+    def summary_on_error(self, report: Callable[[], str], as_json: bool = False) -> Iterator[None]:
+        """An EdgeDPError in the block after a first signal (the link failed on the answer in
+        flight, a last read, the close) still ends the command as ``end`` does, with the error as
+        the cause: ``report()`` first shows or writes what was answered (the partial document under
+        --json) and returns what was done. Without a signal the error goes on as before. Enter it
+        inside ``deferring_signals`` so that it exits before the handlers are put back."""
+        try:
+            yield
+        except EdgeDPError as exc:
+            if self.signal is None:
+                raise
+            self.end(report(), exc, as_json)
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signal is not None:

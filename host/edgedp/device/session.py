@@ -460,16 +460,5 @@ class SessionTarget:
 
 
 class _Reconnectable(LinkWrapper):
-    """The link a Device holds across ``SessionTarget.reset``, which replaces the connection."""
-
-    def __init__(self, inner: Link):
-        self.inner = inner
-
-    def write(self, data: bytes) -> None:
-        self.inner.write(data)
-
-    def read(self, timeout: float) -> bytes:
-        return self.inner.read(timeout)
-
-    def close(self) -> None:
-        self.inner.close()
+    """The link a Device holds across ``SessionTarget.reset``, which replaces the connection
+    (``inner``)."""

@@ -40,9 +40,19 @@ class Link(Protocol):
 class LinkWrapper:
     """Base of a link over another (``inner``): what the inner link knows of the device's
     buffering (``in_flight``, ``in_flight_bytes``, learning them from INFO as a board link does)
-    is the wrapper's. Subclasses provide write, read and close."""
+    is the wrapper's, and write, read and close pass through to it unless a subclass changes them."""
 
-    inner: Link
+    def __init__(self, inner: Link):
+        self.inner = inner
+
+    def write(self, data: bytes) -> None:
+        self.inner.write(data)
+
+    def read(self, timeout: float) -> bytes:
+        return self.inner.read(timeout)
+
+    def close(self) -> None:
+        self.inner.close()
 
     @property
     def in_flight(self) -> int:

@@ -34,6 +34,9 @@ class VerifyResult:
     chi2_dof: int = 0
     first_mismatch: dict | None = None
     by_mode: dict = field(default_factory=dict)
+    charged_micro: int = 0
+    """The ε (micro) of the answered queries, each at the configuration it ran: what the device
+    charged for them (for a caller that cannot read the device's STATE afterwards)."""
 
     @property
     def ok(self) -> bool:
@@ -65,13 +68,14 @@ def _answer(r: P.QueryResult) -> dict:
 
 
 def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool = True,
-           stop: Callable[[], bool] | None = None) -> VerifyResult:
+           stop: Callable[[], bool] | None = None, res: VerifyResult | None = None) -> VerifyResult:
     """Re-key the device with a fresh test seed and compare `queries` answers with the reference;
     fewer if ``stop()`` holds before a query (none is sent after it does: ``queries`` counts those
-    answered)."""
+    answered). ``res``: the result to fill, answer by answer (it holds the answers compared so
+    far if the link fails)."""
     rng = np.random.default_rng(seed)
     stream_seed = rng.bytes(32)
-    res = VerifyResult()
+    res = VerifyResult() if res is None else res
     cfg = P.MechConfig()
     dev.configure(key, cfg, CAPS)
     dev.test_seed(key, stream_seed)
@@ -91,6 +95,7 @@ def replay(dev: Device, key: bytes, queries: int, seed: int = 0, progress: bool 
         got = dev.query(x, mode)
         want = ref.query(x, mode)
         res.queries += 1
+        res.charged_micro += cfg.eps_micro
         res.by_mode.setdefault(str(mode), [0, 0])
         res.by_mode[str(mode)][0] += 1
         if not got.same_answer(want):

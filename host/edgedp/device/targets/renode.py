@@ -101,20 +101,14 @@ class PrefixLink(LinkWrapper):
     underlying link's: transport.LinkWrapper)."""
 
     def __init__(self, link: Link, prefix: bytes):
-        self.inner = link
+        super().__init__(link)
         self._prefix = prefix
-
-    def write(self, data: bytes) -> None:
-        self.inner.write(data)
 
     def read(self, timeout: float) -> bytes:
         if self._prefix:
             data, self._prefix = self._prefix, b""
             return data
         return self.inner.read(timeout)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class RenodeTarget:
