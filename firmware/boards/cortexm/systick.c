@@ -28,3 +28,14 @@ uint64_t edp_systick_now(void)
     } while (w != wraps);
     return ((uint64_t)w << 24) + (RELOAD - v);
 }
+
+uint32_t edp_systick_ticks(void *ctx)
+{
+    uint32_t w, v;
+    (void)ctx;
+    do {
+        w = wraps;
+        v = SYST_CVR;
+    } while (w != wraps);
+    return (w << 24) - v;  /* edp_systick_now() - RELOAD, mod 2^32: a constant offset, one instruction */
+}

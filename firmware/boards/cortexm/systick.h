@@ -6,5 +6,9 @@
 
 void edp_systick_start(void);
 uint64_t edp_systick_now(void);
+/* A port's ticks (edgedp/port.h): the low 32 bits of edp_systick_now() less
+ * its constant RELOAD, in one call without 64-bit arithmetic, since half its
+ * cost falls inside the measured DP step. */
+uint32_t edp_systick_ticks(void *ctx);
 
 #endif

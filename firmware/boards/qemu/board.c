@@ -92,12 +92,6 @@ static int entropy(void *ctx, uint8_t key[32])
     return EDP_OK;
 }
 
-static uint32_t ticks(void *ctx)
-{
-    (void)ctx;
-    return (uint32_t)edp_systick_now();
-}
-
 static uint64_t now_seconds(void)
 {
     return boot_seconds + edp_systick_now() / CORE_HZ;
@@ -233,7 +227,7 @@ static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
 
 static const edp_port_t port = {
     .entropy = entropy,
-    .ticks = ticks,
+    .ticks = edp_systick_ticks,
     .tick_unit = tick_unit,
     .day = day,
     .seconds = seconds,

@@ -102,7 +102,7 @@ static int entropy(void *ctx, uint8_t key[32])
 static uint32_t ticks(void *ctx)
 {
     (void)ctx;
-    return tick_kind == EDP_TICK_DWT ? EDP_STM32_DWT->CYCCNT : (uint32_t)edp_systick_now();
+    return tick_kind == EDP_TICK_DWT ? EDP_STM32_DWT->CYCCNT : edp_systick_ticks(ctx);
 }
 
 static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)

@@ -13,7 +13,7 @@
  * firmware built otherwise overrides them (-DEDP_DL_DRAW=..., or the EDP_CONFIG
  * header) with figures measured on its own image, see docs/vendoring.md. */
 #ifndef EDP_DL_CALL
-#define EDP_DL_CALL 70u             /* edp_dlap_noisy's entry and exit (a load, a flush), once per noise */
+#define EDP_DL_CALL 58u             /* edp_dlap_noisy's entry and exit (a load, a flush), once per noise */
 #endif
 #ifndef EDP_DL_DRAW
 #define EDP_DL_DRAW 43u             /* one fixed draw's fast path (region edp_dlap_noisy_draw) */
@@ -25,7 +25,7 @@
 #define EDP_DL_ACCEPT 107u          /* acceptance past the K fixed bits: region _accept (the next bit, tier 1 in the loop) */
 #endif
 #ifndef EDP_DL_ACCEPT_CALL
-#define EDP_DL_ACCEPT_CALL 172u     /* its C fallback: load, flush, accept_rest, band */
+#define EDP_DL_ACCEPT_CALL 168u     /* its C fallback: load, flush, accept_rest, band */
 #endif
 #ifndef EDP_DL_EXACT_PER_CHUNK
 #define EDP_DL_EXACT_PER_CHUNK 250u /* exact product: accept_exact, less_than over 2 limbs per chunk */
@@ -34,7 +34,7 @@
 #define EDP_DL_EXACT_PER_CHUNK2 27u /* the product, quadratic in the chunks */
 #endif
 #ifndef EDP_DL_HIGH
-#define EDP_DL_HIGH 370u            /* a tie or tail outcome: region _high (ties inline), load, flush, one pass of high_part */
+#define EDP_DL_HIGH 367u            /* a tie or tail outcome: region _high (ties inline), load, flush, one pass of high_part */
 #endif
 #ifndef EDP_DL_ROUND
 #define EDP_DL_ROUND 280u           /* one more tail round: one pass of high_part */

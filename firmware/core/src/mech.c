@@ -207,12 +207,12 @@ static void simplex(const edp_mech_plan_t *p, int32_t *y)
         }
 }
 
-int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
-                    int32_t *y, uint8_t *out, size_t cap)
+/* Every mode but FULL (edp_mech_output's own, with the small frame it needs). */
+static EDP_NOINLINE int output_other(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
+                                     int32_t *y, uint8_t *out, size_t cap)
 {
     uint8_t *o = out;
     uint32_t i, j, k = p->k;
-    const int32_t ylo = p->ylo, yhi = p->yhi;  /* locals: the byte stores below may alias *p */
     switch (mode) {
     case EDP_MODE_SIMPLEX:
         /* Project the clamped vector; the result lies in [0, 2^m], not in
@@ -222,10 +222,6 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         clamp_all(p, y);
         simplex(p, y);
         for (i = 0; i < k; i++) o = edp_wr32(o, (uint32_t)y[i]);
-        break;
-    case EDP_MODE_FULL:
-        if (cap < 4u * k) return EDP_ERR_LEN;
-        for (i = 0; i < k; i++) o = edp_wr32(o, (uint32_t)(y[i] < ylo ? ylo : y[i] > yhi ? yhi : y[i]));
         break;
     case EDP_MODE_ROUND: {
         int64_t pow10 = pow10_i64(arg);
@@ -276,4 +272,21 @@ int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
         return EDP_ERR_BAD_VALUE;
     }
     return (int)(o - out);
+}
+
+int edp_mech_output(const edp_mech_plan_t *p, uint32_t mode, uint32_t arg,
+                    int32_t *y, uint8_t *out, size_t cap)
+{
+    if (mode == EDP_MODE_FULL) {
+        uint8_t *o = out;
+        const int32_t ylo = p->ylo, yhi = p->yhi;  /* locals: the byte stores below may alias *p */
+        const int32_t *const end = y + p->k;
+        if (cap < 4u * p->k) return EDP_ERR_LEN;
+        do {  /* k >= 1 (edp_mech_prepare) */
+            const int32_t v = *y++;
+            o = edp_wr32(o, (uint32_t)(v < ylo ? ylo : v > yhi ? yhi : v));
+        } while (y != end);
+        return (int)(o - out);
+    }
+    return output_other(p, mode, arg, y, out, cap);
 }

@@ -117,8 +117,8 @@ static inline int32_t edp_dlap_quantize(const edp_dlap_quant_t *q, float x)
 int32_t edp_dlap_sample(const edp_dlap_t *d, edp_drbg_t *rng);
 
 /* y[i] = edp_dlap_quantize(q, x[i]) + one sample, for i = 0..k-1 in order
- * (the same stream use as k calls of edp_dlap_sample); x finite (+-inf
- * allowed), y and x distinct. Every keystream word it reads is zeroed in
+ * (the same stream use as k calls of edp_dlap_sample); k >= 1 (the Thumb-2
+ * loop tests at its end), x finite (+-inf allowed), y and x distinct. Every keystream word it reads is zeroed in
  * rng's buffer as it is read (drbg.h), so a later RAM read cannot replay the
  * noise. */
 void edp_dlap_noisy(const edp_dlap_t *d, edp_drbg_t *rng, const edp_dlap_quant_t *q,

@@ -8,14 +8,22 @@
 /* The loop in Thumb-2 assembly (same bits, same results as
  * arch/portable/dlap_portable.c; checked by the QEMU bit-exact replay and tests/firmware).
  * Registers: r0 = cur, the bit buffer (left-aligned, the bits below its nbits
- * zero), r1 = nbits (0..32), r2 = next keystream word, r3 = y - x - 4,
+ * zero), r1 = nbits (0..32), r2 = next keystream word, r3 = y (next output),
  * r4 = x (next input), r5 = x + k, r6 = the draw, r7 = d + 64 (the fast
- * table), r8 = imask, r9 = n1, r10 = s1, r11 = mk, s16 = q->scale2, s17 = 0
- * (stored over each keystream word as it is read, drbg.h); stack:
- * [sp] d, [sp+4] r, [sp+8] the end of r->block, [sp+12] q->lo2, [sp+16]
- * q->hi2, [sp+20] r3 and [sp+24] lr across calls, [sp+28] r4 and [sp+32] r5
- * in the acceptance's tier 1; y and k at [sp+80] and [sp+84]. The local subroutines at the end store the bit buffer to r
- * (flush: leaves ip = r, uses r3) and reload it (load: uses ip and r3).
+ * table), r8 = n1, r9 = s1, r10 = mk, r11 = imask (d's first four words, one
+ * LDM), s16 = q->scale2, s17 = 0 (stored over each keystream word as it is
+ * read, drbg.h; made as scale2 - scale2, +0.0 since scale2 is finite and the
+ * FPSCR rounds to nearest, its reset value, which nothing in the firmware
+ * changes); stack: [sp] the end of r->block, [sp+4] q->lo2, [sp+8]
+ * q->hi2, [sp+12] r3 and [sp+16] lr across calls, s16 and s17 at [sp+20],
+ * then the pushed arguments: [sp+28] d, [sp+32] r, and q's and x's slots
+ * [sp+36], [sp+40] hold r4 and r5 in the acceptance's tier 1; y and k at
+ * [sp+80] and [sp+84]. The local subroutines at the end store the bit buffer
+ * to r (flush: leaves ip = r, uses r3) and reload it (load: uses r1, ip and
+ * r3; entered at 33 with r1 = r at the entry). While the loop holds the buffer
+ * acc's low word in r is 0 (the load zeroes it when it had bits there; with
+ * at most 32 bits it is 0 already, drbg.h), so the flush stores only the high
+ * word and nbits, one STRD.
  * r->acc holds up to 64 bits, the loop's buffer 32: storing it writes cur as
  * acc's high word; loading 32 + e bits (e >= 1) hands the last word read back
  * to the keystream buffer, restored from acc's last 32 bits (it is unread: a
@@ -55,37 +63,29 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
                               int32_t *y EDP_UNUSED, uint32_t k EDP_UNUSED)
 {
     __asm__ volatile(
-        "push {r4-r11, lr}\n\t"
+        "push {r0-r11, lr}\n\t"      /* d, r at [sp+28], [sp+32] below */
         "vpush {s16, s17}\n\t"
-        "sub sp, sp, #36\n\t"
-        "strd r0, r1, [sp]\n\t"
+        "sub sp, sp, #20\n\t"
         "add ip, r1, #" EDP_STR(DRBG_WORD) "\n\t"
-        "str ip, [sp, #8]\n\t"
+        "str ip, [sp]\n\t"
         "ldrd ip, lr, [r2, #4]\n\t"
-        "strd ip, lr, [sp, #12]\n\t"
+        "strd ip, lr, [sp, #4]\n\t"
         "vldr s16, [r2]\n\t"
         "mov r4, r3\n\t"
-        "movs r3, #0\n\t"
-        "vmov s17, r3\n\t"
+        "vsub.f32 s17, s16, s16\n\t"   /* +0.0, the word 0: scale2 is finite, the rounding to nearest */
         "add r7, r0, #64\n\t"
-        "ldrd r9, r10, [r0, #0]\n\t"
-        "ldr r11, [r0, #8]\n\t"
-        "ldr r8, [r0, #12]\n\t"
-        "bl 30f\n\t"
-        "ldrd ip, lr, [sp, #80]\n\t"    /* y, k */
+        "ldm r0, {r8-r11}\n\t"       /* n1, s1, mk, imask */
+        "bl 33f\n\t"                 /* load, r1 = r */
+        "ldrd r3, lr, [sp, #80]\n\t"    /* y, k (k >= 1) */
         "add r5, r4, lr, lsl #2\n\t"
-        "sub r3, ip, r4\n\t"
-        "subs r3, #4\n\t"
-        "cmp r4, r5\n\t"
-        "beq 9f\n\t"
         /* one sample (the labels edp_dlap_noisy_* mark the regions that
          * host/edgedp/bench/deadline.py counts for the release deadline) */
         "1:\n\t"
         "edp_dlap_noisy_draw:\n\t"
-        "cmp r1, r9\n\t"
+        "cmp r1, r8\n\t"
         "bhs 2f\n\t"
         /* one more keystream word (nbits < n1) */
-        "ldr ip, [sp, #8]\n\t"
+        "ldr ip, [sp]\n\t"
         "cmp r2, ip\n\t"
         "beq 10f\n\t"
         "11:\n\t"
@@ -93,20 +93,20 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "vstmia r2!, {s17}\n\t"
         "lsr lr, ip, r1\n\t"
         "orr r0, r0, lr\n\t"
-        "lsr r6, r0, r10\n\t"           /* x = the first n1 bits */
-        "sub lr, r9, r1\n\t"
+        "lsr r6, r0, r9\n\t"           /* x = the first n1 bits */
+        "sub lr, r8, r1\n\t"
         "lsl r0, ip, lr\n\t"            /* the word's bits after them (a shift by 32 gives 0) */
-        "add r1, r10\n\t"
+        "add r1, r9\n\t"
         "b 3f\n\t"
         "2:\n\t"
-        "lsr r6, r0, r10\n\t"
-        "lsl r0, r0, r9\n\t"
-        "sub r1, r1, r9\n\t"
+        "lsr r6, r0, r9\n\t"
+        "lsl r0, r0, r8\n\t"
+        "sub r1, r1, r8\n\t"
         "3:\n\t"
-        "bics ip, r11, r6\n\t"          /* acceptance bits all ones? */
+        "bics ip, r10, r6\n\t"          /* acceptance bits all ones? */
         "beq 6f\n\t"
         "4:\n\t"
-        "and ip, r6, r8\n\t"            /* w = fast[x & imask] */
+        "and ip, r6, r11\n\t"            /* w = fast[x & imask] */
         "ldrb lr, [r7, ip]\n\t"
         "cmp lr, #0x80\n\t"           /* a tie or the tail outcome */
         "bhs 7f\n\t"
@@ -129,34 +129,33 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "vmul.f32 s0, s0, s16\n\t"
         "vcvt.s32.f32 s0, s0\n\t"       /* toward zero, saturating */
         "vmov ip, s0\n\t"
-        "ldr r6, [sp, #12]\n\t"
+        "ldr r6, [sp, #4]\n\t"
         "cmp ip, r6\n\t"
         "it lt\n\t"
         "movlt ip, r6\n\t"
-        "ldr r6, [sp, #16]\n\t"
+        "ldr r6, [sp, #8]\n\t"
         "cmp ip, r6\n\t"
         "it gt\n\t"
         "movgt ip, r6\n\t"
         "add ip, ip, ip, asr #31\n\t"   /* R(u) = (u + 1 - [u < 0]) >> 1 = u - u / 2 */
         "add ip, ip, #1\n\t"
         "add ip, lr, ip, asr #1\n\t"
-        "str ip, [r4, r3]\n\t"
+        "str ip, [r3], #4\n\t"
         "cmp r4, r5\n\t"
         "bne 1b\n\t"
-        "9:\n\t"
         "edp_dlap_noisy_exit:\n\t"
         "bl 31f\n\t"
-        "add sp, sp, #36\n\t"
+        "add sp, sp, #20\n\t"
         "vpop {s16, s17}\n\t"
-        "pop {r4-r11, pc}\n\t"
+        "pop {r0-r11, pc}\n\t"       /* r0-r3: the arguments back, nothing returned */
         /* a new keystream batch: continue at r->block + r->word */
         "10:\n\t"
         "edp_dlap_noisy_refill:\n\t"
         "push {r0-r3}\n\t"
-        "ldr r0, [sp, #20]\n\t"
+        "ldr r0, [sp, #48]\n\t"
         "bl edp_drbg_next_block\n\t"
         "pop {r0-r3}\n\t"
-        "ldr ip, [sp, #4]\n\t"
+        "ldr ip, [sp, #32]\n\t"
         "ldr r2, [ip, #" EDP_STR(DRBG_WORD) "]\n\t"
         "add r2, ip, r2, lsl #2\n\t"
         "adds r2, #64\n\t"
@@ -188,7 +187,7 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
          * edp_dlap_band's lo and hi, decided at the first bit where the
          * stream leaves lo if lo and hi agree through it and it is buffered */
         "18:\n\t"                      /* no bit buffered: read a word (at a batch's end: C) */
-        "ldr ip, [sp, #8]\n\t"
+        "ldr ip, [sp]\n\t"
         "cmp r2, ip\n\t"
         "beq 12f\n\t"
         "ldr r0, [r2]\n\t"
@@ -196,8 +195,8 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "movs r1, #32\n\t"
         "b 19b\n\t"                    /* on, past the test: no instruction runs twice in a draw */
         "12:\n\t"
-        "str r3, [sp, #20]\n\t"
-        "strd r4, r5, [sp, #28]\n\t"
+        "str r3, [sp, #12]\n\t"
+        "strd r4, r5, [sp, #36]\n\t"
         "ldr ip, [r7, #-44]\n\t"
         "lsr ip, r6, ip\n\t"           /* V */
         "ldr r3, [r7, #1040]\n\t"
@@ -239,35 +238,35 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "sub r1, r1, ip\n\t"
         "lsr r4, r4, lr\n\t"
         "tst r4, #1\n\t"               /* lo's bit at pos: 1 accepts */
-        "ldr r3, [sp, #20]\n\t"
-        "ldrd r4, r5, [sp, #28]\n\t"
+        "ldr r3, [sp, #12]\n\t"
+        "ldrd r4, r5, [sp, #36]\n\t"
         "beq 1b\n\t"
         "b 4b\n\t"
         "14:\n\t"                      /* undecided: edp_dlap_accept_rest */
-        "ldrd r4, r5, [sp, #28]\n\t"
+        "ldrd r4, r5, [sp, #36]\n\t"
         "bl 31f\n\t"
         "mov r1, ip\n\t"
-        "ldr r0, [sp]\n\t"
+        "ldr r0, [sp, #28]\n\t"
         "ldr r2, [r7, #-44]\n\t"
         "lsr r2, r6, r2\n\t"
         "bl edp_dlap_accept_rest\n\t"
-        "str r0, [sp, #24]\n\t"
+        "str r0, [sp, #16]\n\t"
         "bl 30f\n\t"
-        "ldr r3, [sp, #20]\n\t"
-        "ldr ip, [sp, #24]\n\t"
+        "ldr r3, [sp, #12]\n\t"
+        "ldr ip, [sp, #16]\n\t"
         "cmp ip, #0\n\t"
         "beq 1b\n\t"
         "b 4b\n\t"
         /* a tie of the keep prefix or the tail outcome */
         "7:\n\t"
         "edp_dlap_noisy_high:\n\t"
-        "str r3, [sp, #20]\n\t"
+        "str r3, [sp, #12]\n\t"
         /* a tie: the stream against keep[col] after its KP-bit prefix, on the
          * buffered bits (tie() in dlap.c: the same decision and consumption) */
         "cmp lr, #0xFF\n\t"
         "bne 15f\n\t"
         "ldr r3, [r7, #1032]\n\t"      /* KP */
-        "and ip, r6, r8\n\t"
+        "and ip, r6, r11\n\t"
         "lsr ip, ip, r3\n\t"           /* col */
         "add lr, r7, ip, lsl #3\n\t"
         "ldr lr, [lr, #1112]\n\t"      /* keep[col].hi */
@@ -290,38 +289,40 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "17:\n\t"
         "ldr r3, [r7, #-36]\n\t"       /* tail */
         "cmp lr, r3\n\t"
-        "ldr r3, [sp, #20]\n\t"
+        "ldr r3, [sp, #12]\n\t"
         "bne 5b\n\t"
         "orr lr, lr, #0x80\n\t"        /* the tail outcome: high_part's rounds */
         "b 15f\n\t"
         "16:\n\t"
         "mov lr, #0xFF\n\t"
         "15:\n\t"
-        "str lr, [sp, #24]\n\t"
+        "str lr, [sp, #16]\n\t"
         "bl 31f\n\t"
         "mov r1, ip\n\t"
-        "ldr r0, [sp]\n\t"
-        "and r2, r6, r8\n\t"
-        "ldr r3, [sp, #24]\n\t"
+        "ldr r0, [sp, #28]\n\t"
+        "and r2, r6, r11\n\t"
+        "ldr r3, [sp, #16]\n\t"
         "bl edp_dlap_high_part\n\t"
-        "str r0, [sp, #24]\n\t"
+        "str r0, [sp, #16]\n\t"
         "bl 30f\n\t"
-        "ldr r3, [sp, #20]\n\t"
-        "ldr lr, [sp, #24]\n\t"
+        "ldr r3, [sp, #12]\n\t"
+        "ldr lr, [sp, #16]\n\t"
         "b 5b\n\t"
-        /* load: r0 = cur, r1 = nbits, r2 = the next word from r */
+        /* load: r0 = cur, r1 = nbits, r2 = the next word from r (at 33: r1 = r) */
         "30:\n\t"
         "edp_dlap_noisy_load:\n\t"
-        "ldr ip, [sp, #4]\n\t"
-        "ldr r2, [ip, #" EDP_STR(DRBG_WORD) "]\n\t"
-        "ldr r1, [ip, #" EDP_STR(DRBG_NBITS) "]\n\t"
-        "ldr r0, [ip, #" EDP_STR(DRBG_ACC_HI) "]\n\t"
-        "add r2, ip, r2, lsl #2\n\t"
+        "ldr r1, [sp, #32]\n\t"
+        "33:\n\t"
+        "ldr r2, [r1, #" EDP_STR(DRBG_WORD) "]\n\t"
+        "add r2, r1, r2, lsl #2\n\t"
         "adds r2, #64\n\t"
+        "ldrd r0, r1, [r1, #" EDP_STR(DRBG_ACC_HI) "]\n\t"  /* acc's high word, nbits */
         "cmp r1, #32\n\t"
         "bls 32f\n\t"
+        "ldr ip, [sp, #32]\n\t"
         "subs r1, #32\n\t"        /* e */
         "ldr r3, [ip, #" EDP_STR(DRBG_ACC_LO) "]\n\t"
+        "vstr s17, [ip, #" EDP_STR(DRBG_ACC_LO) "]\n\t"  /* acc's low word 0: the flush writes only the high */
         "rsb ip, r1, #32\n\t"
         "lsr r3, r3, ip\n\t"
         "lsl ip, r0, r1\n\t"
@@ -332,14 +333,11 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "bic r0, r0, ip\n\t"
         "32:\n\t"
         "bx lr\n\t"
-        /* flush: cur as acc's high word, nbits, the word index */
+        /* flush: cur as acc's high word (its low word is 0 while the loop runs), nbits, the word index */
         "31:\n\t"
         "edp_dlap_noisy_flush:\n\t"
-        "ldr ip, [sp, #4]\n\t"
-        "str r0, [ip, #" EDP_STR(DRBG_ACC_HI) "]\n\t"
-        "str r1, [ip, #" EDP_STR(DRBG_NBITS) "]\n\t"
-        "movs r3, #0\n\t"
-        "str r3, [ip, #" EDP_STR(DRBG_ACC_LO) "]\n\t"
+        "ldr ip, [sp, #32]\n\t"
+        "strd r0, r1, [ip, #" EDP_STR(DRBG_ACC_HI) "]\n\t"
         "sub r3, r2, ip\n\t"
         "subs r3, #64\n\t"
         "lsrs r3, #2\n\t"
