@@ -13,7 +13,7 @@
  * firmware built otherwise overrides them (-DEDP_DL_DRAW=..., or the EDP_CONFIG
  * header) with figures measured on its own image, see docs/vendoring.md. */
 #ifndef EDP_DL_CALL
-#define EDP_DL_CALL 58u             /* edp_dlap_noisy's entry and exit (a load, a flush), once per noise */
+#define EDP_DL_CALL 59u             /* edp_dlap_noisy's entry and exit (a load, a flush), once per noise */
 #endif
 #ifndef EDP_DL_DRAW
 #define EDP_DL_DRAW 43u             /* one fixed draw's fast path (region edp_dlap_noisy_draw) */

@@ -72,7 +72,8 @@ EDP_NAKED void edp_dlap_noisy(const edp_dlap_t *d EDP_UNUSED, edp_drbg_t *r EDP_
         "strd ip, lr, [sp, #4]\n\t"
         "vldr s16, [r2]\n\t"
         "mov r4, r3\n\t"
-        "vsub.f32 s17, s16, s16\n\t"   /* +0.0, the word 0: scale2 is finite, the rounding to nearest */
+        "movs r3, #0\n\t"             /* s17 = the word 0 from an integer zero: not scale2 - scale2, */
+        "vmov s17, r3\n\t"            /* -0.0 (0x80000000) when FPSCR rounds toward minus infinity */
         "add r7, r0, #64\n\t"
         "ldm r0, {r8-r11}\n\t"       /* n1, s1, mk, imask */
         "bl 33f\n\t"                 /* load, r1 = r */
