@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression
 
 from edgedp.datasets import digits_split
 from edgedp.device.client import Device
-from edgedp.device.targets.qemu import QemuTarget, free_port, qemu_argv
+from edgedp.device.targets.qemu import free_port, qemu_argv, qmp
 from edgedp.model import cgen
 from edgedp.model.image import InferReference
 
@@ -30,12 +30,24 @@ INT8 = ROOT / "firmware/model/digits_mlp_int8.c"
 
 
 @pytest.fixture(scope="module")
-def int8_dev(test_key: bytes) -> Iterator[Device]:
+def int8_paused(test_key: bytes) -> Iterator[Device]:
+    """The int8 MLP's image, prepared, then paused (``int8_dev`` runs it for the tests that use it:
+    a running QEMU spins a host core, see conftest's qemu_target, and the end-to-end test below
+    trains, builds and boots another image meanwhile)."""
     t = model_target("digits_mlp_int8")
     try:
-        yield prepare(Device(t.link(), timeout=20, target=t), test_key)
+        dev = prepare(Device(t.link(), timeout=20, target=t), test_key)
+        qmp(t.qmp_path, "stop")
+        yield dev
     finally:
         t.close()
+
+
+@pytest.fixture
+def int8_dev(int8_paused: Device) -> Iterator[Device]:
+    qmp(int8_paused.target.qmp_path, "cont")
+    yield int8_paused
+    qmp(int8_paused.target.qmp_path, "stop")
 
 
 def inputs() -> np.ndarray:

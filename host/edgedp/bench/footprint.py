@@ -282,7 +282,7 @@ def measure(elf: Path | None = None) -> Footprint:
             a, n = extent[f]
             covered.update(range(a, a + n))
     closure_flash = len(covered) + rodata
-    img = Image(elf)
+    img = Image.load(elf)
     size_of = lambda t: img._structs.get(t, {}).get("__size__", 0)  # noqa: E731
     table = size_of("edp_dlap_t")
     state = {"edp_drbg_t": size_of("edp_drbg_t"),

@@ -339,7 +339,7 @@ class Runner:
         from unicorn import UC_ARCH_ARM, UC_HOOK_BLOCK, UC_HOOK_MEM_WRITE, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 
         from .trace import FLASH_BASE, FLASH_SIZE, RAM_BASE, RAM_SIZE, RETURN_ADDR, Image
-        self.image = img = Image(elf)
+        self.image = img = Image.load(elf)
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         self.cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
         uc.mem_map(FLASH_BASE, FLASH_SIZE)

@@ -119,6 +119,10 @@ class StepTrace:
         return self.cycles / (timing.CORE_HZ / 1e6)
 
 
+_IMAGES: dict[tuple[str, int, int], "Image"] = {}
+"""Image.load's images by (resolved path, size, modification time in ns)."""
+
+
 class Image:
     """Symbols, load segments, DWARF line table and struct layouts of a firmware ELF."""
 
@@ -180,6 +184,19 @@ class Image:
         rows.sort(key=lambda r: r[0])
         self._lines = rows
 
+    @classmethod
+    def load(cls, path: str | Path) -> "Image":
+        """The Image of path, read once per file version (path, size, modification time): reading
+        the DWARF takes seconds with pyelftools, and the tests boot the same images hundreds of
+        times. An Image is never changed after it is read."""
+        p = Path(path).resolve()
+        st = p.stat()
+        key = (str(p), st.st_size, st.st_mtime_ns)
+        img = _IMAGES.get(key)
+        if img is None:
+            img = _IMAGES[key] = cls(p)
+        return img
+
     def symbol(self, name: str) -> int:
         try:
             return self.symbols[name][0]
@@ -216,7 +233,7 @@ class Emulator:
     """The firmware image booted in Unicorn; feed it wire bytes, read its UART output."""
 
     def __init__(self, elf: str | Path, main: bool = False):
-        self.image = img = Image(elf)
+        self.image = img = Image.load(elf)
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         self.cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
         self.cs.detail = True
