@@ -5,7 +5,8 @@ edp_dlap_noisy (firmware/core/src/arch/armv7m/dlap_armv7m.c) keeps a zero in s17
 over each keystream word it reads and into the DRBG's acc low word. Made as scale2 - scale2 it is
 -0.0 (0x80000000) when FPSCR rounds toward minus infinity (RMode 0b10, bits 23:22): the consumed
 words stayed in RAM as 0x80000000 and a stray 1 bit entered the bit stream through acc, so samples
-left the bit-exact reference. The QEMU test image runs in Unicorn with FPSCR set before the
+left the bit-exact reference (with it, under RMode 0b10: 2 of the 1,000 SAMPLE draws at eps = 10
+off, and words 0x80000000 left after every request). The QEMU test image runs in Unicorn with FPSCR set before the
 requests (it holds for the whole request, as if the application had set it).
 
 Nothing else in a request may legitimately change with these bits, so every output is compared
