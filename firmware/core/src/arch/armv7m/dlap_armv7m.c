@@ -12,9 +12,9 @@
  * r4 = x (next input), r5 = x + k, r6 = the draw, r7 = d + 64 (the fast
  * table), r8 = n1, r9 = s1, r10 = mk, r11 = imask (d's first four words, one
  * LDM), s16 = q->scale2, s17 = 0 (stored over each keystream word as it is
- * read, drbg.h; made as scale2 - scale2, +0.0 since scale2 is finite and the
- * FPSCR rounds to nearest, its reset value, which nothing in the firmware
- * changes); stack: [sp] the end of r->block, [sp+4] q->lo2, [sp+8]
+ * read, drbg.h; moved from an integer 0, the same word in every FPSCR mode,
+ * tests/firmware/test_sampler_rounding_mode.py); stack: [sp] the end of
+ * r->block, [sp+4] q->lo2, [sp+8]
  * q->hi2, [sp+12] r3 and [sp+16] lr across calls, s16 and s17 at [sp+20],
  * then the pushed arguments: [sp+28] d, [sp+32] r, and q's and x's slots
  * [sp+36], [sp+40] hold r4 and r5 in the acceptance's tier 1; y and k at
