@@ -119,8 +119,8 @@ class StepTrace:
         return self.cycles / (timing.CORE_HZ / 1e6)
 
 
-_IMAGES: dict[tuple[str, int, int], "Image"] = {}
-"""Image.load's images by (resolved path, size, modification time in ns)."""
+_IMAGES: dict[str, tuple[tuple[int, int], "Image"]] = {}
+"""Image.load's image of each resolved path, with the (size, modification time in ns) it was read at."""
 
 
 class Image:
@@ -191,10 +191,12 @@ class Image:
         times. An Image is never changed after it is read."""
         p = Path(path).resolve()
         st = p.stat()
-        key = (str(p), st.st_size, st.st_mtime_ns)
-        img = _IMAGES.get(key)
-        if img is None:
-            img = _IMAGES[key] = cls(p)
+        version = (st.st_size, st.st_mtime_ns)
+        seen = _IMAGES.get(str(p))
+        if seen is not None and seen[0] == version:
+            return seen[1]
+        img = cls(p)
+        _IMAGES[str(p)] = (version, img)  # (a rebuilt file's older Image is dropped)
         return img
 
     def symbol(self, name: str) -> int:
