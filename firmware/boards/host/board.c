@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "board.h"
@@ -43,8 +44,10 @@ static uint8_t flash_mem[2 * EDP_HOST_FLASH_SECTOR];
 static edp_ramflash_t flash_model;
 static edp_flash_t flash_model_ops;
 static const char *flash_path;
+static int flash_fd = -1;
 static long entropy_failures;
 static const char *store_path;
+static int store_fd = -1;
 static long cut_after = -1;
 static long fail_after = -1;     /* EDP_STORE_FAIL_AFTER */
 static long flash_fail_after = -1;  /* EDP_FLASH_FAIL_AFTER */
@@ -74,14 +77,18 @@ static int auth_entropy(void *ctx, uint8_t key[32])
     return got == 32 ? EDP_OK : EDP_ERR_ENTROPY;
 }
 
-static void save(const char *path, const void *buf, size_t n)
+/* Persist buf to path in place: the file is opened once (*fd, -1 until then) and rewritten
+ * from offset 0 without truncation. A truncate-and-rewrite per store word made ext4 flush the
+ * file at every close (auto_da_alloc): milliseconds per word. Like before, nothing is
+ * fsync'ed: a power cut here is the process's exit, and the page cache keeps what was written. */
+static void save(const char *path, int *fd, const void *buf, size_t n)
 {
-    FILE *f;
     if (!path) return;
-    f = fopen(path, "wb");
-    if (!f) return;
-    fwrite(buf, 1, n, f);
-    fclose(f);
+    if (*fd < 0) *fd = open(path, O_WRONLY | O_CREAT, 0644);
+    if (*fd >= 0 && pwrite(*fd, buf, n, 0) != (ssize_t)n) {
+        close(*fd);  /* reopened (and rewritten whole) at the next write */
+        *fd = -1;
+    }
 }
 
 /* Fill buf from path: a file shorter than `need` bytes counts as lost (all zero); one of
@@ -100,7 +107,7 @@ static void load(const char *path, void *buf, size_t n, size_t need)
 /* The flash model's operations, persisted after each, power cut on request. */
 static void flash_after(void)
 {
-    save(flash_path, flash_mem, sizeof flash_mem);
+    save(flash_path, &flash_fd, flash_mem, sizeof flash_mem);
     if (flash_model.dead) _exit(99);
 }
 
@@ -177,7 +184,7 @@ static int store_read(void *ctx, uint32_t off, void *buf, uint32_t n)
 
 static void store_flush(void)
 {
-    save(store_path, store, sizeof store);
+    save(store_path, &store_fd, store, sizeof store);
 }
 
 /* One "write step" per 4-byte word, so power can be cut between any two. */
