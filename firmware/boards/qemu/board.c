@@ -43,6 +43,11 @@
 #define SR_RXNE (1u << 5)
 #define SR_TXE (1u << 7)
 #define CORE_HZ 168000000u
+/* Empty-loop passes between two polls of an empty USART (edp_board_uart_read): about 3,000
+ * instructions, 24 us of virtual time. Every SR read takes QEMU's global lock, which its main
+ * loop needs to hand over the next received byte; polling without a pause starved it (54 ms
+ * per 270-byte INFER_LOCAL request, 16 ms with the pause, docs/benchmarks.md). */
+#define POLL_SPIN 512u
 #define EDP_QEMU_TEST_EPOCH 1767225600u
 #define CLOCK_MAGIC 0x4B4C4345u
 #define FLASH_MAGIC 0x48534C46u
@@ -268,5 +273,7 @@ int edp_board_uart_read(uint8_t *buf, size_t max)
     size_t n = 0;
     edp_cortexm_wipe_if_sent();  /* an answer has left: its computation's stack goes (stackwipe.h) */
     while (n < max && (USART1_SR & SR_RXNE)) buf[n++] = (uint8_t)USART1_DR;
+    if (n == 0)
+        for (volatile unsigned i = 0; i < POLL_SPIN; i++) {}
     return (int)n;
 }
