@@ -7,7 +7,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,27 +34,6 @@ FOLDERS = {
     "hil": "the firmware in an emulator (QEMU; Renode where installed) over a TCP serial link",
     "analysis": "analysis and training (scikit-learn, JAX, dp-accounting)",
 }
-
-
-RAM_TMP = Path("/dev/shm")
-RAM_TMP_MIN = 4 << 30  # bytes free, else the default temporary directory
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Temporary files (tmp_path: the native device's store and flash files) go to RAM where
-    /dev/shm exists with 4 GiB free, unless TMPDIR or --basetemp says where. The host port rewrites its whole
-    store file for each 4-byte word it writes, so that power can be cut between any two
-    (firmware/boards/host/board.c); on a disk file system each rewrite of a truncated file is
-    written back (ext4, and a discard per truncation when mounted with it): measured on the
-    1,000-query replay, 9.6 s on /tmp (ext4) and 2.4 s on /dev/shm. The files and the power cuts
-    are the same; only where they live changes."""
-    if "TMPDIR" in os.environ or config.option.basetemp or not (RAM_TMP.is_dir() and os.access(RAM_TMP, os.W_OK)):
-        return
-    fs = os.statvfs(RAM_TMP)
-    if fs.f_bavail * fs.f_frsize < RAM_TMP_MIN:  # (a container's 64 MiB /dev/shm: the wheel tests' venvs need more)
-        return
-    os.environ["TMPDIR"] = str(RAM_TMP)  # the xdist workers and the subprocesses too
-    tempfile.tempdir = str(RAM_TMP)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -61,12 +61,11 @@ def inputs_1000() -> np.ndarray:
 
 
 def raw_mismatches(dev: Device, model: cgen.DeviceModel, X: np.ndarray) -> list[int]:
-    """The rows whose INFER_LOCAL answer (label, CRC-32 of the raw f32 output) is not the
-    host reference's for ``model``."""
+    """The rows whose INFER_LOCAL answer (label, CRC-32 of the raw f32 output; requests pipelined)
+    is not the host reference's for ``model`` (a refusal or a lost answer is a mismatch)."""
     raw = reference.run(model, X)
-    return [i for i, x in enumerate(X)
-            if dev.infer_local(x) != (int(reference.first_argmax(raw[i:i + 1])[0]),
-                                      zlib.crc32(raw[i].astype("<f4").tobytes()))]
+    return [i for i, got in enumerate(dev.infer_local_many(X))
+            if got != (int(reference.first_argmax(raw[i:i + 1])[0]), zlib.crc32(raw[i].astype("<f4").tobytes()))]
 
 
 def test_ensemble_on_device_reaches_host_accuracy_at_epsilon_1(qemu: Device, test_key: bytes) -> None:
@@ -75,9 +74,8 @@ def test_ensemble_on_device_reaches_host_accuracy_at_epsilon_1(qemu: Device, tes
     qemu.test_seed(test_key, seed)
     ref = InferReference(model, seed)
     labels = []
-    for x in SPLIT.X_test:
-        r, _ = qemu.infer(x, "label")
-        assert r.same_answer(ref.infer(x, "label"))
+    for x, r in zip(SPLIT.X_test, qemu.infer_many(SPLIT.X_test, "label"), strict=True):
+        assert isinstance(r, P.QueryResult) and r.same_answer(ref.infer(x, "label")), r
         labels.append(r.label)
     acc = float(np.mean(np.array(labels) == SPLIT.y_test))
     votes = reference.run(model, SPLIT.X_test)

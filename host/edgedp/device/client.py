@@ -183,6 +183,15 @@ class Device:
         _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
         return label, crc
 
+    def infer_local_many(self, rows: Iterable[np.ndarray], in_flight: int | None = None
+                         ) -> Iterator[tuple[int, int] | DeviceError | AnswerLost]:
+        """``infer_local`` for each row, pipelined as ``infer_many`` (test builds)."""
+        def parse(body: bytes) -> tuple[int, int]:
+            _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(body)
+            return label, crc
+        yield from self._pipeline(P.INFER_LOCAL, (P.pack_vector(x, Mode(MODE_FULL)) for x in rows),
+                                  parse, in_flight)
+
     def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None,
                    stop: Callable[[], bool] | None = None) -> Iterator[P.QueryResult | DeviceError | AnswerLost]:
         """Stream rows (a 2-D array, or any iterable of vectors such as a generator) through QUERY.
