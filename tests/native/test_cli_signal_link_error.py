@@ -8,7 +8,9 @@ The real CLI against the native device (--target host) in this process. Its link
 after the n-th charged request has gone to the device, which answers and charges it; the host
 then reads nothing more (every read and write fails, as on an unplugged cable), and the SIGINT
 is sent at that moment: the user's Ctrl-C during the answer in flight. The device keeps its
-spend in a store file, read after the command: the spend the summary gives plus that request."""
+spend in a store file, read after the command: the spend the summary gives plus that request.
+A refusal after the signal (that answer replaced by a forged ERR_BUDGET) ends `audit-dp` and
+`tradeoff` the same way; it used to end them as bad input (4) with no summary."""
 from __future__ import annotations
 
 import json
@@ -25,7 +27,7 @@ from click.testing import CliRunner, Result
 from edgedp.cli import main
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import open_device
-from edgedp.device.errors import TransportError
+from edgedp.device.errors import ErrorCode, TransportError
 from edgedp.device.targets.host import HostTarget
 from edgedp.device.transport import Link, LinkWrapper
 from edgedp.mech.lattice import to_epsilon
@@ -69,15 +71,48 @@ def device_store(native_builds: None, tmp_path: Path, monkeypatch: pytest.Monkey
     yield tmp_path / "store.bin"
 
 
-def run_cut(monkeypatch: pytest.MonkeyPatch, kind: int, n: int, args: list[str]) -> tuple[Result, float]:
-    """``edgedp args`` with the target's link cut after the n-th request of ``kind``; the result,
-    and the ε the device charged during the command (its lifetime spend, read after it)."""
+class RefusedAfter(LinkWrapper):
+    """A man in the middle: once the ``n``-th request of type ``kind`` has been written to the
+    device (which answers and charges it), a SIGINT goes to this process and the device's answer
+    to that request is replaced by a forged ERR_BUDGET refusal; the link goes on working."""
+
+    def __init__(self, inner: Link, kind: int, n: int):
+        super().__init__(inner)
+        self.kind, self.left, self.cut = kind, n, False
+        self.seq: int | None = None
+        self.reader = frames.FrameReader()
+
+    def write(self, data: bytes) -> None:
+        self.inner.write(data)
+        for f in frames.FrameReader().feed(data):
+            if f.type == self.kind and not self.cut:
+                self.left -= 1
+                if self.left == 0:
+                    self.cut, self.seq = True, f.seq
+                    os.kill(os.getpid(), signal.SIGINT)
+
+    def read(self, timeout: float) -> bytes:
+        data = self.inner.read(timeout)
+        if self.seq is None:
+            return data
+        for f in self.reader.feed(data):  # held back until the answer to seq is whole (one request in flight)
+            if f.seq == self.seq:
+                self.seq = None
+                return frames.encode(P.ERROR, f.seq, bytes([ErrorCode.ERR_BUDGET, self.kind]))
+        return b""
+
+
+def run_cut(monkeypatch: pytest.MonkeyPatch, kind: int, n: int, args: list[str],
+            wrapper: type[CutAfter] | type[RefusedAfter] = CutAfter) -> tuple[Result, float]:
+    """``edgedp args`` with the target's link cut after the n-th request of ``kind`` (or, with
+    ``wrapper=RefusedAfter``, that request's answer replaced by a refusal); the result, and the ε
+    the device charged during the command (its lifetime spend, read after it)."""
     before = lifetime_spent()
     real = HostTarget.link
-    cuts: list[CutAfter] = []
+    cuts: list[CutAfter | RefusedAfter] = []
 
     def cut_link(self: HostTarget) -> Link:
-        cuts.append(CutAfter(real(self), kind, n))
+        cuts.append(wrapper(real(self), kind, n))
         return cuts[-1]
     with monkeypatch.context() as m:
         m.setattr(HostTarget, "link", cut_link)
@@ -194,3 +229,34 @@ def test_query(device_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert lines[-1]["exit_code"] == 130 and int(m.group(2)) == answered
     assert [json.loads(s)["status"] for s in out.read_text().splitlines()] == status
     assert charged == pytest.approx(10.0)  # (query runs the device's ε, 1)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_audit_dp_refused_after_a_signal(device_store: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool) -> None:
+    """The 6th answer, charged, replaced by a (forged) refusal while the Ctrl-C is pending: the 5
+    answers before it are still summarised, with the refusal as the cause, and 130 (it used to end
+    as bad input, 4, with no summary)."""
+    r, charged = run_cut(monkeypatch, P.QUERY, 6, ["audit-dp", "--key", KEY, "--trials", "8", "--epsilon", "0.5",
+                                                   "--no-progress", *(["--json"] if as_json else [])], RefusedAfter)
+    assert r.exit_code == 130, (r.exit_code, r.stdout, r.stderr)
+    line = one_error_line(r.stderr)
+    assert re.search(r"interrupted after 5 of \d+ device answers \(spent 2.5 epsilon\); no bound; then: "
+                     r"the device refused answer 6 of 8: ERR_BUDGET", line), line  # (8 per trial group)
+    if as_json:
+        d = json.loads(r.stdout)
+        assert (d["answers"], d["epsilon_spent"], d["complete"]) == (5, 2.5, False), d
+    assert charged == pytest.approx(3.0)
+
+
+def test_tradeoff_refused_after_a_signal(device_store: Path, outputs: Path,  # noqa: F811
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device check's 4th answer replaced by a refusal after the Ctrl-C: the table and the 3
+    charged queries, then the refusal, and 130."""
+    r, charged = run_cut(monkeypatch, P.QUERY, 4, ["tradeoff", "--data", str(outputs), "--quick", "--modes", "label",
+                                                   "--epsilons", "1", "--target-queries", "10", "--key-file", KEY,
+                                                   "--no-progress"], RefusedAfter)
+    assert r.exit_code == 130, (r.exit_code, r.stdout, r.stderr)
+    line = one_error_line(r.stderr)
+    assert "interrupted after 3 of the device check's queries (spent 3 epsilon); then: device refused a query " \
+        "after 3: ERR_BUDGET" in line, line
+    assert "accuracy" in r.stdout and charged == pytest.approx(4.0), r.stdout

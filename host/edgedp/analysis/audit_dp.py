@@ -224,7 +224,7 @@ def device_releaser(dev, mode: Mode, k: int, below: float, progress: Callable[[i
                     stop: Callable[[], bool] | None = None) -> Releaser:
     """Answers from a device (``edgedp.device.client.Device``), one QUERY each (charged). Raises
     Stopped, before the next query, once ``stop()`` holds."""
-    from ..device.errors import DeviceError
+    from ..device.errors import DeviceError, EdgeDPError
     sent = 0
 
     def answers(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -236,7 +236,7 @@ def device_releaser(dev, mode: Mode, k: int, below: float, progress: Callable[[i
             try:
                 r = dev.query(x.astype(np.float32), mode)
             except DeviceError as exc:
-                raise ValueError(f"the device refused answer {i + 1} of {n}: {exc}") from None
+                raise EdgeDPError(f"the device refused answer {i + 1} of {n}: {exc}", exc.error.name) from None
             sent += 1
             lat.append(r.lattice)
             idx.append(r.indices)
@@ -254,10 +254,11 @@ def prepare_device(dev, key: bytes, k: int, spend_micro: int, epsilon: float | N
     """Configure a test image for the audit: per-answer epsilon (when given), a daily cap that covers
     the audit's answers, today's spend reset, and the noise stream seeded from ``seed``.
 
-    Needs the device key (the public test key for test images); raises ValueError with the reason.
+    Needs the device key (the public test key for test images); raises ValueError (a lifetime cap
+    too low for the audit) or EdgeDPError (the device refused, with its ERR_ name) with the reason.
     What it signs and the mechanism it returns come from the authenticated state (STATE), never
     from the unauthenticated BUDGET answer."""
-    from ..device.errors import DeviceError
+    from ..device.errors import DeviceError, EdgeDPError
     from ..device.protocol import Caps, MechConfig
 
     b = dev.state(key).budget
@@ -273,7 +274,7 @@ def prepare_device(dev, key: bytes, k: int, spend_micro: int, epsilon: float | N
         dev.reset_budget(key)
         dev.test_seed(key, seed_bytes(seed))
     except DeviceError as exc:
-        raise ValueError(f"the device refused the audit's set-up ({exc}); audit-dp needs a test image and its "
-                         f"key (--key)") from None
+        raise EdgeDPError(f"the device refused the audit's set-up ({exc}); audit-dp needs a test image and its "
+                          f"key (--key)", exc.error.name) from None
     b = dev.state(key).budget
     return Mechanism(to_epsilon(b.epsilon_micro), k, float(b.lo), float(b.hi), float(b.sensitivity), b.m)

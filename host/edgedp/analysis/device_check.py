@@ -27,7 +27,7 @@ from scipy.stats import binomtest, kstest
 from tqdm import tqdm
 
 from ..device.client import open_device
-from ..device.errors import DeviceError
+from ..device.errors import DeviceError, EdgeDPError
 from ..mech import dlap, fast
 from ..mech.lattice import make_lattice, quantize, to_epsilon
 from ..mech.modes import Mode
@@ -118,7 +118,7 @@ def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progre
             try:
                 r = dev.query(row.astype(np.float32), FULL)
             except DeviceError as exc:
-                raise ValueError(f"device refused a query after {len(rows)}: {exc}") from None
+                raise EdgeDPError(f"device refused a query after {len(rows)}: {exc}", exc.error.name) from None
             rows.append(r.lattice)
             sent.answered += 1
             ms.add(r.m)
