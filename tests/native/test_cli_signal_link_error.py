@@ -37,6 +37,7 @@ from .test_cli_late_signal import KEY, one_error_line, outputs  # noqa: F401 - o
 
 pytestmark = pytest.mark.native
 CUT = "the link was cut"
+CUT_WRITE = "the link was cut (a later write)"  # e.g. verify's restore: the first error is reported
 
 
 class CutAfter(LinkWrapper):
@@ -50,7 +51,7 @@ class CutAfter(LinkWrapper):
 
     def write(self, data: bytes) -> None:
         if self.cut:
-            raise TransportError(CUT)
+            raise TransportError(CUT_WRITE)
         self.inner.write(data)
         self.left -= sum(f.type == self.kind for f in frames.FrameReader().feed(data))
         if self.left <= 0 and not self.cut:
@@ -158,7 +159,8 @@ def test_demo_images(device_store: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize("as_json", [False, True])
 def test_verify(device_store: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool) -> None:
     """Cut on the 5th query: 4 compared (shown, or the one partial document), their ε counted here
-    (STATE can no longer be read), and the configuration could not be restored: said so."""
+    (STATE can no longer be read), and the configuration could not be restored: said so, with the
+    first error (the answer's read), not the restore's (a write)."""
     r, charged = run_cut(monkeypatch, P.QUERY, 5, ["verify", "-n", "16", "--samples", "1000", "--key-file", KEY,
                                                    "--no-progress", *(["--json"] if as_json else [])])
     line = summary(r)

@@ -7,6 +7,7 @@ import click
 
 from ..analysis.jsonable import finite_json
 from ..device.client import open_device
+from ..device.errors import EdgeDPError
 from ..device.verify import VerifyResult, noise_fit, replay
 from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
 from ..mech.dlap import ChiSquare
@@ -80,9 +81,15 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
             if fit is not None:
                 res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = (fit.n, fit.pvalue, fit.statistic,
                                                                                   fit.dof)
-        finally:
-            dev.configure(key, before.config, before.caps)
-            restored = True
+        except BaseException:
+            try:
+                dev.configure(key, before.config, before.caps)
+                restored = True
+            except EdgeDPError:
+                pass  # the first error is the one to report; the summary says what was not restored
+            raise
+        dev.configure(key, before.config, before.caps)
+        restored = True
         # read now, for a signal that comes later too (during the close): only from the authenticated state
         spent = to_epsilon(dev.state(key).budget.daily_spent - before.daily_spent)
     # the handlers are back: every first signal is in ``stop`` now
