@@ -86,7 +86,7 @@ static void save(const char *path, int *fd, const void *buf, size_t n)
     if (!path) return;
     if (*fd < 0) *fd = open(path, O_WRONLY | O_CREAT, 0644);
     if (*fd >= 0 && pwrite(*fd, buf, n, 0) != (ssize_t)n) {
-        close(*fd);  /* reopened (and rewritten whole) at the next write */
+        close(*fd);  /* reopened at the next write */
         *fd = -1;
     }
 }

@@ -43,10 +43,11 @@
 #define SR_RXNE (1u << 5)
 #define SR_TXE (1u << 7)
 #define CORE_HZ 168000000u
-/* Empty-loop passes between two polls of an empty USART (edp_board_uart_read): about 3,000
- * instructions, 24 us of virtual time. Every SR read takes QEMU's global lock, which its main
- * loop needs to hand over the next received byte; polling without a pause starved it (54 ms
- * per 270-byte INFER_LOCAL request, 16 ms with the pause, docs/benchmarks.md). */
+/* Empty-loop passes between two polls of an empty USART (edp_board_uart_read): 512 x 6 =
+ * 3,072 instructions, 25 us of virtual time under -icount shift=3. Every SR read is an MMIO
+ * access under QEMU's global lock, which its main loop needs to hand over the next received
+ * byte; polling without a pause starved it (docs/benchmarks.md section 10). Whether it runs
+ * depends only on whether a byte has arrived: never on a request, the model, the noise or a secret. */
 #define POLL_SPIN 512u
 #define EDP_QEMU_TEST_EPOCH 1767225600u
 #define CLOCK_MAGIC 0x4B4C4345u

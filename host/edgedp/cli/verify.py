@@ -82,11 +82,9 @@ def verify(target: str | None, queries: int, samples: int, seed: int, key_file: 
                 res.samples, res.chi2_pvalue, res.chi2_statistic, res.chi2_dof = (fit.n, fit.pvalue, fit.statistic,
                                                                                   fit.dof)
         except BaseException:
-            try:
+            with contextlib.suppress(EdgeDPError):  # the first error is reported; the summary says if not restored
                 dev.configure(key, before.config, before.caps)
                 restored = True
-            except EdgeDPError:
-                pass  # the first error is the one to report; the summary says what was not restored
             raise
         dev.configure(key, before.config, before.caps)
         restored = True

@@ -74,6 +74,12 @@ def load_key(path: str | Path | None = None) -> bytes:
     return key
 
 
+def _infer_local_answer(body: bytes) -> tuple[int, int]:
+    """INFER_LOCAL's answer: (label, CRC-32 of the raw float32 output)."""
+    _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(body)
+    return label, crc
+
+
 class Device:
     """Protocol client over any Link."""
 
@@ -180,17 +186,13 @@ class Device:
 
     def infer_local(self, x: np.ndarray) -> tuple[int, int]:
         """The model's local path (test builds): (argmax of the raw output, crc32 of its float32 bytes)."""
-        _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
-        return label, crc
+        return _infer_local_answer(self.request(P.INFER_LOCAL, P.pack_vector(x, Mode(MODE_FULL))))
 
     def infer_local_many(self, rows: Iterable[np.ndarray], in_flight: int | None = None
                          ) -> Iterator[tuple[int, int] | DeviceError | AnswerLost]:
         """``infer_local`` for each row, pipelined as ``infer_many`` (test builds)."""
-        def parse(body: bytes) -> tuple[int, int]:
-            _, label, crc = S.INFER_LOCAL_BODY_FMT.unpack(body)
-            return label, crc
         yield from self._pipeline(P.INFER_LOCAL, (P.pack_vector(x, Mode(MODE_FULL)) for x in rows),
-                                  parse, in_flight)
+                                  _infer_local_answer, in_flight)
 
     def query_many(self, rows: Iterable[np.ndarray], mode: Mode | str = "full", in_flight: int | None = None,
                    stop: Callable[[], bool] | None = None) -> Iterator[P.QueryResult | DeviceError | AnswerLost]:
