@@ -49,6 +49,8 @@ class Proxy:
         self.seen: list[frames.Frame] = []   # every request frame from the host
         self.forged: list[bytes] = []        # wire bytes to hand the host as if the device sent them
         self._stop = threading.Event()
+        self._idle = threading.Event()  # no connection is being relayed (set when one ends)
+        self._idle.set()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -59,12 +61,14 @@ class Proxy:
                 conn, _ = self.srv.accept()
             except TimeoutError:
                 continue
+            self._idle.clear()
             done = threading.Event()
             up = threading.Thread(target=self._host_to_device, args=(conn, done), daemon=True)
             up.start()
             self._device_to_host(conn, done)
             up.join()
             conn.close()
+            self._idle.set()
 
     @staticmethod
     def _chunks(buf: bytearray) -> Iterator[bytes]:
@@ -106,7 +110,17 @@ class Proxy:
                         return
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([EDGEDP, *args, "--target", self.url], capture_output=True, text=True, timeout=120)
+        """Run the CLI through the proxy; return once the proxy has stopped relaying its
+        connection, so that no relay thread still reads the device's link (and takes an answer
+        meant for the test's own requests) when the command has exited."""
+        r = subprocess.run([EDGEDP, *args, "--target", self.url], capture_output=True, text=True, timeout=120)
+        self.settle()
+        return r
+
+    def settle(self) -> None:
+        """Wait until the proxy relays no connection (call after a command has exited and before
+        the test talks to the device itself)."""
+        assert self._idle.wait(10), "the proxy still relays the command's connection"
 
     @property
     def url(self) -> str:
@@ -404,6 +418,7 @@ def test_sigterm_after_a_signed_command_says_whether_it_took_effect(mitm: Proxy,
     wait_for(p, lambda: any(f.type == P.CONFIG for f in mitm.seen))
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=30)
+    mitm.settle()
     assert p.returncode == 143, err
     assert f"terminated: re-read the authenticated state: CONFIG took effect (counter {counter + 1})" in err, err
     assert "Traceback" not in err and authentic_state(qemu, test_key).daily_cap == 5 * MICRO

@@ -1,13 +1,16 @@
 """Byte links to a device: any pyserial URL, or a child process's stdin/stdout."""
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import socket
 import subprocess
 import time
 from typing import Protocol
 
 import serial
+from serial.urlhandler import protocol_socket
 
 from .errors import TransportError
 
@@ -70,6 +73,30 @@ class LinkWrapper:
         self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]
 
 
+class _SocketPort(protocol_socket.Serial):
+    """pyserial's ``socket://`` port without the 0.3 s its close() sleeps "in case of quick
+    reconnects": every CLI command on QEMU or a session paid it (a quarter of a 200-row
+    ``edgedp query``, docs/benchmarks.md §10). A reconnect needs no pause here: QEMU's chardev
+    keeps its socket listening, so the kernel holds a new connection until QEMU takes it, and
+    SerialLink retries a refused connect (a server not listening yet) until its
+    ``connect_timeout``. Reads and writes are pyserial's."""
+
+    def close(self) -> None:
+        if self.is_open and self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                self._socket.close()
+            self._socket = None
+        self.is_open = False
+
+
+def _open_port(url: str, baudrate: int) -> serial.SerialBase:
+    if url.lower().startswith("socket://"):
+        return _SocketPort(url, baudrate=baudrate, timeout=0.05)
+    return serial.serial_for_url(url, baudrate=baudrate, timeout=0.05)
+
+
 class SerialLink:
     """A pyserial URL: /dev/ttyACM0, socket://host:port, rfc2217://host:port, loop://.
 
@@ -93,7 +120,7 @@ class SerialLink:
         deadline = time.monotonic() + connect_timeout
         while True:
             try:
-                self._port = serial.serial_for_url(url, baudrate=baudrate, timeout=0.05)
+                self._port = _open_port(url, baudrate)
                 break
             except (serial.SerialException, OSError) as exc:
                 if time.monotonic() > deadline:
