@@ -62,6 +62,7 @@ def test_close_ends_the_connection_and_a_reconnect_is_served_at_once(server, mon
         assert link.read(2.0) == payload + b"\x00"
         link.close()
         link.close()  # a second close is harmless
+    monkeypatch.undo()  # time.sleep is the time module's own: the wait below may sleep
     deadline = time.monotonic() + 5.0
     while len(server.ended_with_eof) < 20 and time.monotonic() < deadline:
         time.sleep(0.01)
