@@ -43,12 +43,15 @@
 #define SR_RXNE (1u << 5)
 #define SR_TXE (1u << 7)
 #define CORE_HZ 168000000u
-/* Empty-loop passes between two polls of an empty USART (edp_board_uart_read): 512 x 6 =
- * 3,072 instructions, 25 us of virtual time under -icount shift=3. Every SR read is an MMIO
- * access under QEMU's global lock, which its main loop needs to hand over the next received
- * byte; polling without a pause starved it (docs/benchmarks.md section 10). Whether it runs
- * depends only on whether a byte has arrived: never on a request, the model, the noise or a secret. */
-#define POLL_SPIN 512u
+#define CR1_RXNEIE (1u << 5)
+/* USART1 is IRQ 37 on the STM32F405 QEMU models: bit 5 of the NVIC's second enable, disable and
+ * clear-pending words. The firmware never takes this interrupt (no handler runs: it is enabled
+ * only while PRIMASK is set, and disabled again before PRIMASK is cleared); its pending state
+ * only wakes the WFI of edp_board_uart_read. */
+#define NVIC_ISER1 (*(volatile uint32_t *)0xE000E104u)
+#define NVIC_ICER1 (*(volatile uint32_t *)0xE000E184u)
+#define NVIC_ICPR1 (*(volatile uint32_t *)0xE000E284u)
+#define USART1_IRQ_BIT (1u << 5)
 #define EDP_QEMU_TEST_EPOCH 1767225600u
 #define CLOCK_MAGIC 0x4B4C4345u
 #define FLASH_MAGIC 0x48534C46u
@@ -254,7 +257,7 @@ static const edp_port_t port = {
 
 const edp_port_t *edp_board_init(void)
 {
-    USART1_CR1 = (1u << 13) | (1u << 3) | (1u << 2); /* UE | TE | RE */
+    USART1_CR1 = (1u << 13) | CR1_RXNEIE | (1u << 3) | (1u << 2); /* UE | RXNEIE | TE | RE */
     edp_systick_start();
     SHPR3 = (SHPR3 & 0x00FFFFFFu) | (MASK_SYSTICK << 24);  /* maskable by BASEPRI */
     if (clock_rec.magic == CLOCK_MAGIC && clock_rec.check == (~CLOCK_MAGIC ^ (uint32_t)clock_rec.seconds_at_boot))
@@ -269,12 +272,35 @@ const edp_port_t *edp_board_init(void)
     return &port;
 }
 
+/* Sleep until a byte arrives or SysTick wraps (WFI), instead of polling: every SR read is an
+ * MMIO access under QEMU's global lock, which its main loop needs to hand over the next received
+ * byte, so polling without a pause starved it (docs/benchmarks.md section 10), and an idle
+ * firmware kept a host core busy. With PRIMASK set a pending interrupt wakes WFI without being
+ * taken; USART1's is enabled in the NVIC only meanwhile (its pending bit cleared first, so a
+ * byte that came before is seen by the SR read and one that comes after pends it), and
+ * SysTick's handler runs once PRIMASK is restored. Whether it sleeps depends only on whether a
+ * byte has arrived: never on a request, the model, the noise or a secret. Under -icount the
+ * host runs QEMU with sleep=on, so an idle device's clock follows real time
+ * (edgedp.device.targets.qemu). */
+static void wait_for_rx(void)
+{
+    uint32_t primask;
+    __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(primask) : : "memory");
+    NVIC_ICPR1 = USART1_IRQ_BIT;
+    NVIC_ISER1 = USART1_IRQ_BIT;
+    if (!(USART1_SR & SR_RXNE))
+        __asm__ volatile("dsb\n wfi" : : : "memory");
+    NVIC_ICER1 = USART1_IRQ_BIT;
+    NVIC_ICPR1 = USART1_IRQ_BIT;
+    __asm__ volatile("dsb\n isb\n msr primask, %0" : : "r"(primask) : "memory");
+}
+
 int edp_board_uart_read(uint8_t *buf, size_t max)
 {
     size_t n = 0;
     edp_cortexm_wipe_if_sent();  /* an answer has left: its computation's stack goes (stackwipe.h) */
     while (n < max && (USART1_SR & SR_RXNE)) buf[n++] = (uint8_t)USART1_DR;
     if (n == 0)
-        for (volatile unsigned i = 0; i < POLL_SPIN; i++) {}
+        wait_for_rx();
     return (int)n;
 }

@@ -2,8 +2,9 @@
 
 ``qemu`` runs build/qemu/edgedp.elf (test image, console USART1);
 ``qemu:stm32f4`` runs build/stm32f4/edgedp.elf (production image, console USART2,
-where QEMU lacks RCC, RNG and RTC). Both run with ``-icount shift=3,sleep=off``
-so instruction counts are deterministic; QMP on a Unix socket resets the MCU."""
+where QEMU lacks RCC, RNG and RTC). Both run with ``-icount shift=3,sleep=on``
+so instruction counts are deterministic (sleep=on: while the test image sleeps in WFI waiting
+for a byte, its clock follows real time); QMP on a Unix socket resets the MCU."""
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def qemu_argv(elf: Path, usart: int, port: int, qmp_path: str, icount: bool = Tr
     """The qemu-system-arm command line: the image on netduinoplus2, console USART ``usart`` on a
     loopback TCP server (``wait``: the VM starts only once a client connects), QMP on a Unix socket.
 
-    ``icount``: one instruction is 8 ns of virtual time (deterministic tick counts); without it
-    the virtual clock follows the host's."""
+    ``icount``: one instruction is 8 ns of virtual time (deterministic tick counts), and time
+    spent asleep (the qemu port's WFI between bytes) is real time; without it the virtual clock
+    follows the host's."""
     if shutil.which(QEMU) is None:
         raise TransportError(f"{QEMU} not found: install it with `apt-get install qemu-system-arm` "
                              "(or run `make setup`)")
@@ -62,7 +64,7 @@ def qemu_argv(elf: Path, usart: int, port: int, qmp_path: str, icount: bool = Tr
         # Log accesses to registers QEMU does not model (RCC, RNG, RTC, ...): large.
         argv += ["-d", "unimp,guest_errors", "-D", os.environ["EDGEDP_QEMU_LOG"]]
     if icount:
-        argv[1:1] = ["-icount", "shift=3,sleep=off"]
+        argv[1:1] = ["-icount", "shift=3,sleep=on"]
     return argv
 
 
