@@ -166,9 +166,8 @@ def emulator(qemu_elf: Path):
 
 @pytest.fixture(scope="session")
 def qemu_target() -> Iterator[QemuTarget]:
-    """One QEMU per worker, paused between the tests that use it (``qemu``): the firmware polls
-    its UART, so a running QEMU spins a host core even when idle, taken from the other worker's
-    tests (the virtual clock, under -icount, stops with the VM)."""
+    """One QEMU per worker, paused between the tests that use it (``qemu``): nothing runs
+    meanwhile, the virtual clock included (it stops with the VM)."""
     make("build/qemu/edgedp.elf")
     t = QemuTarget.from_spec("qemu")
     yield t

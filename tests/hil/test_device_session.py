@@ -212,3 +212,25 @@ def test_readme_session_example_runs_as_written(cli: Cli) -> None:
         r = subprocess.run([EDGEDP, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=cli.env)
         assert r.returncode == 0, f"{line}: rc {r.returncode}\n{r.stdout}{r.stderr}"
     assert not (cli.state / "session.json").exists()
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def test_an_idle_session_sleeps_and_wakes_for_a_request(cli: Cli, tmp_path: Path) -> None:
+    """The firmware waits for a byte in WFI (boards/qemu), so an idle session's QEMU takes almost
+    no host CPU (the polling firmware kept a core busy: about 1 s of CPU a second, half that on a
+    loaded 2-core machine), and the first byte of a request wakes it."""
+    cli.ok("device", "start", "--fresh")
+    pid = cli.pid()
+    time.sleep(1.0)  # past the boot
+    before, t0 = _cpu_seconds(pid), time.monotonic()
+    time.sleep(3.0)
+    used, spent = _cpu_seconds(pid) - before, time.monotonic() - t0
+    assert used < 0.1 * spent, f"an idle session's QEMU used {used:.2f} s of CPU in {spent:.1f} s"
+    np.save(tmp_path / "rows.npy", np.full((3, 10), 0.5, dtype=np.float32))
+    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "1", "--target", "session")
+    rows = [json.loads(x) for x in cli.ok("query", str(tmp_path / "rows.npy"), "--json", "--target", "session").splitlines()]
+    assert [r["status"] for r in rows] == ["ok"] * 3

@@ -29,7 +29,7 @@ from ..conftest import ROOT
 
 pytestmark = pytest.mark.hil
 
-BOOT_LIMIT_S = 2.0       # connect -> banner (the image's own boot), -icount shift=3,sleep=off
+BOOT_LIMIT_S = 2.0       # connect -> banner (the image's own boot), -icount shift=3
 # QEMU models no RTC: the clock is the first thing a charge checks (before the reseed, whose
 # position in the keystream must not show in a refusal's timing), so every external answer is
 # refused with ERR_TIME; the RNG's failure shows in INFO and in every admin command.

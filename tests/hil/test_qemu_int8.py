@@ -32,8 +32,8 @@ INT8 = ROOT / "firmware/model/digits_mlp_int8.c"
 @pytest.fixture(scope="module")
 def int8_paused(test_key: bytes) -> Iterator[Device]:
     """The int8 MLP's image, prepared, then paused (``int8_dev`` runs it for the tests that use it:
-    a running QEMU spins a host core, see conftest's qemu_target, and the end-to-end test below
-    trains, builds and boots another image meanwhile)."""
+    see conftest's qemu_target; the end-to-end test below trains, builds and boots another image
+    meanwhile)."""
     t = model_target("digits_mlp_int8")
     try:
         dev = prepare(Device(t.link(), timeout=20, target=t), test_key)

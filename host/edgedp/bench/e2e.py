@@ -124,7 +124,7 @@ def run(n: int = 300, seed: int = 1, progress=None) -> dict:
             list(dev.query_many(X, in_flight=1))
             api1 = max(api1, n / (time.perf_counter() - t0))
     finally:
-        target.close()  # before the CLI's own QEMU: an idle one still spins a host core
+        target.close()  # before the CLI's own QEMU: the two would share the host's cores
     say(f"CLI, {n} rows")
     cli = _cli_rate(X)
     rate = BAUD / BITS_PER_BYTE

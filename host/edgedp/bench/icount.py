@@ -1,7 +1,8 @@
 """What a tick is: SysTick under QEMU -icount, DWT cycles on a real board, host nanoseconds.
 
-QEMU run with ``-icount shift=N,sleep=off`` advances its virtual clock by exactly 2^N ns
-per executed guest instruction and never by host time. The netduinoplus2 SysTick counts
+QEMU run with ``-icount shift=N`` advances its virtual clock by exactly 2^N ns per executed
+guest instruction; only while the guest sleeps (``sleep=on``: the qemu port's WFI between
+requests, never inside a measured step) does it follow host time. The netduinoplus2 SysTick counts
 the 168 MHz core clock of that virtual time, so with shift = 3 (the ``qemu`` target)
 
     ticks = instructions x 168e6 Hz x 2^3 ns = 1.344 x instructions,
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from ..device.targets.renode import PERFORMANCE_IN_MIPS
 
 ICOUNT_SHIFT = 3
-"""The qemu target's ``-icount shift=3,sleep=off`` (edgedp.device.targets.qemu)."""
+"""The qemu target's ``-icount shift=3,sleep=on`` (edgedp.device.targets.qemu)."""
 
 
 def ns_per_instruction(shift: int = ICOUNT_SHIFT) -> float:

@@ -9,7 +9,8 @@ frames go through ``edp_device_rx`` (COBS, CRC, dispatcher, budget commit, respo
 the trace covers the whole QUERY path, and a :class:`TraceLink` lets the ordinary
 :class:`edgedp.device.client.Device` talk to it. With ``main=True`` the image's own ``main``
 runs instead (board init, banner, frame loop), and received bytes reach it through USART1's
-RXNE and data register, as under QEMU: what the frame loop leaves in RAM is then the
+RXNE and data register, as under QEMU (the board's WFI while it waits is a NOP here): what the
+frame loop leaves in RAM is then the
 firmware's (its receive buffer and stack frame included); instruction counts outside the
 ``port->ticks`` marks are then not exact (a suspended block is counted again on resuming).
 
@@ -246,6 +247,7 @@ class Emulator:
             uc.mem_write(paddr, data)     # load image (flash copy of .data included)
             if vaddr != paddr:
                 uc.mem_write(vaddr, data)  # what the startup code copies to SRAM
+        self._wfi_as_nop(img)
         uc.mmio_map(USART1_BASE, 0x1000, self._usart_read, None, self._usart_write, None)
         uc.mmio_map(SCS_BASE, 0x1000, self._scs_read, None, self._scs_write, None)
         uc.mmio_map(TIM2_BASE, 0x1000, self._tim_read, None, self._tim_write, None)
@@ -290,6 +292,19 @@ class Emulator:
             self._boot_main()
         else:
             self._boot()
+
+    def _wfi_as_nop(self, img: Image) -> None:
+        """The board's wait for input (WFI in edp_board_uart_read, boards/qemu) returns at once, as
+        a spurious wake would: this model has no interrupts, and Unicorn would stop at a WFI. The
+        read then finds no byte and main's frame loop comes back for input, where _boot_main's
+        hook stops. Only that function is scanned (a literal pool elsewhere may hold 0xBF30)."""
+        if "edp_board_uart_read" not in img.symbols:
+            return
+        start, end = img.function_range("edp_board_uart_read")
+        code = bytes(self.uc.mem_read(start, end - start))
+        for insn in self.cs.disasm(code, start):
+            if insn.mnemonic == "wfi":
+                self.uc.mem_write(insn.address, b"\x00\xbf")  # NOP (T1)
 
     # ---- memory-mapped peripherals ------------------------------------------------
     def _usart_read(self, uc, offset, size, data) -> int:
