@@ -48,7 +48,7 @@ def test_listed_boards_receive_by_interrupt() -> None:
     ("stm32f4", "0.1.0", (1, None)),      # the stm32f4 port polled its UART before 0.2.0
     ("stm32f4", "0.0.9", (1, None)),      # a firmware version the host does not know: polled
     ("template", "0.2.0", (1, None)),     # boards/template polls its UART
-    ("qemu-netduinoplus2", "0.2.0", (1, None)),  # the qemu port reads USART1 as bytes come (QEMU itself holds them)
+    ("qemu-netduinoplus2", "0.2.0", (1, None)),  # the qemu port: QEMU itself holds the bytes
 ])
 def test_a_board_link_learns_from_info(board: str, version: str, expected: tuple) -> None:
     link = SerialLink("loop://", in_flight=None)

@@ -54,15 +54,15 @@ def test_close_ends_the_connection_and_a_reconnect_is_served_at_once(server, mon
     def no_sleep(_seconds: float) -> None:
         raise AssertionError("closing a socket:// link slept")
 
-    monkeypatch.setattr(protocol_socket.time, "sleep", no_sleep)
     for i in range(20):
         link = SerialLink(f"socket://127.0.0.1:{server.port}", connect_timeout=2.0)
         payload = f"request {i}".encode()
         link.write(payload)
         assert link.read(2.0) == payload + b"\x00"
-        link.close()
-        link.close()  # a second close is harmless
-    monkeypatch.undo()  # time.sleep is the time module's own: the wait below may sleep
+        with monkeypatch.context() as m:  # time.sleep is global: patched for the closes only
+            m.setattr(protocol_socket.time, "sleep", no_sleep)
+            link.close()
+            link.close()  # a second close is harmless
     deadline = time.monotonic() + 5.0
     while len(server.ended_with_eof) < 20 and time.monotonic() < deadline:
         time.sleep(0.01)

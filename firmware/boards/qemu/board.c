@@ -25,6 +25,7 @@
 #include "edgedp/error.h"
 #include "edgedp/sha256.h"
 #include "edgedp/store.h"
+#include "nvic.h"
 #include "ramflash.h"
 #include "stackwipe.h"
 #include "systick.h"
@@ -44,14 +45,10 @@
 #define SR_TXE (1u << 7)
 #define CORE_HZ 168000000u
 #define CR1_RXNEIE (1u << 5)
-/* USART1 is IRQ 37 on the STM32F405 QEMU models: bit 5 of the NVIC's second enable, disable and
- * clear-pending words. The firmware never takes this interrupt (no handler runs: it is enabled
- * only while PRIMASK is set, and disabled again before PRIMASK is cleared); its pending state
- * only wakes the WFI of edp_board_uart_read. */
-#define NVIC_ISER1 (*(volatile uint32_t *)0xE000E104u)
-#define NVIC_ICER1 (*(volatile uint32_t *)0xE000E184u)
-#define NVIC_ICPR1 (*(volatile uint32_t *)0xE000E284u)
-#define USART1_IRQ_BIT (1u << 5)
+/* USART1's interrupt line on the STM32F405 QEMU models (RM0090 table 61). The firmware never
+ * takes it (no handler runs: it is enabled only while PRIMASK is set, and disabled again before
+ * PRIMASK is cleared); its pending state only wakes the WFI of edp_board_uart_read. */
+#define USART1_IRQ 37u
 #define EDP_QEMU_TEST_EPOCH 1767225600u
 #define CLOCK_MAGIC 0x4B4C4345u
 #define FLASH_MAGIC 0x48534C46u
@@ -286,12 +283,12 @@ static void wait_for_rx(void)
 {
     uint32_t primask;
     __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(primask) : : "memory");
-    NVIC_ICPR1 = USART1_IRQ_BIT;
-    NVIC_ISER1 = USART1_IRQ_BIT;
+    edp_nvic_unpend(USART1_IRQ);
+    edp_nvic_enable(USART1_IRQ);
     if (!(USART1_SR & SR_RXNE))
         __asm__ volatile("dsb\n wfi" : : : "memory");
-    NVIC_ICER1 = USART1_IRQ_BIT;
-    NVIC_ICPR1 = USART1_IRQ_BIT;
+    edp_nvic_disable(USART1_IRQ);
+    edp_nvic_unpend(USART1_IRQ);
     __asm__ volatile("dsb\n isb\n msr primask, %0" : : "r"(primask) : "memory");
 }
 

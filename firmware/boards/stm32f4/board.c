@@ -49,6 +49,7 @@
 #include "board.h"
 #include "edgedp/error.h"
 #include "stm32f4.h"
+#include "../cortexm/nvic.h"
 #include "../cortexm/stackwipe.h"
 #include "../cortexm/systick.h"
 #include "../cortexm/vectors.h"
@@ -207,7 +208,7 @@ static void console_init(edp_rcc_regs_t *rcc)
     edp_stm32_gpio_af(EDP_STM32_GPIOD, 9, 7);   /* RX */
 #endif
     edp_stm32_uart_init(CONSOLE, clocks.pclk1_hz, EDP_CONSOLE_BAUD);
-    EDP_STM32_NVIC_ISER[CONSOLE_IRQ >> 5] = 1u << (CONSOLE_IRQ & 31u);  /* priority 0, as at reset */
+    edp_nvic_enable(CONSOLE_IRQ);  /* priority 0, as at reset */
 }
 
 #if EDP_STM32_WATCHDOG

@@ -235,7 +235,6 @@ EDP_STM32_OFFSET_CHECK(flash_cr, edp_flash_regs_t, CR, 0x10);
 #define EDP_STM32_DEMCR    ((volatile uint32_t *)0xE000EDFCu)
 #define EDP_STM32_DWT      ((edp_dwt_regs_t *)0xE0001000u)
 #define EDP_STM32_IWDG     ((edp_iwdg_regs_t *)0x40003000u)
-#define EDP_STM32_NVIC_ISER ((volatile uint32_t *)0xE000E100u)  /* interrupt set-enable, 32 lines a word */
 #define EDP_STM32_SCB_VTOR ((volatile uint32_t *)0xE000ED08u)   /* vector table offset */
 
 #endif

@@ -26,10 +26,11 @@ memory -- which would give that spend back -- unless asked with ``accept_rollbac
 since (:func:`rollback_risk`).
 
 The session's QEMU runs without ``-icount``: the device clock follows the host's clock
-(under ``-icount`` it would follow the instructions executed while the firmware works), and tick counts
-are not deterministic -- measure with a fresh ``--target qemu``. The test image sleeps (WFI)
-until a byte arrives, so an idle session takes almost no host CPU; the stm32f4 image polls the
-ring its receive interrupt fills, so a ``qemu:stm32f4`` session keeps one host core busy.
+(under ``-icount`` it would follow the instructions executed while the firmware works), and
+tick counts are not deterministic -- measure with a fresh ``--target qemu``. The test image
+sleeps (WFI) until a byte arrives, so an idle session takes almost no host CPU; the stm32f4
+image polls the ring its receive interrupt fills, so a ``qemu:stm32f4`` session keeps one host
+core busy.
 
 State directory: ``$EDGEDP_STATE_DIR``, else ``$XDG_STATE_HOME/edgedp``, else
 ``~/.local/state/edgedp``. It holds ``session.json`` while a session runs, ``qemu.log``,
