@@ -90,7 +90,7 @@ def model_bytes(model: Model) -> bytes:
         arrays[f"W{i}"] = np.asarray(w, np.float32)
         arrays[f"b{i}"] = np.asarray(b, np.float32)
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **kwds could fill allow_pickle: bool
     return buf.getvalue()
 
 

@@ -107,7 +107,7 @@ def _evaluate(text: str, env: dict[str, int | float | bytes], where: str) -> int
         if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
             return n.value
         if isinstance(n, ast.Name) and n.id in env and isinstance(env[n.id], (int, float)):
-            return env[n.id]  # type: ignore[return-value]
+            return env[n.id]  # type: ignore[return-value]  # the isinstance above does not narrow env[n.id]
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
             return -ev(n.operand)
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
@@ -180,7 +180,7 @@ def parse(include_dir: Path | None = None) -> Schema:
                     size = sum(f.size for f in c.layout)
                     if size != value:
                         raise SchemaError(f"{where}: the layout of {cname} adds up to {size} bytes, "
-                                          f"the constant says {value}")
+                                          f"the constant says {value!r}")
                     c.comment = ""
                 constants[c.name] = c
             i += 1
@@ -192,6 +192,8 @@ def parse(include_dir: Path | None = None) -> Schema:
             body = re.sub(r"\n\s*\*", " ", m.group(2))
             for name, val, com in _MEMBER.findall(body):
                 v = _evaluate(val, env, f"{header}: enum {m.group(1)}")
+                if not isinstance(v, int):
+                    raise SchemaError(f"{header}: enum {m.group(1)}: {name} = {val!r} is not an integer")
                 env[name] = v
                 if m.group(1) == "edp_error":
                     if v == 0:

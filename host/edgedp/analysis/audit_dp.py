@@ -119,13 +119,16 @@ def features(mode: Mode, k: int, lattice: np.ndarray | None, indices: np.ndarray
              level: np.ndarray | None, below: float) -> np.ndarray:
     """Released answers (n of them) as the (n, k) features ``Releaser`` describes."""
     if mode.kind == MODE_TOPK:
+        assert indices is not None and lattice is not None  # a topk release: its classes and values
         out = np.full((len(indices), k), below)
         np.put_along_axis(out, indices, lattice.astype(np.float64), axis=1)
         return out
     if mode.kind in (MODE_LABEL, MODE_BUCKET):
+        assert label is not None  # label and bucket release the noisy argmax
         out = np.zeros((len(label), k))
         out[np.arange(len(label)), label] = 1.0 if level is None else level + 1.0
         return out
+    assert lattice is not None  # full, round, simplex: the vector
     return lattice.astype(np.float64)
 
 

@@ -111,7 +111,8 @@ def check(target: str | None, probs: np.ndarray, queries: int, seed: int, progre
         if b.remaining < len(x) * b.epsilon_micro:
             raise ValueError(f"the device has {to_epsilon(b.remaining):g} of today's budget left; {len(x)} queries at "
                              f"ε = {eps:g} need {len(x) * eps:g} (edgedp admin reset-budget, or fewer --target-queries)")
-        rows, ms = [], set()
+        rows: list[np.ndarray] = []
+        ms: set[int] = set()
         for row in tqdm(x, desc="device queries", disable=not progress, leave=False):
             if stop and stop():
                 break

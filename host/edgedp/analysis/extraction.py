@@ -83,7 +83,7 @@ def run(split: Split, pop: Population, modes: list[Mode], epsilons: list[float],
     order = rng_for(seed, "extract-order").permutation(len(split.y_pool))
     Xq = split.X_pool[order]
     mechs = [(SOFTMAX, pop.pool_probs[0][order], pop.test_probs[0])]
-    if include_ensemble and pop.pool_votes is not None:
+    if include_ensemble and pop.pool_votes is not None and pop.test_votes is not None:
         mechs.append((ensemble(pop.teachers), pop.pool_votes[0][order], pop.test_votes[0]))
     tasks = []
     for mech, xq, xt in mechs:

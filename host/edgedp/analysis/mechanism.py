@@ -101,7 +101,9 @@ def membership_score(release: dict, y: np.ndarray, mode: Mode, mech: Mechanism, 
         return hit.astype(np.float64)
     if mode.kind == MODE_BUCKET:
         return np.where(hit, release["level"], -1).astype(np.float64)
-    v = dense_values(release, mode, k) - mech.lo
+    dense = dense_values(release, mode, k)
+    assert dense is not None  # full, round, simplex and topk release values
+    v = dense - mech.lo
     v = np.maximum(v, 0.0)
     c = (mech.hi - mech.lo) / 4096.0
     vy = np.take_along_axis(v, np.broadcast_to(y, v.shape[:-1])[..., None].astype(np.int64), axis=-1)[..., 0]

@@ -121,14 +121,14 @@ def attack_scores(scores: np.ndarray, masks: np.ndarray, discrete: bool,
     pooled (scores, is_member) over all targets."""
     M = len(scores)
     fixed = (M - 1) < FIXED_VARIANCE_BELOW
-    support = np.unique(scores) if discrete else None
+    support = np.unique(scores) if discrete else None   # None: continuous scores
     out: dict[str, tuple[list, list]] = {a: ([], []) for a in ATTACKS}
     for i in targets:
         others = np.arange(M) != i
         obs, sh, ins = scores[i], scores[others], masks[others]
         res = {"threshold": obs}
         for name, online in (("lira_online", True), ("lira_offline", False)):
-            res[name] = (lira_discrete(obs, sh, ins, online, support) if discrete
+            res[name] = (lira_discrete(obs, sh, ins, online, support) if support is not None
                          else lira_gaussian(obs, sh, ins, online, fixed))
         for a in ATTACKS:
             out[a][0].append(res[a])

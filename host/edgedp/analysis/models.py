@@ -42,6 +42,13 @@ class Population:
     def size(self) -> int:
         return len(self.masks)
 
+    @property
+    def ensemble_test_votes(self) -> np.ndarray:
+        """``test_votes`` of a population built with ``ensemble=True``."""
+        if self.test_votes is None:
+            raise ValueError("this population has no ensembles (built with ensemble=False)")
+        return self.test_votes
+
 
 def half_masks(n: int, models: int, seed: int) -> np.ndarray:
     """Independent random halves of the pool, one per model."""
@@ -86,4 +93,4 @@ def build_population(split: Split, models: int, seed: int, spec: ModelSpec = Mod
         train_accuracy=float((pool_probs[0][m0].argmax(1) == split.y_pool[m0]).mean()),
         test_accuracy=float((test_probs[0].argmax(1) == split.y_test).mean()),
         ensemble_test_accuracy=(float((test_votes[0].argmax(1) == split.y_test).mean())
-                                if ensemble else None))
+                                if test_votes is not None else None))

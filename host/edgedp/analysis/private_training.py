@@ -156,17 +156,18 @@ def choice(dp: DpsgdPopulation, probs: np.ndarray, votes: np.ndarray | None, tea
         dp_acc = float(np.mean(dp.test_probs[e, 0].argmax(1) == labels))
         for N in volumes:
             eq = per_query_epsilon(E, N, dp.delta)
-            row = {"total_epsilon": E, "delta": dp.delta, "queries": N, "per_query_epsilon": eq, "mode": str(mode),
-                   "dpsgd": dp_acc}
+            row: dict[str, object] = {"total_epsilon": E, "delta": dp.delta, "queries": N, "per_query_epsilon": eq,
+                                      "mode": str(mode), "dpsgd": dp_acc}
+            acc = {"dpsgd": dp_acc}   # the deployments that answered
             for mech, x in mechs:
                 try:
                     accs = [float(np.mean(visible_label(mech.release(x, eq, mode, rng_for(
                         seed, "choice", mech.name, str(E), N, r)), mode) == labels)) for r in range(repeats)]
-                    row[mech.name] = float(np.mean(accs))
+                    row[mech.name] = acc[mech.name] = float(np.mean(accs))
                 except ValueError:   # the device refuses this small an epsilon (noise scale beyond 2^25 steps)
                     row[mech.name] = None
-            best = max((m for m in ("softmax", "ensemble", "dpsgd") if row.get(m) is not None), key=lambda m: row[m])
+            best = max((m for m in ("softmax", "ensemble", "dpsgd") if m in acc), key=acc.__getitem__)
             # within 5 points of the majority-class share, nobody wins: all answers are about noise
-            row["winner"] = best if row[best] >= chance + 0.05 else "none (all near chance)"
+            row["winner"] = best if acc[best] >= chance + 0.05 else "none (all near chance)"
             rows.append(row)
     return rows

@@ -72,14 +72,15 @@ class AuditConfig:
 
 def granularity(mode: Mode) -> tuple[str, str]:
     """The audit checklist's output-granularity class, and what the mode releases."""
-    return {
+    classes: dict[int, tuple[str, str]] = {
         MODE_LABEL: ("label-only", "the noisy top-1 label only"),
         MODE_BUCKET: ("label-only + confidence bucket", "the noisy label and a high/medium/low confidence level"),
         MODE_TOPK: ("top-k", f"indices and noisy values of the {mode.arg} largest classes"),
         MODE_FULL: ("full vector", "all k noisy values"),
         MODE_ROUND: ("full vector (rounded)", f"all k noisy values rounded to {mode.arg} decimals"),
         MODE_SIMPLEX: ("full vector (probabilities)", "all k noisy values projected to sum to 1"),
-    }[mode.kind]
+    }
+    return classes[mode.kind]
 
 
 def _pick(rows: list[dict], **kw) -> list[dict]:
@@ -238,11 +239,12 @@ def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int,
         dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
     with clock.phase("tradeoff"):
         trade = tradeoff.run(pop.test_probs[0], split.y_test, modes, eps_list, settings.repeats, seed,
-                             pop.test_votes[0], pop.teachers, progress=progress)
+                             pop.ensemble_test_votes[0], pop.teachers, progress=progress)
         choice = None
         if dp is not None:
             trade += private_training.tradeoff_rows(dp, split.y_test, pop.test_probs[0].argmax(1), modes)
-            choice = private_training.choice(dp, pop.test_probs[0], pop.test_votes[0], pop.teachers, split.y_test,
+            choice = private_training.choice(dp, pop.test_probs[0], pop.ensemble_test_votes[0], pop.teachers,
+                                             split.y_test,
                                              Mode.parse(cfg.mode), seed)
     with clock.phase("mia"):
         mres = mia.run(pop, split.y_pool, modes, eps_list, seed, jobs=jobs, progress=progress)
@@ -251,7 +253,7 @@ def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int,
             mres.rows += drows
             mres.rocs.update(drocs)
         avg_x = pop.test_probs[0][: settings.averaging_inputs]
-        avg_v = pop.test_votes[0][: settings.averaging_inputs]
+        avg_v = pop.ensemble_test_votes[0][: settings.averaging_inputs]
         averaging = (mia.averaging(avg_x, SOFTMAX, eps_list, cfg.daily_cap, seed, delta=cfg.delta)
                      + mia.averaging(avg_v, ensemble(pop.teachers), eps_list, cfg.daily_cap, seed, delta=cfg.delta))
     with clock.phase("extraction"):
@@ -292,7 +294,9 @@ def _document(cfg: AuditConfig, settings: Settings, res: _Results, figs: dict[st
                   key=lambda r: r["queries"])
     gran, releases = granularity(Mode.parse(cmode))
     members = split.X_pool[pop.masks[0]]
-    sentence = meaning(cfg, comp["daily"], comp["horizon"], measured, ext_cfg)
+    daily = comp["daily"]
+    assert daily is not None  # only the lifetime composition is optional
+    sentence = meaning(cfg, daily, comp["horizon"], measured, ext_cfg)
     timing = clock.stop()
     return {
         "config": {**asdict(cfg), "daily_queries": cfg.daily_queries, "lifetime_queries": cfg.lifetime_queries,

@@ -138,7 +138,8 @@ def measure(elf: str | Path, max_chunks: int = 6) -> WorstPaths:
     def field_of(name: str) -> int:
         return struct.unpack("<I", emu.uc.mem_read(dlap + img.offset("edp_dlap_t", name), 4))[0]
 
-    product, prepare = {}, {}
+    product: dict[int, int] = {}
+    prepare: dict[int, tuple[int, int]] = {}  # L -> (nchunks, instructions)
     # every J = floor(log2 t) from 1 to 24 (L = J - 3 up to 21, 0 to 6 chunks)
     for J in range(1, 25):
         _configure(emu, cfg, J + 0.5)

@@ -197,6 +197,8 @@ def call_graph(elf: Path, syms: list[_Symbol]) -> dict[str, set[str]]:
     with open(elf, "rb") as fh:
         ef = ELFFile(fh)
         text = ef.get_section_by_name(".text")
+        if text is None:
+            raise FootprintError(f"{elf} has no .text section")
         base, data = text["sh_addr"], text.data()
     cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
     graph: dict[str, set[str]] = {}

@@ -70,6 +70,13 @@ class TickUnit:
             return None
         return ticks * self.insn_hz / self.hz
 
+    def counted_instructions(self, ticks: float) -> float:
+        """instructions(), where the ticks must count instructions (ValueError if they do not)."""
+        n = self.instructions(ticks)
+        if n is None:
+            raise ValueError(f"these ticks do not count instructions: {self.describe()}")
+        return n
+
     def cycles(self, ticks: float) -> float | None:
         """Core cycles: a real board's DWT (or SysTick on the core clock), or Renode's virtual
         cycles (DWT at the core clock over virtual time: PerformanceInMips, not silicon)."""

@@ -72,8 +72,9 @@ def _qemu(elf, key: bytes, X: np.ndarray, mode: str, name: str) -> dict:
         infer, dp = [], []
         for x in X:
             r, ti = dev.infer(x, mode)
-            infer.append(unit.instructions(ti))
-            dp.append(unit.instructions(r.ticks))
+            assert r.ticks is not None  # parse_query reads it from every answer
+            infer.append(unit.counted_instructions(ti))
+            dp.append(unit.counted_instructions(r.ticks))
         return {"inference": float(np.mean(infer)), "dp_step": float(np.mean(dp))}
     finally:
         t.close()

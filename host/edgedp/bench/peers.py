@@ -39,6 +39,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -116,8 +117,10 @@ def cmsis_dsp_source(download: bool = True) -> Path:
             or m.name.startswith(prefix + "PrivateInclude/") or m.name[len(prefix):] == "LICENSE")]
         if any(".." in m.name.split("/") for m in members):
             raise PeerError(f"{sdist}: a member path leaves the archive")
-        kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.11.4
-        tar.extractall(peers_dir(), members=members, **kw)
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4
+            tar.extractall(peers_dir(), members=members, filter="data")
+        else:
+            tar.extractall(peers_dir(), members=members)
     return root
 
 
@@ -435,8 +438,8 @@ def run(n: int = 60, models: tuple[str, ...] = MODELS, download: bool = True,
         harnesses = build(name, model, download)
         X = _inputs(n, model)
         ref = reference.run(model, X)
-        row = {"model": name, "head": model.head, "nets": len(model.nets), "macs": model.macs,
-               "inputs": n, "peers": {}}
+        row: dict[str, Any] = {"model": name, "head": model.head, "nets": len(model.nets), "macs": model.macs,
+                               "inputs": n, "peers": {}}
         for peer, h in harnesses.items():
             say(f"peers: {name} on {peer}")
             counts, out, stack = measure(h, X, model.n_classes)

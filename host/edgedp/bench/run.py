@@ -26,7 +26,7 @@ import datetime
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,9 +109,9 @@ class _Tracer:
         return out, self.emu.steps(), self.emu.count - c0
 
 
-def _mean(v: list[float]) -> float | None:
-    v = [x for x in v if x is not None]
-    return float(np.mean(v)) if v else None
+def _mean(v: Sequence[float | None]) -> float | None:
+    xs = [x for x in v if x is not None]
+    return float(np.mean(xs)) if xs else None
 
 
 def reference_rates(n: int, epsilon: float = 1.0, k: int = 1000) -> dict:
@@ -306,6 +306,7 @@ def _dp_queries(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lock
         t0 = time.perf_counter()
         r = dev.query(x)
         runs.walls.append(time.perf_counter() - t0)
+        assert r.ticks is not None  # parse_query reads it from every answer
         runs.ticks.append(r.ticks)
         if tracer:
             r2, steps, frame = tracer.run(lambda d: d.query(x))
@@ -313,7 +314,7 @@ def _dp_queries(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lock
             runs.frames.append(frame)
             if lockstep:
                 _same_answer(r, r2)
-                runs.errors.append(unit.instructions(r.ticks) - steps[-1].instructions)
+                runs.errors.append(unit.counted_instructions(r.ticks) - steps[-1].instructions)
     return runs, setup_frame
 
 
@@ -330,7 +331,7 @@ def _naive_runs(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lock
             _, steps, _ = tracer.run(lambda d: d.naive(x, scale))
             runs.steps.append(steps[-1])
             if lockstep:
-                runs.errors.append(unit.instructions(t) - steps[-1].instructions)
+                runs.errors.append(unit.counted_instructions(t) - steps[-1].instructions)
     return runs
 
 
@@ -340,7 +341,7 @@ def _measured(unit: icount.TickUnit, dp: _Runs, naive: _Runs) -> dict:
         "dp_ticks": _mean(dp.ticks),
         "dp_instructions": _mean([unit.instructions(t) for t in dp.ticks]),
         "dp_cycles_measured": _mean([unit.cycles(t) for t in dp.ticks]),
-        "dp_us_measured": _mean([unit.seconds(t) * 1e6 for t in dp.ticks])
+        "dp_us_measured": _mean([s * 1e6 for s in map(unit.seconds, dp.ticks) if s is not None])
         if not unit.emulated or unit.emulator == "renode" else None,
         "naive_ticks": _mean(naive.ticks),
         "naive_instructions": _mean([unit.instructions(t) for t in naive.ticks]),
@@ -352,14 +353,14 @@ def _measured(unit: icount.TickUnit, dp: _Runs, naive: _Runs) -> dict:
 def _traced(dp: _Runs, naive: _Runs, setup_frame: int | None, k: int, lockstep: bool) -> dict:
     """What the instruction trace says: counts, cycle estimates, where the instructions go."""
     steps = dp.steps
-    cyc = _mean([s.cycles for s in steps])
+    cyc, cyc_hi = float(np.mean([s.cycles for s in steps])), float(np.mean([s.cycles_hi for s in steps]))
     row: dict = {
         "trace_instructions": _mean([s.instructions for s in steps]),
         "est_cycles": cyc,
         "est_cycles_lo": _mean([s.cycles_lo for s in steps]),
-        "est_cycles_hi": _mean([s.cycles_hi for s in steps]),
+        "est_cycles_hi": cyc_hi,
         "est_us_168mhz": cyc / (timing.CORE_HZ / 1e6),
-        "est_us_168mhz_hi": _mean([s.cycles_hi for s in steps]) / (timing.CORE_HZ / 1e6),
+        "est_us_168mhz_hi": cyc_hi / (timing.CORE_HZ / 1e6),
         "naive_trace_instructions": _mean([s.instructions for s in naive.steps]),
         "naive_est_cycles": _mean([s.cycles for s in naive.steps]),
         "frame_instructions": _mean(dp.frames),
@@ -396,6 +397,8 @@ def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockste
              k: int, eps: float, n: int, seed: int, stop: Callable[[], bool] = _never) -> dict:
     """One benchmark row: n DP queries and n NAIVE runs at (eps, k), measured and traced
     (raises _Stop between two of them once stop() is true)."""
+    if n < 1:
+        raise ValueError(f"k {k}: at least one measured query per point, not {n}")
     x = bench_input(k, seed)
     dp, setup_frame = _dp_queries(dev, tracer, unit, lockstep, x, n, stop)
     naive = _naive_runs(dev, tracer, unit, lockstep, x, SENSITIVITY / eps, n, stop)

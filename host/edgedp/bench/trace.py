@@ -33,6 +33,7 @@ from pathlib import Path
 
 from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 from unicorn import UC_ARCH_ARM, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
                                UC_ARM_REG_R3, UC_ARM_REG_S0, UC_ARM_REG_SP)
@@ -135,7 +136,10 @@ class Image:
                              for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
             self.symbols: dict[str, tuple[int, int, str]] = {}
             funcs = []
-            for s in elf.get_section_by_name(".symtab").iter_symbols():
+            symtab = elf.get_section_by_name(".symtab")
+            if not isinstance(symtab, SymbolTableSection):
+                raise TraceError(f"{self.path} has no symbol table (stripped?)")
+            for s in symtab.iter_symbols():
                 kind = s["st_info"]["type"]
                 if s.name and kind in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
                     self.symbols.setdefault(s.name, (s["st_value"], s["st_size"], kind))
@@ -144,14 +148,14 @@ class Image:
             funcs.sort()
             self._func_starts = [f[0] for f in funcs]
             self._funcs = funcs
-            self._lines: list[tuple[int, str]] = []
+            self._lines: list[tuple[int, str | None]] = []  # (address, source file; None ends a sequence)
             self._structs: dict[str, dict[str, int]] = {}
             if elf.has_dwarf_info():
                 self._read_dwarf(elf.get_dwarf_info())
         self._line_addrs = [a for a, _ in self._lines]
 
     def _read_dwarf(self, dwarf) -> None:
-        rows = []
+        rows: list[tuple[int, str | None]] = []
         for cu in dwarf.iter_CUs():
             lp = dwarf.line_program_for_CU(cu)
             if lp is None:
@@ -263,7 +267,7 @@ class Emulator:
         self._cycles = 0.0
         self._cycles_lo = 0.0
         self._cycles_hi = 0.0
-        self._cat = Counter()
+        self._cat: Counter[tuple[str, str]] = Counter()
         self._chacha = 0
         self._chacha_entry = img.function_range("edp_chacha_block")[0]
         self._seeds = 0  # edp_drbg_seed calls: the keystream position restarts at each
@@ -361,7 +365,7 @@ class Emulator:
             raise TraceError(f"cannot decode the block at 0x{address:08x}")
         cyc = hi = 0
         prev_ldst = False
-        cats = Counter()
+        cats: Counter[tuple[str, str]] = Counter()
         for i, ins in enumerate(insns):
             c = ins.timing.base
             if ins.timing.ldst_single and prev_ldst:
@@ -474,8 +478,8 @@ class Emulator:
         uc = self.uc
         for reg, v in zip((UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3), args):
             uc.reg_write(reg, v & 0xFFFFFFFF)
-        for i, v in enumerate(fargs):
-            uc.reg_write(UC_ARM_REG_S0 + i, struct.unpack("<I", struct.pack("<f", v))[0])
+        for i, f in enumerate(fargs):
+            uc.reg_write(UC_ARM_REG_S0 + i, struct.unpack("<I", struct.pack("<f", f))[0])
         rest = [v & 0xFFFFFFFF for v in args[4:]]
         sp = self.stack_top - 8 * ((len(rest) + 1) // 2)      # 8-byte aligned
         uc.mem_write(sp, struct.pack(f"<{len(rest)}I", *rest))

@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import click
 
@@ -83,24 +84,26 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, e.summary) for name, e in COMMANDS.items()])
 
-    def main(self, args: list[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> NoReturn:
         """Click's main, with the exit codes of cli/exit_codes.py: a usage error is one line
         ``edgedp: error: <reason>`` (and one JSON object on stdout under --json), Ctrl-C is 130,
-        SIGTERM 143 (cli/signals.py), a missing extra is named."""
+        SIGTERM 143 (cli/signals.py), a missing extra is named. It always exits with its code:
+        ``standalone_mode`` is accepted for click's signature and ignored."""
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
-        kwargs["standalone_mode"] = False
         old_sigterm = signals.install()
         try:
-            rv = self._main(args, as_json, *rest, **kwargs)
+            rv = self._main(args, as_json, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                            **extra)
         finally:
             signals.restore(old_sigterm)
         sys.exit(rv if isinstance(rv, int) else 0)
 
-    def _main(self, args: list[str], as_json: bool, *rest: Any, **kwargs: Any) -> Any:
+    def _main(self, args: list[str], as_json: bool, **kwargs: Any) -> Any:
         """Click's main, each failure turned into its exit code (SystemExit)."""
         try:
-            return super().main(args, *rest, **kwargs)
+            return super().main(args, **kwargs)
         except ModuleNotFoundError as exc:
             extra = next((COMMANDS[a].extra for a in args if a in COMMANDS), "")
             if not extra:

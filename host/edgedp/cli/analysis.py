@@ -6,7 +6,9 @@ import math
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -24,8 +26,12 @@ from .device import key_option
 from .output import StopRequest
 
 
-def _csv(text: str | None) -> list[str] | None:
-    return [t for t in (s.strip() for s in text.split(",")) if t] if text else None
+def _csv(text: str, option: str) -> list[str]:
+    """The comma-separated items of an option's value; a usage error when there are none."""
+    items = [t for t in (s.strip() for s in text.split(",")) if t]
+    if not items:
+        raise click.UsageError(f"{option} needs at least one value (got {text!r})")
+    return items
 
 
 def common_options(fn):
@@ -57,8 +63,8 @@ def with_grid(fn):
 
 def make_settings(quick: bool, seed: int, epsilons: str | None, modes: str | None, teachers: int | None,
                   shadows: int | None = None) -> Settings:
-    eps = tuple(parse_epsilon(e) for e in _csv(epsilons)) if epsilons else None
-    mds = tuple(str(m) for m in parse_modes(_csv(modes))) if modes else None
+    eps = tuple(parse_epsilon(e) for e in _csv(epsilons, "--epsilons")) if epsilons is not None else None
+    mds = tuple(str(m) for m in parse_modes(_csv(modes, "--modes"))) if modes is not None else None
     return Settings.make(quick=quick, seed=seed, epsilons=eps, modes=mds, shadows=shadows, teachers=teachers)
 
 
@@ -202,6 +208,7 @@ def account(epsilon: float | None, queries: int | None, delta: float, classes: i
             click.echo(source)
         click.echo("\n".join(_account_rows(c)))
         return
+    assert target_epsilon is not None  # the usage check above: one of the two
     p = accounting.plan_daily_queries(epsilon, target_epsilon, days, delta, method, mech)
     answer_delta = p.total_queries * mech.answer_delta()
     if as_json:
@@ -337,7 +344,7 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
     elif data_spec == "digits" or data.has_features(data_spec):
         split = data.load_split(data_spec, seed)
         pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
-        probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.test_votes[0], pop.teachers
+        probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.ensemble_test_votes[0], pop.teachers
         info = {"data": split.name, "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
                 "ensemble_test_accuracy": pop.ensemble_test_accuracy, "teachers": T}
         if dpsgd:
@@ -350,7 +357,7 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
                 "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
     rows = tradeoff.run(probs, labels, md, list(s.epsilons), s.repeats, seed, votes, T, progress=progress)
     k = probs.shape[1]
-    doc = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict()}
+    doc: dict[str, Any] = {**info, "chance": tradeoff.chance(labels, k), "rows": rows, "settings": s.as_dict()}
     if dp is not None:
         from ..analysis import private_training
         rows += private_training.tradeoff_rows(dp, labels, probs.argmax(1), md)
@@ -445,7 +452,7 @@ def attack_mia(data_spec: str, model_path: str | None, holdout: str | None, epsi
         res.rocs.update(rocs)
     n = s.averaging_inputs
     avg = (mia.averaging(pop.test_probs[0][:n], SOFTMAX, list(s.epsilons), daily_cap, seed)
-           + mia.averaging(pop.test_votes[0][:n], ensemble(pop.teachers), list(s.epsilons), daily_cap, seed))
+           + mia.averaging(pop.ensemble_test_votes[0][:n], ensemble(pop.teachers), list(s.epsilons), daily_cap, seed))
     plots_written = []
     if plot_dir:
         from ..analysis import plots
@@ -523,8 +530,11 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
     t0 = time.perf_counter()
     split = data.digits_split(seed)
     pool = len(split.y_pool)
-    if budgets:
-        bl = sorted({int(b) for b in _csv(budgets)})
+    if budgets is not None:
+        try:
+            bl = sorted({int(b) for b in _csv(budgets, "--budgets")})
+        except ValueError:
+            raise click.UsageError(f"--budgets takes whole query counts (got {budgets!r})") from None
         if bl[0] < 1 or bl[-1] > pool:
             raise click.UsageError(f"budgets must be between 1 and the pool size {pool}")
     else:
@@ -594,22 +604,25 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
         raise ValueError("give --out DIR (compute a report) or --check with --from REPORT.json (check an earlier one)")
     thresholds = pol.read_policy(policy_path) if policy_path else None
     audits = [(a, pol.read_json(a, "audit result")) for a in audit_paths]
-    if from_json:
+    if from_json is not None:
         doc = pol.read_json(from_json, "report")
         out = {}
     else:
+        assert out_dir is not None  # the check above: one of the two
         from ..analysis import report as rep  # matplotlib only when needed
         cfg = rep.AuditConfig(mode=mode, epsilon=epsilon, daily_cap=daily_cap, lifetime_cap=lifetime_cap, days=days,
                               delta=delta, data_sensitivity=data_sensitivity)
         s = make_settings(quick, seed, epsilons, modes, teachers, shadows)
-        describe = None
+        describe: Callable[[np.ndarray, np.ndarray], dict] | None = None
         if model_path and not model_path.endswith(".npz"):
             from ..model.convert import load_file
             from ..model.deploy import deployed_model_doc
-            loaded = load_file(model_path)  # a file that is no model fails now, not after the pipeline
+            path = model_path
+            loaded = load_file(path)  # a file that is no model fails now, not after the pipeline
 
-            def describe(X: np.ndarray, y: np.ndarray) -> dict:
-                return deployed_model_doc(loaded, model_path, X, y)
+            def describe_deployed(X: np.ndarray, y: np.ndarray) -> dict:
+                return deployed_model_doc(loaded, path, X, y)
+            describe = describe_deployed
         announce("report", s, jobs, dpsgd)
         doc = rep.build(cfg, s, Path(out_dir), jobs=jobs, progress=show_progress(no_progress), command=_command_line(),
                         data_spec=data_spec, dpsgd=dpsgd, model_path=None if describe else model_path,

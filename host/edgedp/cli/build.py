@@ -41,12 +41,14 @@ def build(model_path: str | None, targets: tuple[str, ...], as_json: bool) -> No
         image, file, cc = IMAGES[t]
         make([f"build/{image}/{file}"], str(model), (cc,))
         outs.append(build_dir() / image / file)
+    described: dict | str | None
     try:
         described = model_dict(image_model(outs[0]))
     except UnknownModel as exc:
         described = f"unknown: {exc}"
     running = session.running()
-    d = {"model_file": str(model), "model": described, "images": [str(p) for p in outs],
+    images = [str(p) for p in outs]
+    d = {"model_file": str(model), "model": described, "images": images,
          "tree": str(project_root()), "checkout": checkout_root() is not None}
     if as_json:
         emit_json(d)
@@ -54,6 +56,6 @@ def build(model_path: str | None, targets: tuple[str, ...], as_json: bool) -> No
         name = described["name"] if isinstance(described, dict) else ("no model" if described is None else model.name)
         for p in outs:
             click.echo(f"built {p} with {name} ({model})")
-    if running is not None and running.elf in d["images"]:
+    if running is not None and running.elf in images:
         click.echo(f"note: the running device session (pid {running.pid}) still runs the image it started with: "
                    "`edgedp device stop` and `edgedp device start` run the new one", err=True)

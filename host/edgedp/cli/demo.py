@@ -98,6 +98,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
                 break
             so_far.queries += 1
             agree += int(r.label == int(order[0]))
+            assert r.indices is not None and r.values is not None  # a topk answer has both
             priv = "  ".join(f"{j} ({v:.2f})" for j, v in zip(r.indices, r.values))
             click.echo(f"{i:>3} {y:>4} | {raw:>24} | {priv:>28} | {r.remaining:>11.2f}")
         b = budget_dict(dev.state(key).budget)  # the key is at hand: authenticated, not BUDGET
@@ -158,8 +159,9 @@ def on_device(dev: Device, key: bytes, images: int, stop: StopRequest, so_far: A
         click.echo(f"  private labels correct on {so_far.correct}/{n} images sent")
         return f"the queries and {n} of {len(X)} images (spent {spent:.2f} epsilon on the images)"
     unit = tick_unit(dev.info(), dev.target.name if dev.target else "")
-    n = unit.instructions(float(np.mean(ticks)))
-    cost = f"{n:,.0f} instructions" if n is not None else f"{np.mean(ticks):,.0f} ticks ({unit.describe()})"
+    instructions = unit.instructions(float(np.mean(ticks)))
+    cost = (f"{instructions:,.0f} instructions" if instructions is not None
+            else f"{np.mean(ticks):,.0f} ticks ({unit.describe()})")
     click.echo(f"  private labels correct on {so_far.correct}/{len(X)} images ({so_far.correct / len(X):.1%}); "
                f"the same model without noise scores {model_accuracy(model, X, y):.1%}; "
                f"inference {cost} per image")

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -29,7 +29,7 @@ def released_array(m: Mode, answers: list[tuple[int, QueryResult]]) -> np.ndarra
     round and simplex; labels for label; a record array of row, indices and values for topk, of
     row, label and level for bucket."""
     if m.sends_values:
-        k = len(answers[0][1].values) if answers else 0
+        k = len(answers[0][1].lattice) if answers else 0  # values are the lattice in host units
         return np.array([r.values for _, r in answers], dtype=np.float64).reshape(len(answers), k)
     if m.kind == MODE_TOPK:
         K = len(answers[0][1].lattice) if answers else m.arg
@@ -217,16 +217,17 @@ class StopRequest:
         whose answer is already paid for (main thread only; elsewhere signals act as usual). A
         signal the process ignores (SIG_IGN, e.g. SIGINT for `edgedp query … &` in a script)
         stays ignored."""
-        old: dict[int, object] = {}
+        old: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int] = {}
         try:
             for s in (signal.SIGINT, signal.SIGTERM):
                 h = signal.getsignal(s)
                 if h is not None and h != signal.SIG_IGN:  # ignored by the parent (or set outside Python): kept
-                    old[s] = signal.signal(s, self._handler)
+                    old[s] = h
+                    signal.signal(s, self._handler)
         except ValueError:  # not the main thread
             pass
         try:
             yield self
         finally:
-            for s, h in old.items():
-                signal.signal(s, h)  # type: ignore[arg-type]
+            for sig, handler in old.items():
+                signal.signal(sig, handler)

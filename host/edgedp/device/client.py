@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,6 +31,7 @@ REPLAYS_FROM = (0, 3, 0)
 """The first firmware version whose noise comes from the reference's keystream (ChaCha12,
 edgedp.mech.chacha); earlier firmware ran ChaCha20 (docs/privacy.md section 3)."""
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_Answer = TypeVar("_Answer")
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:
@@ -210,8 +212,8 @@ class Device:
         yield from self._pipeline(P.QUERY, (P.pack_vector(x, mode) for x in rows),
                                   lambda body: P.parse_query(body, mode), in_flight, stop)
 
-    def _pipeline(self, type_: int, bodies: Iterator[bytes], parse, in_flight: int | None,
-                  stop: Callable[[], bool] | None = None) -> Iterator[P.QueryResult | DeviceError | AnswerLost]:
+    def _pipeline(self, type_: int, bodies: Iterator[bytes], parse: Callable[[bytes], _Answer], in_flight: int | None,
+                  stop: Callable[[], bool] | None = None) -> Iterator[_Answer | DeviceError | AnswerLost]:
         """Requests of type_ with the given bodies, up to in_flight unanswered and, beyond the
         first, within the link's ``in_flight_bytes``; their parsed answers (or refusals) in order.
         A response for a later request while an earlier one is unanswered means the earlier's
@@ -256,6 +258,7 @@ class Device:
                 return
             seq = waiting.popleft()
             sizes.popleft()
+            item: _Answer | DeviceError | AnswerLost
             try:
                 item = parse(self.response(seq, type_, later=waiting))
             except DeviceError as exc:
@@ -422,9 +425,9 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
         try:
             info = dev.info()
         except (DeviceError, TransportError):  # not an INFO this host reads: one request at a time
-            dev.link.learn_board("", "")  # type: ignore[attr-defined]
+            dev.link.learn_board("", "")  # type: ignore[attr-defined]  # board_pending: a SerialLink
         else:
-            dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]
+            dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]  # as above
     return dev
 
 

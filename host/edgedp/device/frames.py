@@ -59,7 +59,7 @@ class FrameReader:
 
     def feed(self, data: bytes) -> list[Frame]:
         self._buf += data
-        frames = []
+        frames: list[Frame] = []
         while True:
             i = self._buf.find(0)
             if i < 0:

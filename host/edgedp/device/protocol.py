@@ -154,8 +154,8 @@ class Budget:
 
     @classmethod
     def from_fields(cls, v: tuple, what: str) -> "Budget":
-        return cls(v[0], None if v[1] == S.NO_DAY else v[1], *v[2:8], _state_name(StoreState, v[8], what),
-                   bool(v[9]), v[10], v[11], v[12], v[13], m_host(v[14]))
+        return cls(v[0], None if v[1] == S.NO_DAY else v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+                   _state_name(StoreState, v[8], what), bool(v[9]), v[10], v[11], v[12], v[13], m_host(v[14]))
 
     @property
     def config(self) -> MechConfig:

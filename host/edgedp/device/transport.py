@@ -70,7 +70,7 @@ class LinkWrapper:
         return getattr(self.inner, "board_pending", False)
 
     def learn_board(self, board: str, firmware_version: str) -> None:
-        self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]
+        self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]  # only asked when board_pending
 
 
 class _SocketPort(protocol_socket.Serial):
@@ -80,6 +80,9 @@ class _SocketPort(protocol_socket.Serial):
     keeps its socket listening, so the kernel holds a new connection until QEMU takes it, and
     SerialLink retries a refused connect (a server not listening yet) until its
     ``connect_timeout``. Reads and writes are pyserial's."""
+
+    is_open: bool
+    _socket: socket.socket | None
 
     def close(self) -> None:
         if self.is_open and self._socket is not None:

@@ -245,8 +245,8 @@ def dlap_tables(inv_t: float, J: int, shift: float) -> dict:
     K = 0
     if nc:
         a_min = 1
-        for c, row in enumerate(chunks):
-            a_min *= row[(1 << min(CHUNK_BITS, L - CHUNK_BITS * c)) - 1]
+        for c, chunk in enumerate(chunks):
+            a_min *= chunk[(1 << min(CHUNK_BITS, L - CHUNK_BITS * c)) - 1]
         K = min(MAX_ACCEPT_BITS, leading_ones(a_min, 64 * nc), FIXED_BITS - 1 - ALIAS_BITS - L)
     # Alias table of W: masses (1-q) q^w for 1 <= w < R, tail q^R, value 0 the rest (units of 2^-64).
     q = exp_neg(_pow2(L) * inv_t)

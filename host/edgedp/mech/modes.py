@@ -17,7 +17,7 @@ from .lattice import Lattice
 
 MODE_FULL, MODE_TOPK, MODE_LABEL = OutputMode.FULL, OutputMode.TOPK, OutputMode.LABEL
 MODE_BUCKET, MODE_ROUND, MODE_SIMPLEX = OutputMode.BUCKET, OutputMode.ROUND, OutputMode.SIMPLEX
-MODE_NAMES = {m: m.name.lower() for m in OutputMode}
+MODE_NAMES: dict[int, str] = {m: m.name.lower() for m in OutputMode}
 BUCKET_NAMES = ("low", "medium", "high")
 
 

@@ -92,7 +92,7 @@ class QueryResult:
     def same_answer(self, other: "QueryResult") -> bool:
         """True iff both carry exactly the same released integers (mode, lattice, indices, label, level)."""
         def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-            return (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+            return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
         return (self.mode, self.m, self.k, self.label, self.level) == \
             (other.mode, other.m, other.k, other.label, other.level) and \
             same(self.lattice, other.lattice) and same(self.indices, other.indices)

@@ -35,8 +35,11 @@ def digest(model: DeviceModel) -> str:
         for layer in net.layers:
             if isinstance(layer, Dense8):
                 h.update(layer.w.tobytes() + layer.b.astype("<i4").tobytes())
-                h.update(layer.mult.astype("<i4").tobytes() + layer.shift.tobytes() if layer.hidden
-                         else layer.scale.astype("<f4").tobytes())
+                if layer.mult is not None and layer.shift is not None:  # hidden
+                    h.update(layer.mult.astype("<i4").tobytes() + layer.shift.tobytes())
+                else:
+                    assert layer.scale is not None  # the last layer (Dense8)
+                    h.update(layer.scale.astype("<f4").tobytes())
             else:
                 h.update(layer.w.astype("<f4").tobytes() + layer.b.astype("<f4").tobytes())
     return h.hexdigest()
@@ -52,13 +55,15 @@ def _padded(w: np.ndarray) -> np.ndarray:
 def _net8(t: int, net: Net) -> tuple[list[str], str]:
     out, layers = [], []
     for i, l in enumerate(net.layers):
+        assert isinstance(l, Dense8), "an int8 model's nets are int8"
         out.append(_array("int8_t", f"w{t}_{i}", _padded(l.w), per_line=16))
         out.append(_array("int32_t", f"b{t}_{i}", l.b, per_line=8))
-        if l.hidden:
+        if l.mult is not None and l.shift is not None:  # hidden
             out.append(_array("int32_t", f"mult{t}_{i}", l.mult, per_line=8))
             out.append(_array("uint8_t", f"shift{t}_{i}", l.shift, per_line=16))
             tail = f"mult{t}_{i}, shift{t}_{i}, NULL"
         else:
+            assert l.scale is not None  # the last layer (Dense8)
             out.append(_array("float", f"scale{t}_{i}", l.scale, _f))
             tail = f"NULL, NULL, scale{t}_{i}"
         layers.append(f"{{{l.w.shape[0]}, {l.w.shape[1]}, w{t}_{i}, b{t}_{i}, {tail}}}")
@@ -106,7 +111,7 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
     kind = "edp_net_s8_t" if model.int8 else "edp_net_t"
     out.append(f"\nstatic const {kind} nets[] = {{\n    " + ",\n    ".join(nets) + ",\n};\n")
     out.append(f"static float scratch[{model.scratch_floats}];\n")
-    if model.int8:
+    if model.quant is not None:  # int8
         hidden = (model.act_bytes - row4(model.n_features)) // 2
         out.append(f"static int8_t act[{model.act_bytes}];\nstatic uint32_t xp[{model.xp_words}];\n"
                    f"static const edp_model_s8_t s8 = {{{_f(np.float32(model.quant.mul))}, "
@@ -161,6 +166,7 @@ def read(path: str | Path) -> DeviceModel:
                         else np.array([int(v) for v in vals], dtype=np.int64))
     nets = []
     for s8, t, body in _LAYERS.findall(text):
+        layers: tuple[Dense | Dense8, ...]
         if s8:
             layers = tuple(_layer8(arrays, *f) for f in _LAYER8.findall(body))
         else:

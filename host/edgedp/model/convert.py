@@ -60,8 +60,8 @@ def sklearn_net(m: object, classes: np.ndarray, n_features: int) -> Net:
 
 def from_sklearn(m: object, name: str) -> DeviceModel:
     """One classifier, softmax head; the device's class c is ``m.classes_[c]``."""
-    k = len(m.classes_)  # type: ignore[attr-defined]
-    net = sklearn_net(m, np.arange(k), int(m.n_features_in_))  # type: ignore[attr-defined]
+    k = len(m.classes_)  # type: ignore[attr-defined]  # a fitted scikit-learn classifier (untyped)
+    net = sklearn_net(m, np.arange(k), int(m.n_features_in_))  # type: ignore[attr-defined]  # as above
     return DeviceModel(name, "softmax", k, (net,), *SOFTMAX_RANGE)
 
 
@@ -92,6 +92,7 @@ def _votes_predict(teachers: Sequence[object], k: int) -> Callable[[np.ndarray],
     def predict(X: np.ndarray) -> np.ndarray:
         votes = np.zeros((len(X), k))
         for t in teachers:
+            # a teacher is a Constant or a fitted scikit-learn classifier (untyped)
             pred = np.full(len(X), t.c) if isinstance(t, Constant) else t.predict(X)  # type: ignore[attr-defined]
             votes[np.arange(len(X)), np.asarray(pred).astype(int)] += 1
         return votes.argmax(1)

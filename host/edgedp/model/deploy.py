@@ -60,7 +60,7 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool =
     if source in digits.BUILTIN:
         model, obj = digits.train(source, seed, teachers)
         s = digits.split(seed)
-        model = replace(model, input_range=tuple(input_range) if input_range is not None
+        model = replace(model, input_range=input_range if input_range is not None
                         else (float(s.X_pool.min()), float(s.X_pool.max())))
         if int8:
             model = quantize.quantize(model, np_inputs(calibration, model.n_features) if calibration else s.X_pool)
@@ -73,7 +73,7 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool =
         raise ValueError(f"{source}: no such file")
     model = convert.load(source)
     if input_range is not None:
-        model = replace(model, input_range=tuple(input_range))
+        model = replace(model, input_range=input_range)
     if model.input_range is None:
         raise ValueError(f"{source}: the model's input range is unknown (no training data): "
                          "pass --input-range LO HI")
@@ -142,8 +142,9 @@ def deployed_model_doc(loaded: convert.Loaded, source: str, X_test: np.ndarray, 
     is and, when it takes these inputs, the device kernels' accuracy on the report's test set.
     ``loaded`` is the model file ``source`` (convert.load_file)."""
     m = loaded.model
-    doc = {"path": str(source), "kind": f"{m.head} head, {len(m.nets)} net(s), {m.n_features} inputs -> "
-           f"{m.n_classes} classes", "name": m.name, "sha256": cgen.digest(m)}
+    doc: dict[str, str | float] = {
+        "path": str(source), "kind": f"{m.head} head, {len(m.nets)} net(s), {m.n_features} inputs -> "
+        f"{m.n_classes} classes", "name": m.name, "sha256": cgen.digest(m)}
     try:
         out = device_outputs(loaded, source, X_test, y_test, "the test set")
     except ValueError as exc:
@@ -195,6 +196,7 @@ def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int 
         score = check_on_data(source, data, model)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(cgen.generate(model, Path(source).name, f"not a private model: {reason}" if reason else None))
+    assert model.input_range is not None  # cgen.generate refuses a model without one
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
                    len(model.nets), model.n_weights, model.flash_bytes, model.scratch_bytes,
                    model.macs, model.lo, model.hi, model.sensitivity, model.input_range, origin,

@@ -45,4 +45,4 @@ def float_predict(obj: object, X: np.ndarray) -> np.ndarray:
         for t in obj:
             votes[np.arange(len(X)), t.predict(X).astype(int)] += 1
         return votes.argmax(1)
-    return obj.predict(X)  # type: ignore[attr-defined]
+    return obj.predict(X)  # type: ignore[attr-defined]  # a fitted scikit-learn classifier (untyped)

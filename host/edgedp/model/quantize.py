@@ -63,6 +63,7 @@ def quantize_net(net: Net, x: np.ndarray, s_in: float, zp_in: int) -> Net:
     layers = []
     s_x, zp = s_in, zp_in
     for i, layer in enumerate(net.layers):
+        assert isinstance(layer, Dense), "quantize_net takes a float32 net"
         wq, s_w = _weights(layer)
         b = _bias(layer.b, wq, s_x * s_w, zp)
         if i + 1 == len(net.layers):

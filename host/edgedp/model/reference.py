@@ -51,6 +51,7 @@ def dense8(layer: Dense8, x: np.ndarray) -> np.ndarray:
     acc = layer.b.astype(np.int64) + x @ layer.w.astype(np.int64)
     if not layer.hidden:
         return acc
+    assert layer.mult is not None and layer.shift is not None  # a hidden layer has both (Dense8)
     s = layer.shift.astype(np.int64)
     y = ((acc * layer.mult.astype(np.int64) + (np.int64(1) << (s - 1))) >> s) - 128
     return np.clip(y, -128, 127)
@@ -58,12 +59,16 @@ def dense8(layer: Dense8, x: np.ndarray) -> np.ndarray:
 
 def logits8(net: Net, x: np.ndarray) -> np.ndarray:
     for layer in net.layers:
+        assert isinstance(layer, Dense8), "logits8 runs int8 nets"
         x = dense8(layer, x)
-    return x.astype(np.int32).astype(F) * net.layers[-1].scale
+    last = net.layers[-1]
+    assert isinstance(last, Dense8) and last.scale is not None  # the last layer dequantises (Net)
+    return x.astype(np.int32).astype(F) * last.scale
 
 
 def logits(net: Net, x: np.ndarray) -> np.ndarray:
     for i, layer in enumerate(net.layers):
+        assert isinstance(layer, Dense), "logits runs float32 nets"
         x = dense(layer, x)
         if i + 1 < len(net.layers):
             x = np.where(x > F(0.0), x, F(0.0))

@@ -29,7 +29,7 @@ class Dense:
 class Net:
     """Layers with ReLU between them; the last layer's output j scores class ``classes[j]``."""
 
-    layers: tuple[Dense, ...] | tuple[Dense8, ...]
+    layers: tuple[Dense | Dense8, ...]   # all of one kind in a DeviceModel
     classes: np.ndarray
 
     def __post_init__(self) -> None:
@@ -187,7 +187,7 @@ class DeviceModel:
         4 per bias, multiplier and dequantisation scale, 1 per shift."""
         if not self.int8:
             return 4 * self.n_weights
-        return sum(l.w.shape[1] * (row4(l.w.shape[0]) + (9 if l.hidden else 8))
+        return sum(l.w.shape[1] * (row4(l.w.shape[0]) + (9 if isinstance(l, Dense8) and l.hidden else 8))
                    for n in self.nets for l in n.layers)
 
     @property

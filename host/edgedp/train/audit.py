@@ -127,7 +127,10 @@ class TrainingConfig:
 
     @property
     def q(self) -> float:
-        return self.sampling_rate if self.sampling_rate is not None else self.batch_size / self.n
+        if self.sampling_rate is not None:
+            return self.sampling_rate
+        assert self.batch_size is not None  # __post_init__: exactly one of batch_size and sampling_rate
+        return self.batch_size / self.n
 
     @property
     def batch(self) -> float:
@@ -136,7 +139,10 @@ class TrainingConfig:
 
     @property
     def total_steps(self) -> int:
-        return self.steps if self.steps is not None else max(1, round(self.epochs / self.q))
+        if self.steps is not None:
+            return self.steps
+        assert self.epochs is not None  # __post_init__: exactly one of epochs and steps
+        return max(1, round(self.epochs / self.q))
 
     @property
     def n_epochs(self) -> float:
@@ -144,16 +150,18 @@ class TrainingConfig:
 
     @property
     def stated_multiplier(self) -> float:
-        return self.noise_multiplier if self.noise_multiplier is not None else self.noise_std / self.clip_norm
+        if self.noise_multiplier is not None:
+            return self.noise_multiplier
+        assert self.noise_std is not None  # __post_init__: noise_multiplier or noise_std
+        return self.noise_std / self.clip_norm
 
     @property
     def real_multiplier(self) -> float:
         """Standard deviation of the noise actually added to the clipped sum, in units of C."""
         if self.noise_std is not None:
             return self.noise_std / self.clip_norm
-        if self.sensitivity is not None:
-            return self.noise_multiplier * self.sensitivity / self.clip_norm
-        return self.noise_multiplier
+        nm = self.stated_multiplier  # the given noise_multiplier (no noise_std)
+        return nm * self.sensitivity / self.clip_norm if self.sensitivity is not None else nm
 
     @classmethod
     def from_mapping(cls, d: dict) -> "TrainingConfig":
@@ -263,7 +271,7 @@ def laplace_l1(cfg: TrainingConfig, n_params: int | None = None) -> float:
 
 def laplace_scale(cfg: TrainingConfig) -> float:
     """Laplace scale b per coordinate: noise_multiplier * C, or noise_std / sqrt(2)."""
-    return cfg.noise_std / math.sqrt(2.0) if cfg.noise_std is not None else cfg.noise_multiplier * cfg.clip_norm
+    return cfg.noise_std / math.sqrt(2.0) if cfg.noise_std is not None else cfg.stated_multiplier * cfg.clip_norm
 
 
 def true_epsilon(cfg: TrainingConfig, runs: int = 1) -> dict:

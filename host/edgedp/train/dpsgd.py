@@ -172,7 +172,7 @@ def add_noise(gsum, sigma: float, src: randomness.Randomness):
 
 @dataclass
 class Trained:
-    params: Params
+    params: list[tuple[np.ndarray, np.ndarray]]   # (w, b) per layer, host copies
     steps: int
     batch_sizes: np.ndarray   # realised Poisson batch size per step
     blocks_over: int          # steps whose batch needed more than one block

@@ -88,6 +88,7 @@ class TrainResult:
 def noise_for(cfg: TrainConfig) -> float:
     if cfg.noise_multiplier is not None:
         return cfg.noise_multiplier
+    assert cfg.target_epsilon is not None  # TrainConfig: exactly one of the two
     return accountant.calibrate(cfg.target_epsilon, cfg.hyper.sampling_rate, cfg.steps, cfg.delta, cfg.accountant)
 
 
@@ -129,6 +130,7 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
                          f"to the lattice {dpsgd.noise_lattice(nm * cfg.clip_norm):g}, then float32 "
                          "(docs/privacy.md §4.3)"}
     if not out.private:
+        assert cfg.seed is not None  # only a seeded run is not private (randomness.source)
         training.update({"non_private_reason": non_private_reason(cfg.seed), "seed": cfg.seed})
     data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes,
                 "input_range": [float(np.min(data.X_train)), float(np.max(data.X_train))]}

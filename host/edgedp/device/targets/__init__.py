@@ -20,10 +20,13 @@ class Target(Protocol):
     """A started device: a byte link plus lifecycle control."""
 
     name: str
-    image: Path | None  # the image it runs (build/<image>/model.c beside it: its model), None if not known
     keeps_state: bool   # False: an emulator started for one command; its budget, clock and config end with it
     private_link: bool  # True: edgedp started the device (or its session) on a loopback link of its own, so no
     #                     one can sit on it; False: a link anyone on the wire may sit on (a pyserial URL)
+
+    @property
+    def image(self) -> Path | None:
+        """The image it runs (build/<image>/model.c beside it: its model), None if not known."""
 
     def link(self) -> Link: ...
     def reset(self) -> None: ...
