@@ -75,6 +75,28 @@ def test_a_second_signal_interrupts_with_its_own_code() -> None:
             assert signals.ended(abort)[0] == code == signals.ended(e.value)[0]
 
 
+def test_deferring_signals_outside_the_main_thread_leaves_the_handlers_alone() -> None:
+    """A StopRequest used from a worker thread (an embedding program's) runs its block and puts
+    nothing back: Python allows signal.signal only in the main thread."""
+    import signal
+    import threading
+
+    from edgedp.cli.output import StopRequest
+    before, ran, errors = signal.getsignal(signal.SIGINT), [], []
+
+    def worker() -> None:
+        try:
+            with StopRequest().deferring_signals():
+                ran.append(True)
+        except Exception as exc:  # noqa: BLE001 (the test reports it)
+            errors.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert (ran, errors) == ([True], []) and signal.getsignal(signal.SIGINT) is before
+
+
 def test_an_error_after_a_first_signal_ends_with_the_summary(capsys) -> None:
     """StopRequest.summary_on_error: before a signal an EdgeDPError goes on with its own code;
     after one, the report runs (it shows what was answered) and the command ends with the

@@ -222,8 +222,8 @@ class StopRequest:
             for s in (signal.SIGINT, signal.SIGTERM):
                 h = signal.getsignal(s)
                 if h is not None and h != signal.SIG_IGN:  # ignored by the parent (or set outside Python): kept
+                    signal.signal(s, self._handler)  # (ValueError outside the main thread: nothing to put back)
                     old[s] = h
-                    signal.signal(s, self._handler)
         except ValueError:  # not the main thread
             pass
         try:
