@@ -12,13 +12,13 @@ HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware host demo test test-fast test-renode provision clean FORCE
+.PHONY: help setup firmware posix demo test test-fast test-renode provision clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
 	@echo "make test   - set up, build, run the whole test suite (pytest + Robot Framework)"
 	@echo "make test-fast - the tests that need no emulator and no training (about a minute)"
-	@echo "make setup | firmware | host | clean"
+	@echo "make setup | firmware | posix | clean"
 	@echo "make test-renode - only the Renode suite (renode/edgedp.robot; needs renode-test on PATH)"
 	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
 
@@ -70,24 +70,24 @@ KEEP_MODEL = cp $(MODEL) $(@D)/model.c
 
 QEMU_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
 STM32F4_SRCS := $(EDP_STM32F4_IMAGE_SRCS)
-FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/boards/*.h firmware/boards/*/*.h firmware/app/*.h)
+FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h firmware/core/src/arch/*.h firmware/ports/*/*.h firmware/app/*.h)
 
 firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf build/stm32f4-test/edgedp.elf
 
-build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu/model.txt firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
-	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
 # The production configuration on the QEMU port (no test commands, ticks hidden, answers released at
 # their deadline), with the public test seed: only for measuring the release timing under -icount.
 TIMING_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
-build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/qemu-timing/model.txt firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/qemu-timing/model.txt firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(TIMING_SRCS) $(EDP_ARM_LDFLAGS) \
-	  -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
@@ -95,44 +95,44 @@ build/qemu-timing/edgedp.elf: $(TIMING_SRCS) $(FW_HEADERS) build/qemu-timing/mod
 # or build/gen/models/NAME.c (models the tests generate with `edgedp deploy`)
 # (tests and `edgedp bench` compare models this way).
 QEMU_NOMODEL_SRCS := $(filter-out $(MODEL),$(QEMU_SRCS))
-build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) firmware/model/$*.c \
-	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  $(EDP_ARM_LDFLAGS) -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	cp firmware/model/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
-build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) build/gen/models/$*.c \
-	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  $(EDP_ARM_LDFLAGS) -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	cp build/gen/models/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,
 # tests/firmware/test_deadline.py and docs/benchmarks.md section 9), or with one of
 # build/gen/models/NAME.c (the non-finite model of the deadline test).
-build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(filter-out $(MODEL),$(TIMING_SRCS)) \
-	  firmware/model/$*.c $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  firmware/model/$*.c $(EDP_ARM_LDFLAGS) -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	cp firmware/model/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
-build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) build/gen/models/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) build/gen/models/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=0 -DEDP_QEMU_TIMING_IMAGE=1 $(INC) $(filter-out $(MODEL),$(TIMING_SRCS)) \
-	  build/gen/models/$*.c $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  build/gen/models/$*.c $(EDP_ARM_LDFLAGS) -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	cp build/gen/models/$*.c $(@D)/model.c
 	arm-none-eabi-size $@
 
 # The test image with a bundled model built without the DSP extension (-U__ARM_FEATURE_DSP): the
 # int8 kernels' portable C on the same core, whose deadline constants (EDP_DL_S8_*_C)
 # tests/firmware/test_deadline.py checks.
-build/qemu-nodsp-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/boards/qemu/qemu.ld firmware/sources.mk
+build/qemu-nodsp-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
 	$(ARM_CC) $(EDP_ARM_CFLAGS) -U__ARM_FEATURE_DSP -DEDP_TEST_BUILD=1 $(INC) $(QEMU_NOMODEL_SRCS) firmware/model/$*.c \
-	  $(EDP_ARM_LDFLAGS) -T firmware/boards/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	  $(EDP_ARM_LDFLAGS) -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	arm-none-eabi-size $@
 
 build/stm32f4/edgedp.elf: $(STM32F4_SRCS) $(FW_HEADERS) build/stm32f4/model.txt $(EDP_STM32F4_LDSCRIPT) firmware/sources.mk
@@ -169,41 +169,41 @@ provision: build/stm32f4/edgedp.elf
 	umask 077 && arm-none-eabi-objcopy --update-section .edp_key=build/stm32f4/edp_key.bin \
 	  build/stm32f4/edgedp.elf build/stm32f4/edgedp-provisioned.elf
 
-# ---- native builds: the host port (tests) and the sanitized variant -----------
-HOST_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_HOST_SRCS) build/gen/test_keys.c
-HOST_CFLAGS := -std=c99 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -DEDP_TEST_BUILD=1
+# ---- native builds: the posix port (tests) and the sanitized variant -----------
+POSIX_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_POSIX_SRCS) build/gen/test_keys.c
+POSIX_CFLAGS := -std=c99 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -DEDP_TEST_BUILD=1
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-host: build/host/edgedp build/host-san/edgedp build/native/test_core build/native/fuzz_frames
+posix: build/posix/edgedp build/posix-san/edgedp build/native/test_core build/native/fuzz_frames
 
-build/native/fuzz_frames: tests/native/fuzz_frames.c firmware/boards/ramflash/ramflash.c $(EDP_CORE_SRCS) $(FW_HEADERS)
+build/native/fuzz_frames: tests/native/fuzz_frames.c firmware/ports/common/ramflash.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/boards/ramflash tests/native/fuzz_frames.c \
-	  firmware/boards/ramflash/ramflash.c $(EDP_CORE_SRCS) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/ports/common tests/native/fuzz_frames.c \
+	  firmware/ports/common/ramflash.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
 
-build/host/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/host/model.txt firmware/sources.mk
+build/posix/edgedp: $(POSIX_SRCS) $(FW_HEADERS) build/posix/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(INC) $(POSIX_SRCS) -o $@ -lm
 	$(KEEP_MODEL)
 
-# The host port with another model: build/host-model-NAME/edgedp runs firmware/model/NAME.c, or
+# The posix port with another model: build/posix-model-NAME/edgedp runs firmware/model/NAME.c, or
 # build/gen/models/NAME.c (models the tests generate with `edgedp deploy`).
-HOST_NOMODEL_SRCS := $(filter-out $(MODEL),$(HOST_SRCS))
-build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/sources.mk
+POSIX_NOMODEL_SRCS := $(filter-out $(MODEL),$(POSIX_SRCS))
+build/posix-model-%/edgedp: $(POSIX_NOMODEL_SRCS) firmware/model/%.c $(FW_HEADERS) firmware/sources.mk
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
 
-build/host-model-%/edgedp: $(HOST_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/sources.mk
+build/posix-model-%/edgedp: $(POSIX_NOMODEL_SRCS) build/gen/models/%.c $(FW_HEADERS) firmware/sources.mk
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(INC) $(filter %.c,$^) -o $@ -lm
 
-build/host-san/edgedp: $(HOST_SRCS) $(FW_HEADERS) build/host-san/model.txt firmware/sources.mk
+build/posix-san/edgedp: $(POSIX_SRCS) $(FW_HEADERS) build/posix-san/model.txt firmware/sources.mk
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(INC) $(HOST_SRCS) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) $(INC) $(POSIX_SRCS) -o $@ -lm
 	$(KEEP_MODEL)
 
 # ---- the two README commands ----------------------------------------------------
@@ -214,7 +214,7 @@ demo: $(DEMO_STAMP) firmware
 # fixtures are per file or per worker); the Robot suite follows on QEMU.
 PYTEST_WORKERS ?= $(shell nproc)
 # -rs lists every skipped test with its reason.
-test: setup firmware host
+test: setup firmware posix
 	$(VENV)/bin/python -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 	$(VENV)/bin/robot --pythonpath tests/robot --outputdir build/robot --consolewidth 100 tests/robot
 	@if command -v $(RENODE_TEST) >/dev/null; then $(MAKE) --no-print-directory test-renode; \
@@ -237,7 +237,7 @@ test-renode: firmware $(RENODE_VENV)/.installed
 	  $(RENODE_TEST) renode/edgedp.robot
 
 # Folders python, docs, native and firmware (CONTRIBUTING.md), without the slow marker.
-test-fast: setup firmware host
+test-fast: setup firmware posix
 	$(VENV)/bin/python -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile -m "not hil and not analysis and not slow"
 
 clean:

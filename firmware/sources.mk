@@ -1,4 +1,4 @@
-# Source lists and flags shared by the Makefile and PlatformIO (firmware/boards/stm32f4/pio_build.py
+# Source lists and flags shared by the Makefile and PlatformIO (firmware/ports/stm32f4/pio_build.py
 # reads this file): one source of truth for what each image is built from.
 
 # The DP core. arch/<name>/<module>_<name>.c holds the architecture-specific part of <module>.c
@@ -36,26 +36,26 @@ EDP_APP_SRCS := firmware/app/main.c $(MODEL)
 EDP_TEST_APP_SRCS := firmware/app/naive.c
 
 EDP_CORTEXM_SRCS := \
-	firmware/boards/cortexm/startup.c \
-	firmware/boards/cortexm/systick.c
+	firmware/ports/common/startup.c \
+	firmware/ports/common/systick.c
 
 EDP_STM32F4_SRCS := \
-	firmware/boards/stm32f4/board.c \
-	firmware/boards/stm32f4/clock.c \
-	firmware/boards/stm32f4/uart.c \
-	firmware/boards/stm32f4/rng.c \
-	firmware/boards/stm32f4/rtc.c \
-	firmware/boards/stm32f4/bkpsram.c \
-	firmware/boards/stm32f4/cycles.c \
-	firmware/boards/stm32f4/flash.c
+	firmware/ports/stm32f4/board.c \
+	firmware/ports/stm32f4/clock.c \
+	firmware/ports/stm32f4/uart.c \
+	firmware/ports/stm32f4/rng.c \
+	firmware/ports/stm32f4/rtc.c \
+	firmware/ports/stm32f4/bkpsram.c \
+	firmware/ports/stm32f4/cycles.c \
+	firmware/ports/stm32f4/flash.c
 
 # Everything the production stm32f4 image is built from (PlatformIO builds this list).
 EDP_STM32F4_IMAGE_SRCS = $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_STM32F4_SRCS)
 
-EDP_QEMU_SRCS := firmware/boards/qemu/board.c firmware/boards/ramflash/ramflash.c
-EDP_HOST_SRCS := firmware/boards/host/board.c firmware/boards/ramflash/ramflash.c
+EDP_QEMU_SRCS := firmware/ports/qemu/board.c firmware/ports/common/ramflash.c
+EDP_POSIX_SRCS := firmware/ports/posix/board.c firmware/ports/common/ramflash.c
 
-EDP_INCLUDES := firmware/core/include firmware/boards firmware/app firmware/boards/cortexm firmware/boards/ramflash
+EDP_INCLUDES := firmware/core/include firmware/ports/common firmware/app
 
 EDP_ARM_CFLAGS := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 \
 	-std=c99 -O2 -g -ffunction-sections -fdata-sections -ffp-contract=off \
@@ -68,4 +68,4 @@ EDP_STM32F4_DEFS := -DEDP_TEST_BUILD=0 -DEDP_CONSOLE_USART=2
 # The stm32f4 test image (build/stm32f4-test, INFO build=test): the same port and console with the
 # public test seed and key and the test commands, for the host harness on Renode. Not for PlatformIO.
 EDP_STM32F4_TEST_DEFS := -DEDP_TEST_BUILD=1 -DEDP_CONSOLE_USART=2
-EDP_STM32F4_LDSCRIPT := firmware/boards/stm32f4/stm32f4.ld
+EDP_STM32F4_LDSCRIPT := firmware/ports/stm32f4/stm32f4.ld

@@ -15,7 +15,7 @@ import pytest
 
 from edgedp.device.client import Device, connect, load_key
 from edgedp.device.protocol import Caps, MechConfig
-from edgedp.device.targets.host import HostTarget
+from edgedp.device.targets.posix import PosixTarget
 from edgedp.device.targets.qemu import QemuTarget, qmp
 from edgedp.mech.lattice import MICRO
 
@@ -114,20 +114,20 @@ def test_key() -> bytes:
 
 @pytest.fixture(scope="session")
 def native_builds() -> None:
-    make("build/host/edgedp", "build/host-san/edgedp", "build/native/test_core")
+    make("build/posix/edgedp", "build/posix-san/edgedp", "build/native/test_core")
 
 
-class HostDevice:
+class PosixDevice:
     """Start/stop the sanitized native build on one store file, like power cycles."""
 
     def __init__(self, store: Path, env: dict[str, str] | None = None):
         self.store = store
-        self.env = {"EDP_STORE_FILE": str(store), "EDP_HOST_TIME": str(TEST_EPOCH), **(env or {})}
-        self.target: HostTarget | None = None
+        self.env = {"EDP_STORE_FILE": str(store), "EDP_POSIX_TIME": str(TEST_EPOCH), **(env or {})}
+        self.target: PosixTarget | None = None
 
     def start(self, **env: str) -> Device:
         self.stop()
-        self.target = HostTarget(sanitized=True, env={**self.env, **env})
+        self.target = PosixTarget(sanitized=True, env={**self.env, **env})
         return connect(self.target, timeout=10)
 
     def stop(self) -> int | None:
@@ -140,8 +140,8 @@ class HostDevice:
 
 
 @pytest.fixture
-def host_device(native_builds: None, tmp_path: Path) -> Iterator[HostDevice]:
-    h = HostDevice(tmp_path / "store.bin")
+def posix_device(native_builds: None, tmp_path: Path) -> Iterator[PosixDevice]:
+    h = PosixDevice(tmp_path / "store.bin")
     yield h
     code = h.stop()
     assert code in (None, 0), f"native device exited with {code} (sanitizer report above?)"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pytest
 
 from edgedp import datasets as data
-from edgedp.analysis import models
+from edgedp.analysis import populations as models
 from edgedp.analysis.settings import Settings
 
 JOBS = 2

@@ -107,9 +107,9 @@ def test_closed_forms() -> None:
         c = acc.compose(eps, n, d)
         assert c.basic == pytest.approx(n * eps)
         first = eps * math.sqrt(2 * n * math.log(1 / d))
-        assert c.seed_formula == pytest.approx(first)
+        assert c.advanced_composition_first_term == pytest.approx(first)
         assert c.advanced == pytest.approx(first + n * eps * (math.exp(eps) - 1))
-        assert c.advanced - c.seed_formula == pytest.approx(n * eps * math.expm1(eps))
+        assert c.advanced - c.advanced_composition_first_term == pytest.approx(n * eps * math.expm1(eps))
 
 
 @pytest.mark.parametrize("eps,n", [(0.5, 10), (1.0, 8), (0.1, 60)])
@@ -132,7 +132,7 @@ def test_seed_claim_is_not_a_bound() -> None:
     """Seed 000: 1000 answers at eps 0.1 'cost about 4.5'. Every valid accounting says far more."""
     c = acc.compose(0.1, 1000, 1e-5)
     assert c.pld > 3 * 4.5
-    assert c.seed_formula < c.advanced
+    assert c.advanced_composition_first_term < c.advanced
     assert c.pld < c.advanced < c.basic
 
 

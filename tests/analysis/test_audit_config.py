@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedp.cli import main
-from edgedp.train import accountant, audit
+from edgedp.train import accountant, config_check
 
 GOOD = {"epsilon": 1.0, "delta": 1e-5, "n": 1198, "clip_norm": 1.0, "noise_multiplier": 7.5,
         "sampling_rate": 0.25, "epochs": 15, "sampling": "poisson", "clipping": "per-example",
@@ -17,7 +17,7 @@ GOOD = {"epsilon": 1.0, "delta": 1e-5, "n": 1198, "clip_norm": 1.0, "noise_multi
 
 
 def checks(cfg: dict) -> dict[str, audit.Check]:
-    return {c.name: c for c in audit.audit(audit.TrainingConfig.from_mapping(cfg))}
+    return {c.name: c for c in config_check.audit(config_check.TrainingConfig.from_mapping(cfg))}
 
 
 def test_good_config_passes_every_check(tmp_path) -> None:
@@ -27,7 +27,7 @@ def test_good_config_passes_every_check(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["passed"] and not d["failed"]
-    assert {c["name"] for c in d["checks"]} == set(audit.CHECKS)
+    assert {c["name"] for c in d["checks"]} == set(config_check.CHECKS)
     canary = next(c for c in d["checks"] if c["name"] == "clipping")["values"]["canary"]
     assert canary["bounded"] and canary["influence"] <= 1.0 + 1e-4
 
@@ -77,7 +77,7 @@ def test_cli_bad_config_fails_each_check_with_canary(tmp_path) -> None:
     assert r.exit_code == 1
     d = json.loads(r.stdout)
     warn_only = {"hyperparameters", "noise_sampler"}
-    assert set(d["failed"]) == set(audit.CHECKS) - warn_only - {"noise"} and set(d["warnings"]) == warn_only
+    assert set(d["failed"]) == set(config_check.CHECKS) - warn_only - {"noise"} and set(d["warnings"]) == warn_only
     canary = next(c for c in d["checks"] if c["name"] == "clipping")["values"]["canary"]
     assert not canary["bounded"] and canary["bound_ratio"] > 10
 

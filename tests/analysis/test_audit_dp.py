@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedp.analysis import audit_dp as A
-from edgedp.analysis import audit_stats
+from edgedp.analysis import epsilon_lower_bound
 from edgedp.cli import main
 from edgedp.mech.lattice import quantize
 from edgedp.mech.modes import Mode
@@ -45,9 +45,9 @@ def test_pairs_are_neighbours_and_the_boundary_pair_uses_the_rounding_slack() ->
 def test_clopper_pearson_limits() -> None:
     from scipy.stats import binomtest
     ci = binomtest(30, 100).proportion_ci(0.9, "exact")
-    assert audit_stats.cp_lower(30, 100, 0.05) == pytest.approx(ci.low)
-    assert audit_stats.cp_upper(30, 100, 0.05) == pytest.approx(ci.high)
-    assert audit_stats.cp_lower(0, 100, 0.05) == 0 and audit_stats.cp_upper(100, 100, 0.05) == 1
+    assert epsilon_lower_bound.cp_lower(30, 100, 0.05) == pytest.approx(ci.low)
+    assert epsilon_lower_bound.cp_upper(30, 100, 0.05) == pytest.approx(ci.high)
+    assert epsilon_lower_bound.cp_lower(0, 100, 0.05) == 0 and epsilon_lower_bound.cp_upper(100, 100, 0.05) == 1
 
 
 @pytest.mark.parametrize("mode", MODES)

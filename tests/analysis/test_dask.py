@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedp import datasets as data
-from edgedp.analysis import models, parallel
+from edgedp.analysis import populations as models, parallel
 from edgedp.analysis.settings import Settings
 from edgedp.cli import main
 

@@ -55,8 +55,8 @@ def test_wrong_law_fails(x) -> None:
 
 @pytest.mark.native
 def test_native_device_agrees_with_the_fast_sampler() -> None:
-    r = CliRunner().invoke(main, ["tradeoff", "--quick", "--modes", "label", "--target", "host",
+    r = CliRunner().invoke(main, ["tradeoff", "--quick", "--modes", "label", "--target", "posix",
                                   "--target-queries", "150", "--json", "--no-progress"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)["device_check"]
-    assert d["ok"] and d["queries"] == 150 and d["target"] == "host"
+    assert d["ok"] and d["queries"] == 150 and d["target"] == "posix"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgedp.analysis import models
+from edgedp.analysis import populations as models
 from edgedp.datasets import digits_split
 
 

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from edgedp.analysis import extraction
-from edgedp.analysis.mechanism import parse_modes
+from edgedp.analysis.protected_api import parse_modes
 
 EPS = [1.0, 10.0, math.inf]
 

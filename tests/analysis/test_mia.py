@@ -10,7 +10,7 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from edgedp.analysis import accounting, mia
-from edgedp.analysis.mechanism import SOFTMAX, ensemble, parse_modes
+from edgedp.analysis.protected_api import SOFTMAX, ensemble, parse_modes
 
 EPS = [0.1, 1.0, 10.0, math.inf]
 

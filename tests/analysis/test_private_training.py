@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from edgedp import models_io
-from edgedp.analysis import models, private_training
+from edgedp.train import model_file as models_io
+from edgedp.analysis import populations as models, private_training
 from edgedp.datasets import digits_split
 from edgedp.analysis import report as report_mod
 from edgedp.analysis.report import trained_model

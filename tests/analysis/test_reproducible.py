@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgedp import datasets as data
-from edgedp.analysis import models
+from edgedp.analysis import populations as models
 
 
 def test_population_same_with_one_or_two_jobs() -> None:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedp.analysis import tradeoff
-from edgedp.analysis.mechanism import parse_modes
+from edgedp.analysis.protected_api import parse_modes
 from edgedp.cli import main
 
 MODES = parse_modes(["full", "label", "topk:3", "bucket"])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgedp import models_io
+from edgedp.train import model_file as models_io
 from edgedp.cli import main
 from edgedp.train import accountant, canary, dpsgd
 from edgedp.datasets import digits

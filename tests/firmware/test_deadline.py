@@ -24,7 +24,7 @@ from edgedp.device.protocol import MechConfig
 from ..conftest import ROOT, make, overflow_model_source
 
 SRC = ROOT / "firmware" / "core" / "src" / "deadline.c"
-QEMU_BOARD = ROOT / "firmware" / "boards" / "qemu" / "board.c"
+QEMU_BOARD = ROOT / "firmware" / "ports" / "qemu" / "board.c"
 TIMING_ELF = ROOT / "build" / "qemu-timing" / "edgedp.elf"
 MARGIN = 1.25        # worst paths from code or fixed trip counts
 FIXED_MARGIN = 1.5   # the fixed part, from executions

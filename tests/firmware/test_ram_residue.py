@@ -119,7 +119,7 @@ def test_interrupt_frames_pushed_during_the_noise_are_gone(logreg_emulator: Emul
     uses the FPU, so r0 lies 104 bytes below the 8-byte-aligned SP) at every instruction of
     edp_dlap_noisy during a QUERY; after the answer none of those words may be left in SRAM
     where they were pushed. Before the ports wiped the dead stack after an answer
-    (boards/cortexm/stackwipe.h) almost all of them were."""
+    (ports/common/stackwipe.h) almost all of them were."""
     emu = logreg_emulator
     dev = Device(TraceLink(emu), timeout=60)
     dev.configure(load_key(), MechConfig(), Caps(10**12))

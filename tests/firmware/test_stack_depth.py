@@ -1,5 +1,5 @@
 """The Cortex-M ports wipe only the top EDP_STACK_MAX bytes of SRAM after an answer
-(boards/cortexm/stackwipe.h): that holds only while no command takes the stack deeper.
+(ports/common/stackwipe.h): that holds only while no command takes the stack deeper.
 
 Each test image runs its own main and frame loop in Unicorn (edgedp.bench.trace, main=True) and
 gets every command the host sends (PING, INFO, BUDGET, CONFIGURE, SET_TIME, TEST_SEED, QUERY at
@@ -34,7 +34,7 @@ from edgedp.schema import MAX_TOPK
 
 from ..conftest import ROOT, make
 
-HEADER = (ROOT / "firmware/boards/cortexm/stackwipe.h").read_text()
+HEADER = (ROOT / "firmware/ports/common/stackwipe.h").read_text()
 STACK_MAX = int(re.search(r"#define EDP_STACK_MAX (\d+)u", HEADER).group(1))
 IRQ_MARGIN = int(re.search(r"#define EDP_STACK_IRQ_MARGIN (\d+)u", HEADER).group(1))
 WATCH_FROM = 1024   # stores in the top 1 KiB are not watched (every command goes that deep)

@@ -1,4 +1,4 @@
-"""The stm32f4 production image keeps receiving while a flash-log sector erases (boards/stm32f4/flash.c,
+"""The stm32f4 production image keeps receiving while a flash-log sector erases (ports/stm32f4/flash.c,
 EDP_STM32_RAMFUNC in stm32f4.h; docs/hardware.md): on the STM32F4 a fetch from flash stalls while a
 sector of the same bank erases, so the erase's busy-wait, the console's RX interrupt and the vector
 table must sit in SRAM.

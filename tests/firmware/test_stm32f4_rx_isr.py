@@ -1,6 +1,6 @@
 """The stm32f4 console's RX interrupt on the production image: in the vector table, and short
 and straight enough for the cycle bound the release window adds for it
-(EDP_STM32_RX_ISR_CYCLES, boards/stm32f4/stm32f4.h; docs/privacy.md §6).
+(EDP_STM32_RX_ISR_CYCLES, ports/stm32f4/stm32f4.h; docs/privacy.md §6).
 
 The bound: 12 cycles of exception entry, 10 of exit, 4 per instruction (the port's
 EDP_STM32_CYCLES_PER_INSN) on the longest path through the handler and the function it
@@ -17,7 +17,7 @@ from edgedp.bench.footprint import linked_symbols
 
 from ..conftest import ROOT, make
 
-HEADER = ROOT / "firmware" / "boards" / "stm32f4" / "stm32f4.h"
+HEADER = ROOT / "firmware" / "ports" / "stm32f4" / "stm32f4.h"
 ELF = ROOT / "build" / "stm32f4" / "edgedp.elf"
 USART2_IRQ = 38
 

@@ -15,7 +15,7 @@ EDGEDP = str(ROOT / ".venv/bin/edgedp")
 KEY = str(paths.test_key_path())
 
 
-def cli(*args: str, target: str = "host", stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def cli(*args: str, target: str = "posix", stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     r = subprocess.run([EDGEDP, *args, "--target", target], capture_output=True, text=True, input=stdin,
                        timeout=600)
     if check:

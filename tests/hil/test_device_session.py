@@ -61,17 +61,17 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
 
 def test_admin_on_a_fresh_emulator_says_the_change_ends_with_it(cli: Cli) -> None:
     """admin config / set-time / reset-budget on a device started for the one command (issue 20.7)."""
-    for target, args in (("qemu", ["config", "--epsilon", "0.5"]), ("host", ["set-time", "--unix", str(NOON)]),
-                         ("host", ["reset-budget"])):
+    for target, args in (("qemu", ["config", "--epsilon", "0.5"]), ("posix", ["set-time", "--unix", str(NOON)]),
+                         ("posix", ["reset-budget"])):
         r = cli("admin", *args, "--key-file", KEY, "--target", target)
         assert r.returncode == 0, r.stderr
         assert "gone when it exits" in r.stderr and "`edgedp device start`" in r.stderr, (target, args, r.stderr)
-    assert cli.json("admin", "reset-budget", "--key-file", KEY, "--target", "host")["lost_at_exit"] is True
+    assert cli.json("admin", "reset-budget", "--key-file", KEY, "--target", "posix")["lost_at_exit"] is True
 
 
 def test_restored_memory_is_outside_what_the_startup_code_writes() -> None:
     """start loads the saved bytes before reset; the startup code then copies .data and
-    zeroes .bss (firmware/boards/cortexm/startup.c): .noinit must overlap neither."""
+    zeroes .bss (firmware/ports/common/startup.c): .noinit must overlap neither."""
     make("build/qemu/edgedp.elf")
     elf = ROOT / "build/qemu/edgedp.elf"
     secs = sections(elf)
@@ -141,8 +141,8 @@ def test_start_stop_status_errors_stale_state_and_precedence(cli: Cli) -> None:
     status = cli.json("device", "status")
     assert status["running"] and status["session"]["pid"] == first["pid"]
     # EDGEDP_TARGET (like --target) beats the session.
-    r = cli("info", "--json", env={"EDGEDP_TARGET": "host"})
-    assert r.returncode == 0 and json.loads(r.stdout)["board"] == "host"
+    r = cli("info", "--json", env={"EDGEDP_TARGET": "posix"})
+    assert r.returncode == 0 and json.loads(r.stdout)["board"] == "posix"
 
     os.kill(first["pid"], signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -220,7 +220,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_an_idle_session_sleeps_and_wakes_for_a_request(cli: Cli, tmp_path: Path) -> None:
-    """The firmware waits for a byte in WFI (boards/qemu), so an idle session's QEMU takes almost
+    """The firmware waits for a byte in WFI (ports/qemu), so an idle session's QEMU takes almost
     no host CPU (the polling firmware kept a core busy: 2.99 s of CPU in 3 s, idle machine), and
     the first byte of a request wakes it."""
     cli.ok("device", "start", "--fresh")

@@ -156,7 +156,7 @@ def test_warm_reset_draws_a_new_nonce_and_keeps_spend(qemu, test_key: bytes) -> 
 
 
 def store_address(elf) -> tuple[int, int]:
-    """Address and size of the qemu port's .noinit store (static `store` in boards/qemu/board.c)."""
+    """Address and size of the qemu port's .noinit store (static `store` in ports/qemu/board.c)."""
     with open(elf, "rb") as f:
         sym = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name("store")[0]
         return sym["st_value"], sym["st_size"]

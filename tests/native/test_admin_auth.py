@@ -36,8 +36,8 @@ class DroppingLink(LinkWrapper):
         self.inner.write(data)
 
 
-def test_state_is_fresh_tagged_and_draws_a_nonce(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_state_is_fresh_tagged_and_draws_a_nonce(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     a, b = dev.state(test_key), dev.state(test_key)
     assert a.nonce != b.nonce and a.budget == b.budget == dev.budget()
     with pytest.raises(NotAuthentic):
@@ -50,8 +50,8 @@ def test_state_is_fresh_tagged_and_draws_a_nonce(host_device, test_key: bytes) -
         dev.request(P.STATE, b"short")
 
 
-def test_a_timeout_after_the_signed_frame_is_state_unknown_and_the_frame_dies(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_a_timeout_after_the_signed_frame_is_state_unknown_and_the_frame_dies(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     dev.timeout = 1.0
     drop = DroppingLink(dev.link)
     dev.link = drop
@@ -65,8 +65,8 @@ def test_a_timeout_after_the_signed_frame_is_state_unknown_and_the_frame_dies(ho
     assert ans.result == S.ErrorCode.ERR_AUTH and dev.state(test_key).budget == before
 
 
-def test_accepted_command_is_checked_against_the_state_after(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_accepted_command_is_checked_against_the_state_after(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     out = admin.run(dev, test_key, P.CONFIG, lambda b: P.config_payload(MechConfig(), Caps(3 * MICRO)),
                     lambda before, after: None if after.daily_cap == 3 * MICRO else "cap")
     assert out.counter == out.before.auth_counter + 1 == out.after.auth_counter and out.after.daily_cap == 3 * MICRO
@@ -89,28 +89,28 @@ def _v1_record(seq: int, lifetime: int, counter: int) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def test_a_store_of_the_old_layout_loads_with_no_rate_limit(host_device, test_key: bytes) -> None:
+def test_a_store_of_the_old_layout_loads_with_no_rate_limit(posix_device, test_key: bytes) -> None:
     """Version 1 records (no rate limit) load as they ran: spend, counter and caps kept, no limit;
     the next commit writes version 2."""
     rec = _v1_record(5, 7 * MICRO, 3)
-    host_device.store.write_bytes(rec + bytes(128 - len(rec)) + bytes(128))
-    dev = host_device.start()
+    posix_device.store.write_bytes(rec + bytes(128 - len(rec)) + bytes(128))
+    dev = posix_device.start()
     st = dev.state(test_key)
     assert dev.info().store == "loaded"
     assert (st.budget.lifetime_spent, st.budget.auth_counter, st.rate) == (7 * MICRO, 3, P.Rate())
     dev.query(np.array([0.2, 0.8], dtype=np.float32), "label")
-    host_device.stop()
-    raw = host_device.store.read_bytes()
+    posix_device.stop()
+    raw = posix_device.store.read_bytes()
     assert raw[128 + 4] == 2 and raw[128 + 6] == 112  # the commit went to the other slot, version 2
-    assert host_device.start().budget().lifetime_spent == 8 * MICRO
+    assert posix_device.start().budget().lifetime_spent == 8 * MICRO
 
 
-def test_rate_limit_refuses_with_the_wait_and_persists(host_device, test_key: bytes) -> None:
-    """A bucket of 2 answers refilled at 30 a minute, on the host port's frozen clock: the third
+def test_rate_limit_refuses_with_the_wait_and_persists(posix_device, test_key: bytes) -> None:
+    """A bucket of 2 answers refilled at 30 a minute, on the posix port's frozen clock: the third
     answer is refused with ERR_RATE and a 2 s wait, before any charge; a restart refills nothing
     (the bucket is committed with the spend); 2 s later (SET_TIME) one more answer passes."""
     x = np.array([0.2, 0.8], dtype=np.float32)
-    dev = host_device.start()
+    dev = posix_device.start()
     admin.run(dev, test_key, P.RATE, lambda b: P.Rate(2, 30, 0).pack(), lambda b, a: None)
     dev.query(x, "label")
     dev.query(x, "label")
@@ -121,7 +121,7 @@ def test_rate_limit_refuses_with_the_wait_and_persists(host_device, test_key: by
     with pytest.raises(DeviceError, match="ERR_RATE"):
         dev.infer(np.zeros(64, dtype=np.float32), "label")  # refused before the model runs
     assert dev.info().rate == P.Rate(2, 30, 0) and dev.state(test_key).rate == P.Rate(2, 30, 0)
-    dev = host_device.start()
+    dev = posix_device.start()
     with pytest.raises(DeviceError, match="ERR_RATE"):
         dev.query(x, "label")
     dev.set_time(test_key, TEST_EPOCH + 2)
@@ -142,20 +142,20 @@ def test_rate_limit_refuses_with_the_wait_and_persists(host_device, test_key: by
         dev.query(x, "label")
 
 
-def test_a_recovered_store_takes_a_token_with_the_extra_charge(host_device, test_key: bytes) -> None:
+def test_a_recovered_store_takes_a_token_with_the_extra_charge(posix_device, test_key: bytes) -> None:
     """The newest store slot damaged: the device loads the older one, whose bucket still held the
     token of the last answer, and counts that answer again, its ε and its token: a burst of 3 with
-    one answer sent leaves 2, not 3, on the host port's frozen clock."""
+    one answer sent leaves 2, not 3, on the posix port's frozen clock."""
     x = np.array([0.2, 0.8], dtype=np.float32)
-    dev = host_device.start()
+    dev = posix_device.start()
     admin.run(dev, test_key, P.RATE, lambda b: P.Rate(3, 1, 0).pack(), lambda b, a: None)
     dev.query(x, "label")
-    host_device.stop()
-    raw = bytearray(host_device.store.read_bytes())
+    posix_device.stop()
+    raw = bytearray(posix_device.store.read_bytes())
     newest = max((0, 128), key=lambda s: struct.unpack_from("<I", raw, s + 8)[0])
     raw[newest + 20] ^= 0xFF
-    host_device.store.write_bytes(bytes(raw))
-    dev = host_device.start()
+    posix_device.store.write_bytes(bytes(raw))
+    dev = posix_device.start()
     assert dev.info().store == "recovered"
     dev.query(x, "label")
     dev.query(x, "label")
@@ -200,13 +200,13 @@ KEY_FILE = str(ROOT / "tests/keys/test-device.key")
 
 
 @pytest.mark.parametrize("key_file", [KEY_FILE, None])
-def test_query_decides_on_config_from_one_authenticated_state(host_device, test_key: bytes, key_file) -> None:
+def test_query_decides_on_config_from_one_authenticated_state(posix_device, test_key: bytes, key_file) -> None:
     """`query`'s set-up decides whether to sign a CONFIG from the device's configuration: from
     STATE (with --key-file's key, else the test images'), never from BUDGET, so a forged BUDGET
     cannot make it skip the CONFIG. The STATE it decided from gives the CONFIG its nonce: one
     STATE before, one after to check it."""
     from edgedp.cli.device import ensure_config
-    dev = host_device.start()
+    dev = posix_device.start()
     _budget_forbidden(dev)
     sent = counted(dev)
     cfg = ensure_config(dev, key_file, 2.0, None, None, 10)
@@ -217,23 +217,23 @@ def test_query_decides_on_config_from_one_authenticated_state(host_device, test_
     assert cfg.eps_micro == 2 * MICRO and (sent[P.STATE], sent[P.CONFIG], sent[P.BUDGET]) == (1, 0, 0)
 
 
-def test_query_without_key_or_options_reads_budget_only(host_device) -> None:
+def test_query_without_key_or_options_reads_budget_only(posix_device) -> None:
     """Nothing to sign or skip: the unauthenticated BUDGET serves the table and the clamping warning."""
     from edgedp.cli.device import ensure_config
-    dev = host_device.start()
+    dev = posix_device.start()
     sent = counted(dev)
     assert ensure_config(dev, None, None, None, None, 10).eps_micro == MICRO
     assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG]) == (1, 0, 0)
 
 
 @pytest.mark.parametrize("device", ["unprovisioned", "another key"])
-def test_query_options_without_key_on_a_production_device_need_the_key(host_device, device: str) -> None:
+def test_query_options_without_key_on_a_production_device_need_the_key(posix_device, device: str) -> None:
     """A device that does not authenticate its state with the test images' key (a production
     image: no key, ERR_AUTH; or its own key, a tag that does not check) gets no CONFIG and no
     query: the one-line NEEDS_KEY refusal (exit 8), whatever BUDGET would have said."""
     from edgedp.cli.device import ensure_config
     from edgedp.cli.exit_codes import ExitCode, for_exception
-    dev = host_device.start(**({"EDP_HOST_KEY": "none"} if device == "unprovisioned" else {}))
+    dev = posix_device.start(**({"EDP_POSIX_KEY": "none"} if device == "unprovisioned" else {}))
     _budget_forbidden(dev)
     sent = counted(dev, corrupt_state=device == "another key")
     with pytest.raises(EdgeDPError, match="pass --key-file") as e:
@@ -242,9 +242,9 @@ def test_query_options_without_key_on_a_production_device_need_the_key(host_devi
     assert sum(sent.values()) == sent[P.STATE] == 1
 
 
-def test_audit_dp_signs_and_reports_from_the_authenticated_state(host_device, test_key: bytes) -> None:
+def test_audit_dp_signs_and_reports_from_the_authenticated_state(posix_device, test_key: bytes) -> None:
     from edgedp.analysis.audit_dp import prepare_device
-    dev = host_device.start()
+    dev = posix_device.start()
     _budget_forbidden(dev)
     mech = prepare_device(dev, test_key, 10, 100, 1.5, seed=3)
     assert mech.epsilon == 1.5 and dev.state(test_key).budget.daily_cap >= 150 * MICRO

@@ -32,8 +32,8 @@ def events(log: P.AuditLog) -> list[tuple[int, int | None, int, int]]:
     return [(e.event, e.day, e.counter, e.arg) for e in log.entries]
 
 
-def test_each_event_is_logged_with_its_day_and_counter(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_each_event_is_logged_with_its_day_and_counter(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     log = dev.audit_log(test_key)
     assert events(log) == [(E.STORE, DAY, 0, S.StoreState.FRESH)] and log.total == 1
     # admin frames with a valid tag, accepted or refused (which commits no counter), with the stored counter
@@ -65,19 +65,19 @@ def test_each_event_is_logged_with_its_day_and_counter(host_device, test_key: by
         dev.admin(P.RESET_BUDGET, b"", bytes(32))
     assert dev.audit_log(test_key).total == 8
     # the log survives a restart; a corrupt store and failed entropy at boot are logged
-    raw = bytearray(host_device.store.read_bytes())
+    raw = bytearray(posix_device.store.read_bytes())
     assert len(raw) == S.STORE_SIZE
     raw[8] ^= 1
     raw[S.STORE_SLOT_SIZE + 8] ^= 1
-    host_device.store.write_bytes(bytes(raw))
-    dev = host_device.start(EDP_HOST_ENTROPY="fail")
+    posix_device.store.write_bytes(bytes(raw))
+    dev = posix_device.start(EDP_POSIX_ENTROPY="fail")
     log = dev.audit_log(test_key)
-    assert events(log)[-2:] == [(E.STORE, DAY, 0, S.StoreState.CORRUPT), (E.ENTROPY, DAY, 0, 0)]  # clock: EDP_HOST_TIME
+    assert events(log)[-2:] == [(E.STORE, DAY, 0, S.StoreState.CORRUPT), (E.ENTROPY, DAY, 0, 0)]  # clock: EDP_POSIX_TIME
     assert log.total == 10 and [e.seq for e in log.entries] == list(range(1, 11))
 
 
-def test_the_ring_wraps_and_reports_what_was_overwritten(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_the_ring_wraps_and_reports_what_was_overwritten(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     for _ in range(S.AUDIT_ENTRIES + 4):
         dev.reset_budget(test_key)
     log = dev.audit_log(test_key)
@@ -85,11 +85,11 @@ def test_the_ring_wraps_and_reports_what_was_overwritten(host_device, test_key: 
     assert log.total == total and len(log.entries) == S.AUDIT_ENTRIES and log.overwritten == 5
     assert [e.seq for e in log.entries] == list(range(6, total + 1))
     assert [e.counter for e in log.entries] == list(range(5, total))
-    assert host_device.start().audit_log(test_key).total == total  # the next seq is found after a restart
+    assert posix_device.start().audit_log(test_key).total == total  # the next seq is found after a restart
 
 
-def test_audit_log_answers_are_fresh_and_tagged(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_audit_log_answers_are_fresh_and_tagged(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     a, b = dev.audit_log(test_key), dev.audit_log(test_key)
     assert a.nonce != b.nonce and a.entries == b.entries
     with pytest.raises(NotAuthentic):
@@ -105,12 +105,12 @@ def test_audit_log_answers_are_fresh_and_tagged(host_device, test_key: bytes) ->
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([EDGEDP, *args, "--target", "host"], capture_output=True, text=True, timeout=60,
+    return subprocess.run([EDGEDP, *args, "--target", "posix"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, **env})
 
 
 def test_cli_audit_log_json_on_the_host_build(native_builds: None, tmp_path) -> None:
-    env = {"EDP_STORE_FILE": str(tmp_path / "store.bin"), "EDP_HOST_TIME": str(TEST_EPOCH)}
+    env = {"EDP_STORE_FILE": str(tmp_path / "store.bin"), "EDP_POSIX_TIME": str(TEST_EPOCH)}
     assert cli("admin", "reset-budget", "--key-file", KEY, env=env).returncode == 0
     r = cli("audit-log", "--key-file", KEY, "--json", env=env)
     assert r.returncode == 0, r.stderr

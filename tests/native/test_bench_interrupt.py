@@ -20,7 +20,7 @@ GRID = [(k, eps) for eps in EPSILONS for k in KS]
 def bench_until_first_row(tmp_path: Path, then) -> tuple[subprocess.CompletedProcess, dict]:
     """Start a bench whose grid takes far longer than one row (20,000 queries a point), call
     then(process) once the first point is measured (progress on stderr), and wait for the end."""
-    args = [EDGEDP, "bench", "--target", "host", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
+    args = [EDGEDP, "bench", "--target", "posix", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
             "--plot", str(tmp_path / "b.png"), "--markdown", str(tmp_path / "b.md"), "--json"]
     for k in KS:
         args += ["--k", str(k)]
@@ -104,7 +104,7 @@ def test_ctrl_c_after_the_grid_skips_the_later_parts(native_builds: None, tmp_pa
 
     monkeypatch.setattr(bench_run, "run", interrupted_at_the_end)
     monkeypatch.setattr(e2e, "run", not_reached)
-    r = CliRunner().invoke(main, ["bench", "--target", "host", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
+    r = CliRunner().invoke(main, ["bench", "--target", "posix", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
                                   "--no-deadline", "--no-footprint", "--plot", str(tmp_path / "b.png"),
                                   "--e2e", "8", "--json"])
     assert r.exit_code == 130, r.output
@@ -142,7 +142,7 @@ def test_an_error_in_a_later_part_keeps_the_rows(tmp_path: Path, monkeypatch) ->
     def broken(n: int) -> dict:
         raise RuntimeError("no reference today")
     monkeypatch.setattr(bench_run, "reference_rates", broken)
-    r = CliRunner().invoke(main, ["bench", "--target", "host", "--quick", "--k", "10", "--epsilon", "1",
+    r = CliRunner().invoke(main, ["bench", "--target", "posix", "--quick", "--k", "10", "--epsilon", "1",
                                   "--no-trace", "--no-deadline", "--no-footprint",
                                   "--plot", str(tmp_path / "b.png"), "--json"])
     res = json.loads(r.stdout)
@@ -163,7 +163,7 @@ def test_a_plot_that_fails_loses_only_itself(tmp_path: Path, monkeypatch) -> Non
         raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(bench_run, "plot", full_disk)
-    r = CliRunner().invoke(main, ["bench", "--target", "host", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
+    r = CliRunner().invoke(main, ["bench", "--target", "posix", "--quick", "--k", "1", "--epsilon", "1", "--no-trace",
                                   "--no-deadline", "--no-footprint", "--plot", str(tmp_path / "b.png"),
                                   "--markdown", str(tmp_path / "b.md"), "--json"])
     assert r.exit_code == 0, r.output

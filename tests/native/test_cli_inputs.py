@@ -1,6 +1,6 @@
 """Bad input at the command line and the API: one clear error before anything is charged.
 
-The device runs as the native build (``host`` target: the same firmware on stdin/stdout,
+The device runs as the native build (``posix`` target: the same firmware on stdin/stdout,
 a fresh in-memory store per start)."""
 from __future__ import annotations
 
@@ -55,14 +55,14 @@ def one_line_error(r, reason: str) -> None:
     (["sample", "-e", "1", "-k", "2000", "--out", "x.npy"], "not in the range"),
 ])
 def test_numbers_are_checked_at_the_edge(args: list[str], reason: str) -> None:
-    one_line_error(run(*args, "--target", "host"), reason)
+    one_line_error(run(*args, "--target", "posix"), reason)
 
 
 def test_wrong_target_fails_at_once_with_the_list() -> None:
     t0 = time.monotonic()
     r = run("info", "--target", "qemu2")
     one_line_error(r, "unknown target 'qemu2'")
-    assert "qemu, qemu:stm32f4, host, host:san, renode" in r.stderr
+    assert "qemu, qemu:stm32f4, posix, posix:san, renode" in r.stderr
     one_line_error(run("info", "--target", "/dev/ttyNOPE9"), "no such serial device")
     assert time.monotonic() - t0 < 5
 
@@ -71,10 +71,10 @@ def test_unwritable_out_fails_before_the_first_query(tmp_path, monkeypatch) -> N
     def no_device(*a, **k):
         raise AssertionError("the device was opened")
     monkeypatch.setattr(cli_device, "open_device", no_device)
-    one_line_error(run("query", "--out", str(tmp_path / "missing" / "y.npy"), "--target", "host", "-"),
+    one_line_error(run("query", "--out", str(tmp_path / "missing" / "y.npy"), "--target", "posix", "-"),
                    "does not exist")
-    one_line_error(run("query", "--out", str(tmp_path), "--target", "host", "-"), "is a directory")
-    one_line_error(run("sample", "-e", "1", "--out", str(tmp_path / "no" / "z.npy"), "--target", "host"),
+    one_line_error(run("query", "--out", str(tmp_path), "--target", "posix", "-"), "is a directory")
+    one_line_error(run("sample", "-e", "1", "--out", str(tmp_path / "no" / "z.npy"), "--target", "posix"),
                    "does not exist")
 
 
@@ -86,7 +86,7 @@ def test_unwritable_out_fails_before_the_first_query(tmp_path, monkeypatch) -> N
 ])
 def test_bad_arrays_are_errors(tmp_path, array: np.ndarray, reason: str) -> None:
     np.save(tmp_path / "x.npy", array)
-    one_line_error(run("query", "--target", "host", str(tmp_path / "x.npy")), reason)
+    one_line_error(run("query", "--target", "posix", str(tmp_path / "x.npy")), reason)
 
 
 def test_tradeoff_wants_an_npz(tmp_path) -> None:
@@ -99,15 +99,15 @@ def test_tradeoff_wants_an_npz(tmp_path) -> None:
 def test_out_keeps_everything_released(native_builds: None, tmp_path) -> None:
     x = np.random.default_rng(0).dirichlet(np.ones(6), size=4)
     np.save(tmp_path / "x.npy", x)
-    r = run("query", "--target", "host", "--mode", "topk:3", "--out", str(tmp_path / "t.npy"), str(tmp_path / "x.npy"))
+    r = run("query", "--target", "posix", "--mode", "topk:3", "--out", str(tmp_path / "t.npy"), str(tmp_path / "x.npy"))
     assert r.exit_code == 0, r.output
     t = np.load(tmp_path / "t.npy")
     assert t["row"].tolist() == [0, 1, 2, 3] and t["indices"].shape == (4, 3) and t["values"].shape == (4, 3)
     assert all(len(set(row)) == 3 for row in t["indices"].tolist())
-    r = run("query", "--target", "host", "--mode", "bucket", "--out", str(tmp_path / "b.npy"), str(tmp_path / "x.npy"))
+    r = run("query", "--target", "posix", "--mode", "bucket", "--out", str(tmp_path / "b.npy"), str(tmp_path / "x.npy"))
     b = np.load(tmp_path / "b.npy")
     assert r.exit_code == 0 and set(b.dtype.names) == {"row", "label", "level"} and set(b["level"]) <= {0, 1, 2}
-    r = run("query", "--target", "host", "--mode", "topk:2", "--out", str(tmp_path / "t.jsonl"), str(tmp_path / "x.npy"))
+    r = run("query", "--target", "posix", "--mode", "topk:2", "--out", str(tmp_path / "t.jsonl"), str(tmp_path / "x.npy"))
     recs = [json.loads(ln) for ln in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert [len(rec["output"]["indices"]) for rec in recs] == [2] * 4
     assert all(len(rec["output"]["values"]) == 2 for rec in recs)
@@ -115,12 +115,12 @@ def test_out_keeps_everything_released(native_builds: None, tmp_path) -> None:
 
 @pytest.mark.native
 def test_query_warns_about_clamping_and_the_test_image(native_builds: None) -> None:
-    r = run("query", "--target", "host", "--json", "-", stdin="-3.2,4.5,0.1\n")
+    r = run("query", "--target", "posix", "--json", "-", stdin="-3.2,4.5,0.1\n")
     assert r.exit_code == 0, r.output
     assert "2 input values lie outside the range [0, 1] and are clamped" in r.stderr
     assert "--range" in r.stderr
     assert r.stderr.count("test image") == 1 and "replayed" in r.stderr
-    r = run("query", "--target", "host", "--range", "-5", "5", "-d", "10", "-", stdin="-3.2,4.5,0.1\n")
+    r = run("query", "--target", "posix", "--range", "-5", "5", "-d", "10", "-", stdin="-3.2,4.5,0.1\n")
     assert r.exit_code == 0 and "clamped" not in r.stderr
 
 
@@ -151,7 +151,7 @@ def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds
         sent.append(type_)
         return pipeline(self, type_, bodies, parse, in_flight, stop)
     monkeypatch.setattr(Device, "_pipeline", spy_pipeline)
-    r = run("query", "--target", "host", "-e", "0.5", "--json", "-")
+    r = run("query", "--target", "posix", "-e", "0.5", "--json", "-")
     assert r.exit_code == 0, r.output
     sent = [t for t in sent if t != P.PING]  # the synchronising PINGs
     assert sent == [P.STATE, P.CONFIG, P.STATE, P.QUERY, P.INFO]
@@ -159,7 +159,7 @@ def test_query_epsilon_needs_three_requests_before_the_first_query(native_builds
 
 @pytest.mark.native
 def test_api_refuses_bad_vectors_at_once(native_builds: None) -> None:
-    with open_device("host") as dev:
+    with open_device("posix") as dev:
         with pytest.raises(ValueError, match="query_many"):
             dev.query(np.full((2, 3), 0.3))
         with pytest.raises(ValueError, match="real numbers"):
@@ -175,7 +175,7 @@ def test_api_refuses_bad_vectors_at_once(native_builds: None) -> None:
 @pytest.mark.native
 def test_query_many_streams_a_generator_until_the_budget_ends(native_builds: None, test_key: bytes) -> None:
     from edgedp import Caps, MechConfig, to_micro
-    with open_device("host") as dev:
+    with open_device("posix") as dev:
         dev.configure(test_key, MechConfig(), Caps(daily=to_micro(3)))
         rows = (np.array([0.1, 0.6, 0.3]) for _ in range(10))
         out = list(dev.query_many(rows, "full"))
@@ -195,15 +195,15 @@ def test_admin_rate_through_the_cli(native_builds: None, monkeypatch, tmp_path) 
     """`admin rate` sets the limit (checked in the authenticated state), `info` shows it, and a query
     over it is refused with ERR_RATE and its wait, also after the device restarts."""
     monkeypatch.setenv("EDP_STORE_FILE", str(tmp_path / "store.bin"))
-    monkeypatch.setenv("EDP_HOST_TIME", "1767225600")
-    r = run("admin", "rate", "--target", "host", "--key-file", KEY, "--burst", "1", "--per-minute", "2", "--json")
+    monkeypatch.setenv("EDP_POSIX_TIME", "1767225600")
+    r = run("admin", "rate", "--target", "posix", "--key-file", KEY, "--burst", "1", "--per-minute", "2", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["rate_burst"] == 1 and json.loads(r.output)["authenticated"] is True
-    assert json.loads(run("info", "--target", "host", "--json").output)["rate_per_minute"] == 2
-    out = run("query", "--target", "host", "--json", "-", stdin="0.2,0.8\n0.3,0.7\n").stdout.splitlines()
+    assert json.loads(run("info", "--target", "posix", "--json").output)["rate_per_minute"] == 2
+    out = run("query", "--target", "posix", "--json", "-", stdin="0.2,0.8\n0.3,0.7\n").stdout.splitlines()
     recs = [json.loads(x) for x in out]
     assert [x["status"] for x in recs] == ["ok", "ERR_RATE"] and recs[1]["retry_after_s"] == 30
-    out = run("query", "--target", "host", "--json", "-", stdin="0.2,0.8\n").stdout.splitlines()
+    out = run("query", "--target", "posix", "--json", "-", stdin="0.2,0.8\n").stdout.splitlines()
     assert json.loads(out[0])["status"] == "ERR_RATE"  # a new device process: the bucket was committed
-    r = run("admin", "rate", "--target", "host", "--key-file", KEY, "--burst", "1", "--tarpit-ms", "2001")
+    r = run("admin", "rate", "--target", "posix", "--key-file", KEY, "--burst", "1", "--tarpit-ms", "2001")
     assert r.exit_code != 0 and "2001" in r.output

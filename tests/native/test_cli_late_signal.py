@@ -3,7 +3,7 @@ the device's close) still ends `verify`, `audit-dp` and `tradeoff --target` with
 complete result is out; under --json that result is the one document on stdout and the error is
 on stderr only (as bench does), also when the command stopped early (a partial document).
 
-The real CLI against the native device (--target host); the signal is the process's own SIGINT,
+The real CLI against the native device (--target posix); the signal is the process's own SIGINT,
 sent from inside the step that follows the last answer, so it lands there every time (a signal
 sent from outside would land there only by chance)."""
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_tradeoff_signal_during_the_comparison(native_builds: None, outputs: Pat
     from edgedp.analysis import device_check
     monkeypatch.setattr(device_check, "compare", sigint_before(device_check.compare))
     r = CliRunner().invoke(main, ["tradeoff", "--data", str(outputs), "--quick", "--modes", "label", "--epsilons",
-                                  "1", "--target", "host", "--target-queries", "20", "--key-file", KEY,
+                                  "1", "--target", "posix", "--target-queries", "20", "--key-file", KEY,
                                   "--no-progress", *(["--json"] if as_json else [])])
     assert r.exit_code == 130, (r.stdout, r.stderr)
     line = one_error_line(r.stderr)
@@ -77,7 +77,7 @@ def test_verify_signal_after_the_last_sample(native_builds: None, monkeypatch: p
                                              as_json: bool) -> None:
     from edgedp.cli import verify
     monkeypatch.setattr(verify, "noise_fit", sigint_after(verify.noise_fit))
-    r = CliRunner().invoke(main, ["verify", "--target", "host", "-n", "16", "--samples", "1000", "--key-file", KEY,
+    r = CliRunner().invoke(main, ["verify", "--target", "posix", "-n", "16", "--samples", "1000", "--key-file", KEY,
                                   "--no-progress", *(["--json"] if as_json else [])])
     assert r.exit_code == 130, (r.stdout, r.stderr)
     line = one_error_line(r.stderr)
@@ -95,7 +95,7 @@ def test_verify_json_stopped_early_writes_the_partial_result(native_builds: None
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from edgedp.cli import verify
     monkeypatch.setattr(verify, "noise_fit", sigint_before(verify.noise_fit))
-    r = CliRunner().invoke(main, ["verify", "--target", "host", "-n", "16", "--samples", "1000", "--key-file", KEY,
+    r = CliRunner().invoke(main, ["verify", "--target", "posix", "-n", "16", "--samples", "1000", "--key-file", KEY,
                                   "--no-progress", "--json"])
     assert r.exit_code == 130, (r.stdout, r.stderr)
     assert "interrupted after every query, not all noise samples (0 mismatches; spent " in one_error_line(r.stderr)
@@ -107,7 +107,7 @@ def test_verify_json_stopped_early_writes_the_partial_result(native_builds: None
 def test_audit_dp_json_keeps_a_complete_bound(native_builds: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from edgedp.analysis import audit_dp
     monkeypatch.setattr(audit_dp, "audit", sigint_after(audit_dp.audit))
-    r = CliRunner().invoke(main, ["audit-dp", "--target", "host", "--key", KEY, "--trials", "8", "--no-progress",
+    r = CliRunner().invoke(main, ["audit-dp", "--target", "posix", "--key", KEY, "--trials", "8", "--no-progress",
                                   "--json"])
     assert r.exit_code == 130, (r.stdout, r.stderr)
     assert "interrupted after every device answer (the bound is complete)" in one_error_line(r.stderr)
@@ -126,7 +126,7 @@ def test_tradeoff_bad_key_file_fails_before_the_trade_off(outputs: Path, tmp_pat
     from edgedp.analysis import tradeoff
     ran: list[int] = []
     monkeypatch.setattr(tradeoff, "run", lambda *a, **k: ran.append(1))
-    r = CliRunner().invoke(main, ["tradeoff", "--data", str(outputs), "--target", "host", "--key-file",
+    r = CliRunner().invoke(main, ["tradeoff", "--data", str(outputs), "--target", "posix", "--key-file",
                                   str(tmp_path / "missing.key")])
     assert r.exit_code != 0 and "cannot read key file" in r.stderr and not ran, r.stderr
 
@@ -148,7 +148,7 @@ def test_audit_dp_json_stopped_writes_what_was_charged(native_builds: None, monk
                 os.kill(os.getpid(), signal.SIGINT)
         return real(dev, mode, k, below, counted, stop)
     monkeypatch.setattr(audit_dp, "device_releaser", releaser)
-    r = CliRunner().invoke(main, ["audit-dp", "--target", "host", "--key", KEY, "--trials", "8", "--epsilon", "1",
+    r = CliRunner().invoke(main, ["audit-dp", "--target", "posix", "--key", KEY, "--trials", "8", "--epsilon", "1",
                                   "--no-progress", "--json"])
     assert r.exit_code == 130, (r.stdout, r.stderr)
     line = one_error_line(r.stderr)

@@ -4,7 +4,7 @@ charged it), then the error, with every answer already paid for on stdout (under
 document). Before, the four commands other than `query` ended with the transport error's code (3)
 and no summary.
 
-The real CLI against the native device (--target host) in this process. Its link is cut right
+The real CLI against the native device (--target posix) in this process. Its link is cut right
 after the n-th charged request has gone to the device, which answers and charges it; the host
 then reads nothing more (every read and write fails, as on an unplugged cable), and the SIGINT
 is sent at that moment: the user's Ctrl-C during the answer in flight. The device keeps its
@@ -28,7 +28,7 @@ from edgedp.cli import main
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import open_device
 from edgedp.device.errors import ErrorCode, TransportError
-from edgedp.device.targets.host import HostTarget
+from edgedp.device.targets.posix import PosixTarget
 from edgedp.device.transport import Link, LinkWrapper
 from edgedp.mech.lattice import to_epsilon
 
@@ -66,9 +66,9 @@ class CutAfter(LinkWrapper):
 
 @pytest.fixture
 def device_store(native_builds: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The native device keeps its state in a store file (on the host port's frozen clock)."""
+    """The native device keeps its state in a store file (on the posix port's frozen clock)."""
     monkeypatch.setenv("EDP_STORE_FILE", str(tmp_path / "store.bin"))
-    monkeypatch.setenv("EDP_HOST_TIME", str(TEST_EPOCH))
+    monkeypatch.setenv("EDP_POSIX_TIME", str(TEST_EPOCH))
     yield tmp_path / "store.bin"
 
 
@@ -109,21 +109,21 @@ def run_cut(monkeypatch: pytest.MonkeyPatch, kind: int, n: int, args: list[str],
     ``wrapper=RefusedAfter``, that request's answer replaced by a refusal); the result, and the ε
     the device charged during the command (its lifetime spend, read after it)."""
     before = lifetime_spent()
-    real = HostTarget.link
+    real = PosixTarget.link
     cuts: list[CutAfter | RefusedAfter] = []
 
-    def cut_link(self: HostTarget) -> Link:
+    def cut_link(self: PosixTarget) -> Link:
         cuts.append(wrapper(real(self), kind, n))
         return cuts[-1]
     with monkeypatch.context() as m:
-        m.setattr(HostTarget, "link", cut_link)
-        r = CliRunner().invoke(main, [*args, "--target", "host"])
+        m.setattr(PosixTarget, "link", cut_link)
+        r = CliRunner().invoke(main, [*args, "--target", "posix"])
     assert len(cuts) == 1 and cuts[0].cut, (r.stdout, r.stderr)
     return r, lifetime_spent() - before
 
 
 def lifetime_spent() -> float:
-    with open_device("host") as dev:
+    with open_device("posix") as dev:
         return to_epsilon(dev.budget().lifetime_spent)
 
 

@@ -5,7 +5,7 @@ ERR_BAD_VALUE, un-noised, uncharged and even after the budget was spent, so ERR_
 ERR_BUDGET was an oracle on the weights. Now every model declares its input range, the device
 clamps inputs to it before the model runs, every refusal comes before the model runs, and a
 non-finite output is released as a fixed in-range vector through the charged, noised path.
-Checked on the host port and on QEMU with the bundled logistic-regression model (digits-logreg),
+Checked on the posix port and on QEMU with the bundled logistic-regression model (digits-logreg),
 and with a model whose logits overflow even on clamped inputs."""
 from __future__ import annotations
 
@@ -66,20 +66,20 @@ def check_no_model_dependent_error(dev: Device, key: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def logreg_host() -> Path:
-    make("build/host-model-digits_logreg/edgedp")
-    return ROOT / "build/host-model-digits_logreg/edgedp"
+    make("build/posix-model-digits_logreg/edgedp")
+    return ROOT / "build/posix-model-digits_logreg/edgedp"
 
 
-def host_device(exe: Path, tmp_path: Path) -> Device:
+def posix_device(exe: Path, tmp_path: Path) -> Device:
     link = ProcessLink([str(exe)], {"EDP_STORE_FILE": str(tmp_path / "store.bin"),
-                                    "EDP_HOST_TIME": str(TEST_EPOCH)})
+                                    "EDP_POSIX_TIME": str(TEST_EPOCH)})
     dev = Device(link, timeout=20)
     dev.sync(10)
     return dev
 
 
 def test_host_port_softmax_model_has_no_error_oracle(logreg_host: Path, tmp_path: Path, test_key: bytes) -> None:
-    dev = host_device(logreg_host, tmp_path)
+    dev = posix_device(logreg_host, tmp_path)
     try:
         check_no_model_dependent_error(dev, test_key)
     finally:
@@ -91,8 +91,8 @@ def test_non_finite_output_is_released_as_the_fixed_vector(tmp_path: Path, test_
     The answer is charged and is, noise for noise (same test seed), the QUERY of the fixed
     vector lo + (hi - lo) / n_classes = 0.1 in every class."""
     overflow_model_source(tmp_path)
-    make("build/host-model-overflow/edgedp")
-    dev = host_device(ROOT / "build/host-model-overflow/edgedp", tmp_path)
+    make("build/posix-model-overflow/edgedp")
+    dev = posix_device(ROOT / "build/posix-model-overflow/edgedp", tmp_path)
     try:
         dev.configure(test_key, CFG, Caps(daily=10**12))
         x = np.zeros(64, np.float32)

@@ -1,4 +1,4 @@
-"""The portable C of the int8 kernels (model_s8.c without the DSP extension: the host port)
+"""The portable C of the int8 kernels (model_s8.c without the DSP extension: the posix port)
 against the integer NumPy reference, bit for bit; QEMU checks the Thumb-2 version
 (tests/hil/test_qemu_int8.py)."""
 from __future__ import annotations
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.native
 
 
 def test_host_port_int8_mlp_is_bit_exact(tmp_path: Path) -> None:
-    make("build/host-model-digits_mlp_int8/edgedp")
-    link = ProcessLink([str(ROOT / "build/host-model-digits_mlp_int8/edgedp")],
-                       {"EDP_STORE_FILE": str(tmp_path / "store.bin"), "EDP_HOST_TIME": str(TEST_EPOCH)})
+    make("build/posix-model-digits_mlp_int8/edgedp")
+    link = ProcessLink([str(ROOT / "build/posix-model-digits_mlp_int8/edgedp")],
+                       {"EDP_STORE_FILE": str(tmp_path / "store.bin"), "EDP_POSIX_TIME": str(TEST_EPOCH)})
     dev = Device(link, timeout=20)
     try:
         dev.sync(10)

@@ -46,8 +46,8 @@ def pipelined(dev: Device) -> tuple[Device, Recording]:
     return Device(rec, timeout=dev.timeout), rec
 
 
-def test_pipelined_answers_are_bit_exact_and_in_order(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_pipelined_answers_are_bit_exact_and_in_order(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     cfg = MechConfig(MICRO)
     dev.configure(test_key, cfg, Caps(daily=1000 * MICRO))
     seed = bytes(range(32))
@@ -65,8 +65,8 @@ def test_pipelined_answers_are_bit_exact_and_in_order(host_device, test_key: byt
     assert rec.ahead == 8                                              # 8 requests were on the wire at once
 
 
-def test_refusals_and_bad_input_keep_their_place(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_refusals_and_bad_input_keep_their_place(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     dev.configure(test_key, MechConfig(MICRO), Caps(daily=3 * MICRO))
     dev.reset_budget(test_key)
     x = np.array([0.2, 0.8], dtype=np.float32)
@@ -136,10 +136,10 @@ class Buffered(Recording):
         self.bytes_ahead = max(self.bytes_ahead, sum(self.sizes[s] for s in self.sent[len(self.got):]))
 
 
-def test_requests_ahead_stay_within_the_links_bytes(host_device, test_key: bytes) -> None:
+def test_requests_ahead_stay_within_the_links_bytes(posix_device, test_key: bytes) -> None:
     """A board buffers bytes, not requests (transport.BOARD_RX_BUFFER): large rows go fewer at a
     time, small ones up to in_flight, and a row larger than the budget still goes alone."""
-    dev = host_device.start()
+    dev = posix_device.start()
     dev.configure(test_key, MechConfig(MICRO), Caps(daily=1000 * MICRO))
     dev.reset_budget(test_key)
     big = len(frames.encode(P.QUERY, 1, P.pack_vector(np.zeros(300, dtype=np.float32), P.Mode(P.MODE_FULL))))
@@ -153,11 +153,11 @@ def test_requests_ahead_stay_within_the_links_bytes(host_device, test_key: bytes
     assert link.ahead == 8                                             # the small rows: in_flight at once
 
 
-def test_a_row_held_for_the_byte_budget_is_not_sent_after_a_stop(host_device, test_key: bytes) -> None:
+def test_a_row_held_for_the_byte_budget_is_not_sent_after_a_stop(posix_device, test_key: bytes) -> None:
     """A row taken from the rows but held back by the link's byte budget is dropped once the
     caller's stop says so (the CLI's StopRequest after Ctrl-C or a refusal): never charged."""
     from edgedp.cli.output import StopRequest
-    dev = host_device.start()
+    dev = posix_device.start()
     dev.configure(test_key, MechConfig(MICRO), Caps(daily=1000 * MICRO))
     dev.reset_budget(test_key)
     rng = np.random.default_rng(9)

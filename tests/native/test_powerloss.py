@@ -1,4 +1,4 @@
-"""Power-loss injection on the host port's store, in the manner of littlefs's emulated block device.
+"""Power-loss injection on the posix port's store, in the manner of littlefs's emulated block device.
 
 Each 4-byte store write is one step; EDP_STORE_CUT_AFTER=n cuts power (the process
 exits 99) before write n+1. For every n of a budget commit we reboot on the same
@@ -19,7 +19,7 @@ from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, ErrorCode, StateUnknown, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 
-from ..conftest import ROOT, HostDevice
+from ..conftest import ROOT, PosixDevice
 
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query
@@ -37,25 +37,25 @@ def spent(dev) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("cut", range(WORDS_PER_COMMIT + 2))
-def test_cut_power_at_every_write_of_a_commit(host_device, cut: int) -> None:
-    dev = host_device.start()
+def test_cut_power_at_every_write_of_a_commit(posix_device, cut: int) -> None:
+    dev = posix_device.start()
     for _ in range(3):
         dev.query(X)
     before, _ = spent(dev)
     assert before == 3 * EPS
 
-    dev = host_device.start(EDP_STORE_CUT_AFTER=str(cut))
+    dev = posix_device.start(EDP_STORE_CUT_AFTER=str(cut))
     answered = False
     try:
         dev.query(X)
         answered = True
     except TransportError:
         pass
-    code = host_device.stop()
+    code = posix_device.stop()
     assert answered == (cut >= WORDS_PER_COMMIT), f"cut={cut} exit={code}"
     assert code in (0, 99)
 
-    dev = host_device.start()
+    dev = posix_device.start()
     info = dev.info()
     after, _ = spent(dev)
     assert info.store in ("loaded", "recovered")
@@ -70,16 +70,16 @@ def test_cut_power_at_every_write_of_a_commit(host_device, cut: int) -> None:
 
 
 @pytest.mark.parametrize("cut", range(WORDS_PER_COMMIT + AUDIT_WORDS + 2))
-def test_cut_power_at_every_write_of_a_signed_config(host_device, test_key: bytes, cut: int) -> None:
+def test_cut_power_at_every_write_of_a_signed_config(posix_device, test_key: bytes, cut: int) -> None:
     """A CONFIG signed from the authenticated state, power cut at each write of its commit: the host
     reports state unknown (no authentic answer, no re-read), and after the reboot the device holds
     either the whole old record or the whole new one, and the captured frame never lands again.
     A cut in the audit entry written after the answer (the host's re-read finds the device gone:
     state unknown) leaves the new record, and the log skips the torn entry."""
-    dev = host_device.start()
+    dev = posix_device.start()
     before = dev.state(test_key).budget
     logged = dev.audit_log(test_key).total
-    dev = host_device.start(EDP_STORE_CUT_AFTER=str(cut))
+    dev = posix_device.start(EDP_STORE_CUT_AFTER=str(cut))
     signed: list[bytes] = []
     write = dev.link.write
 
@@ -95,9 +95,9 @@ def test_cut_power_at_every_write_of_a_signed_config(host_device, test_key: byte
         accepted = True
     except StateUnknown:
         accepted = False
-    assert host_device.stop() in (0, 99)
+    assert posix_device.stop() in (0, 99)
     assert accepted == (cut >= WORDS_PER_COMMIT + AUDIT_WORDS), cut
-    dev = host_device.start()
+    dev = posix_device.start()
     after = dev.state(test_key).budget
     log = dev.audit_log(test_key)
     config_logged = any(e.event == S.AuditEvent.CONFIG for e in log.entries)
@@ -114,19 +114,19 @@ def test_cut_power_at_every_write_of_a_signed_config(host_device, test_key: byte
 
 
 @pytest.mark.parametrize("slot", [0, 1])
-def test_bit_flips_in_either_slot(host_device, slot: int) -> None:
-    dev = host_device.start()
+def test_bit_flips_in_either_slot(posix_device, slot: int) -> None:
+    dev = posix_device.start()
     for _ in range(5):
         dev.query(X)
     before, _ = spent(dev)
-    host_device.stop()
+    posix_device.stop()
     rng = np.random.default_rng(slot)
-    raw = bytearray(host_device.store.read_bytes())
+    raw = bytearray(posix_device.store.read_bytes())
     for _ in range(3):
         pos = slot * 128 + int(rng.integers(0, 112))
         raw[pos] ^= 1 << int(rng.integers(0, 8))
-    host_device.store.write_bytes(bytes(raw))
-    dev = host_device.start()
+    posix_device.store.write_bytes(bytes(raw))
+    dev = posix_device.start()
     info = dev.info()
     after, _ = spent(dev)
     # Either damaged copy is detected (CRC), reported, and the spend comes back from the other copy
@@ -135,15 +135,15 @@ def test_bit_flips_in_either_slot(host_device, slot: int) -> None:
     assert after >= before, "a damaged slot rolled the spend back"
 
 
-def test_both_slots_destroyed_fails_closed(host_device) -> None:
-    dev = host_device.start()
+def test_both_slots_destroyed_fails_closed(posix_device) -> None:
+    dev = posix_device.start()
     dev.query(X)
-    host_device.stop()
-    raw = bytearray(host_device.store.read_bytes())
+    posix_device.stop()
+    raw = bytearray(posix_device.store.read_bytes())
     for s in (0, 128):
         raw[s + 20] ^= 0xFF
-    host_device.store.write_bytes(bytes(raw))
-    dev = host_device.start()
+    posix_device.store.write_bytes(bytes(raw))
+    dev = posix_device.start()
     assert dev.info().store == "corrupt"
     with pytest.raises(DeviceError) as e:
         dev.query(X)
@@ -158,7 +158,7 @@ def test_no_flash_cut_lowers_the_spend_below_the_answers_received(native_builds:
     store kept and again with it lost."""
     n = RESERVE + 2
     for cut in (0, *range(FLASH_WORDS, 2 * FLASH_WORDS + 1)):
-        h = HostDevice(tmp_path / f"store-{cut}.bin", {"EDP_FLASH_FILE": str(tmp_path / f"flash-{cut}.bin")})
+        h = PosixDevice(tmp_path / f"store-{cut}.bin", {"EDP_FLASH_FILE": str(tmp_path / f"flash-{cut}.bin")})
         dev = h.start(EDP_FLASH_CUT_AFTER=str(cut))
         received = 0
         try:
@@ -191,7 +191,7 @@ def test_power_cut_in_a_rate_leaves_the_old_or_the_new_limit(native_builds: None
     old or the new one, the new one whenever the answer came, and the loss restores the limit the
     device ran before it (with an empty bucket: the first query is refused)."""
     kind, n = cut.split(":")
-    h = HostDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
+    h = PosixDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
     dev = h.start()
     admin.run(dev, test_key, P.RATE, lambda b: OLD_RATE.pack(), lambda b, a: None)
     dev = h.start(**{"EDP_FLASH_CUT_AFTER" if kind == "flash" else "EDP_STORE_CUT_AFTER": n})

@@ -48,14 +48,14 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_malformed_frame_gets_its_error(host_device, name: str) -> None:
-    dev = host_device.start()
+def test_malformed_frame_gets_its_error(posix_device, name: str) -> None:
+    dev = posix_device.start()
     wire, seq, code = CASES[name]
     expect_error(dev, wire, seq, code)
 
 
-def test_random_garbage_then_resync(host_device) -> None:
-    dev = host_device.start()
+def test_random_garbage_then_resync(posix_device) -> None:
+    dev = posix_device.start()
     rng = np.random.default_rng(3)
     for _ in range(20):
         dev.send_raw(rng.bytes(int(rng.integers(1, 3000))))
@@ -64,8 +64,8 @@ def test_random_garbage_then_resync(host_device) -> None:
     assert r.label in (0, 1)
 
 
-def test_nan_query_costs_nothing(host_device) -> None:
-    dev = host_device.start()
+def test_nan_query_costs_nothing(posix_device) -> None:
+    dev = posix_device.start()
     before = dev.budget().daily_spent
     with pytest.raises(DeviceError) as e:
         dev.query(np.array([np.nan, 1.0]))
@@ -73,8 +73,8 @@ def test_nan_query_costs_nothing(host_device) -> None:
     assert dev.budget().daily_spent == before
 
 
-def test_every_request_gets_exactly_one_response(host_device) -> None:
-    dev = host_device.start()
+def test_every_request_gets_exactly_one_response(posix_device) -> None:
+    dev = posix_device.start()
     seqs = list(range(100, 140))
     for s in seqs:
         dev.send_raw(frames.encode(P.PING, s, bytes([s & 0xFF])))

@@ -12,18 +12,18 @@ pytestmark = pytest.mark.native
 
 
 @pytest.mark.slow  # 5,000 sanitized round trips
-def test_five_thousand_varied_queries_bit_exact(host_device, test_key: bytes) -> None:
+def test_five_thousand_varied_queries_bit_exact(posix_device, test_key: bytes) -> None:
     """Half of the 10,000-query replay; test_reference_bitexact_more.py runs the other half
     (another seed) so that pytest-xdist's --dist loadfile can put the halves on two workers."""
-    dev = host_device.start()
+    dev = posix_device.start()
     res = replay(dev, test_key, 5_000, seed=7, progress=False)
     assert res.queries == 5_000
     assert res.mismatches == 0, res.first_mismatch
     assert len(res.by_mode) == 8  # every mode exercised
 
 
-def test_raw_samples_bit_exact(host_device, test_key: bytes) -> None:
-    dev = host_device.start()
+def test_raw_samples_bit_exact(posix_device, test_key: bytes) -> None:
+    dev = posix_device.start()
     seed = bytes(range(7, 39))
     dev.test_seed(test_key, seed)
     ref = ReferenceDevice(seed=seed)
@@ -33,18 +33,18 @@ def test_raw_samples_bit_exact(host_device, test_key: bytes) -> None:
         assert (got.m, got.J) == (want.m, want.J) and (got.noise == want.noise).all()
 
 
-def test_reference_detects_a_different_stream(host_device, test_key: bytes) -> None:
+def test_reference_detects_a_different_stream(posix_device, test_key: bytes) -> None:
     """Guard against a vacuous comparison: another seed gives other answers."""
-    dev = host_device.start()
+    dev = posix_device.start()
     dev.test_seed(test_key, bytes(32))
     ref = ReferenceDevice(seed=bytes([1]) + bytes(31))
     req = SampleRequest(1_000_000, 2.0, 10, 64)
     assert not (dev.sample(req).noise == ref.sample(req).noise).all()
 
 
-def test_simplex_sums_to_one_on_any_range(host_device, test_key: bytes) -> None:
+def test_simplex_sums_to_one_on_any_range(posix_device, test_key: bytes) -> None:
     """SIMPLEX output is a probability vector even when [lo, hi] does not contain [0, 1]."""
-    dev = host_device.start()
+    dev = posix_device.start()
     for lo, hi in [(0.25, 0.5), (0.0, 30.0), (-2.0, 0.5)]:
         dev.configure(test_key, MechConfig(lo=lo, hi=hi), Caps(daily=10**12))
         for seed in range(5):
@@ -52,14 +52,14 @@ def test_simplex_sums_to_one_on_any_range(host_device, test_key: bytes) -> None:
             assert (r.lattice >= 0).all() and r.lattice.sum() == 2 ** r.m
 
 
-def test_round_mode_refuses_values_beyond_int32_on_both_sides(host_device, test_key: bytes) -> None:
+def test_round_mode_refuses_values_beyond_int32_on_both_sides(posix_device, test_key: bytes) -> None:
     """Range [0, 10000], m = 0: ROUND:6 would put 10^10 on the int32 wire (it wrapped to
     10^10 mod 2^32). Device and reference both refuse it, before charging or drawing noise;
     ROUND:5 (10^9 fits) still answers bit for bit."""
     from edgedp.device.errors import DeviceError, ErrorCode
     from edgedp.mech import modes
 
-    dev = host_device.start()
+    dev = posix_device.start()
     seed = bytes(range(32))
     dev.test_seed(test_key, seed)
     cfg = MechConfig(lo=0.0, hi=10000.0, sensitivity=2.0, m=0)

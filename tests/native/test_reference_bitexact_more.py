@@ -10,10 +10,10 @@ pytestmark = pytest.mark.native
 
 
 @pytest.mark.slow  # 5,000 sanitized round trips
-def test_another_five_thousand_varied_queries_bit_exact(host_device, test_key: bytes) -> None:
+def test_another_five_thousand_varied_queries_bit_exact(posix_device, test_key: bytes) -> None:
     """Another stream seed and another sequence of configurations (about 51 re-configurations
     and every mode), bit for bit."""
-    dev = host_device.start()
+    dev = posix_device.start()
     res = replay(dev, test_key, 5_000, seed=8, progress=False)
     assert res.queries == 5_000
     assert res.mismatches == 0, res.first_mismatch

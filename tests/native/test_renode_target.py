@@ -1,7 +1,7 @@
 """The renode target without Renode: the missing-Renode error, and the whole
 target (command line, console socket, Monitor commands on stdin, boot banner,
 shutdown) against a stand-in `renode` executable that runs the native build
-of the firmware (build/host/edgedp) behind the socket it is told to open."""
+of the firmware (build/posix/edgedp) behind the socket it is told to open."""
 from __future__ import annotations
 
 import os
@@ -19,7 +19,7 @@ from edgedp.device.targets import start_target
 from edgedp.device.targets import renode as renode_target
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST_EXE = ROOT / "build" / "host" / "edgedp"
+POSIX_EXE = ROOT / "build" / "posix" / "edgedp"
 
 FAKE_RENODE = textwrap.dedent('''\
     #!{python}
@@ -113,10 +113,10 @@ def test_edgedp_renode_names_a_missing_executable(monkeypatch):
 
 @pytest.fixture
 def fake_renode(tmp_path, monkeypatch):
-    if not HOST_EXE.exists():
-        pytest.skip("build/host/edgedp not built (make host)")
+    if not POSIX_EXE.exists():
+        pytest.skip("build/posix/edgedp not built (make posix)")
     exe = tmp_path / "renode"
-    exe.write_text(FAKE_RENODE.format(python=sys.executable, host_exe=HOST_EXE))
+    exe.write_text(FAKE_RENODE.format(python=sys.executable, host_exe=POSIX_EXE))
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     record = tmp_path / "record.json"
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
@@ -139,7 +139,7 @@ def test_renode_target_runs_the_script_and_speaks_the_protocol(fake_renode, tmp_
         assert t.banner.startswith("edgedp ")
         assert t.link().board_pending  # the link learns the image's buffering from INFO, as a board's
         dev = connect(t, timeout=10)
-        assert dev.info().board == "host" and not t.link().board_pending
+        assert dev.info().board == "posix" and not t.link().board_pending
         assert t.link().in_flight == 1  # not a board the host knows to buffer
         t.reset()
         time.sleep(0.5)

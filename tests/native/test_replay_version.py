@@ -10,8 +10,8 @@ from edgedp import __version__
 from edgedp.device.errors import EdgeDPError
 
 
-def test_verify_refuses_older_or_unreadable_firmware(host_device, monkeypatch) -> None:
-    dev = host_device.start()
+def test_verify_refuses_older_or_unreadable_firmware(posix_device, monkeypatch) -> None:
+    dev = posix_device.start()
     info = dev.require_replayable("verify")
     assert info.firmware_version == __version__
     monkeypatch.setattr(dev, "info", lambda: dataclasses.replace(info, firmware_version="0.2.0"))

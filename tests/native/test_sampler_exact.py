@@ -16,8 +16,8 @@ ALPHA = 1e-3
 
 @pytest.mark.parametrize("eps_micro,sensitivity,k", [(1_000_000, 2.0, 10), (100_000, 2.0, 1000), (10_000_000, 2.0, 1),
                                                      (2_000_000, 0.5, 3)])
-def test_million_samples_fit_exact_pmf(host_device, eps_micro: int, sensitivity: float, k: int) -> None:
-    dev = host_device.start()
+def test_million_samples_fit_exact_pmf(posix_device, eps_micro: int, sensitivity: float, k: int) -> None:
+    dev = posix_device.start()
     n = 1_000_000
     z = draw_samples(dev, SampleRequest(eps_micro, sensitivity, k, n), progress=False)
     lat = make_lattice(k, eps_micro, sensitivity, 0.0, 1.0)
@@ -37,9 +37,9 @@ def test_million_samples_fit_exact_pmf(host_device, eps_micro: int, sensitivity:
     assert stats.binomtest(int(np.count_nonzero(nz > 0)), len(nz), 0.5).pvalue > ALPHA
 
 
-def test_chi_square_rejects_a_wrong_scale(host_device) -> None:
+def test_chi_square_rejects_a_wrong_scale(posix_device) -> None:
     """The test has power: the same device samples fail against a 2% larger scale."""
-    dev = host_device.start()
+    dev = posix_device.start()
     z = draw_samples(dev, SampleRequest(1_000_000, 2.0, 10, 1_000_000), progress=False)
     lat = make_lattice(10, 1_000_000, 2.0, 0.0, 1.0)
     assert dlap.chi_square(z, lat.inv_t / 1.02).pvalue < ALPHA

@@ -1,7 +1,7 @@
 """The stm32f4 port's drivers natively (ASan/UBSan) against fake register blocks.
 
 Builds tests/native/test_stm32f4_drivers.c with the driver sources
-(firmware/boards/stm32f4/{clock,uart,rng,rtc,bkpsram,cycles,flash}.c) and the core's
+(firmware/ports/stm32f4/{clock,uart,rng,rtc,bkpsram,cycles,flash}.c) and the core's
 store and COBS, runs it, and checks its TAP-like output; the RTC's date arithmetic and
 BCD encoding are compared with Python's datetime."""
 from __future__ import annotations
@@ -19,14 +19,14 @@ from ..conftest import ROOT
 pytestmark = pytest.mark.native
 
 SRC = ROOT / "tests/native/test_stm32f4_drivers.c"
-DRIVERS = [ROOT / f"firmware/boards/stm32f4/{n}.c" for n in ("clock", "uart", "rng", "rtc", "bkpsram", "cycles", "flash")]
+DRIVERS = [ROOT / f"firmware/ports/stm32f4/{n}.c" for n in ("clock", "uart", "rng", "rtc", "bkpsram", "cycles", "flash")]
 CORE = [ROOT / f"firmware/core/src/{n}.c" for n in ("store", "crc32", "flog", "cobs")]
 OUT = ROOT / "build/native/test_stm32f4_drivers"
 CC = shutil.which("gcc") or "cc"
 CFLAGS = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-DEDP_STM32_REG_HOOK",
           "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
-          "-I", str(ROOT / "firmware/core/include"), "-I", str(ROOT / "firmware/boards/stm32f4"),
-          "-I", str(ROOT / "firmware/boards")]
+          "-I", str(ROOT / "firmware/core/include"), "-I", str(ROOT / "firmware/ports/stm32f4"),
+          "-I", str(ROOT / "firmware/ports")]
 EPOCH = dt.date(1970, 1, 1)
 
 
@@ -78,7 +78,7 @@ def test_console_baud_is_checked_against_the_hsi_fallback(baud: int, builds: boo
     """A build whose EDP_CONSOLE_BAUD leaves the RX interrupt no room between two bytes on the
     16 MHz HSI fallback (9 bit times <= EDP_STM32_RX_ISR_CYCLES = 256) does not compile."""
     r = subprocess.run([CC, *CFLAGS, "-fsyntax-only", f"-DEDP_CONSOLE_BAUD={baud}u",
-                        str(ROOT / "firmware/boards/stm32f4/uart.c")], capture_output=True, text=True)
+                        str(ROOT / "firmware/ports/stm32f4/uart.c")], capture_output=True, text=True)
     assert (r.returncode == 0) == builds, r.stderr
     assert builds or "EDP_CONSOLE_BAUD too fast" in r.stderr
 

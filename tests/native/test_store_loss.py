@@ -1,7 +1,7 @@
 """Store loss, replay of captured admin frames, the flash high-water log and reseed retry,
 on the native port (issue 9 items 1 and 4).
 
-The host port keeps the store and the RAM NOR model of the flash log in two files
+The posix port keeps the store and the RAM NOR model of the flash log in two files
 (EDP_STORE_FILE, EDP_FLASH_FILE): deleting the store file is a lost backup domain (dead
 VBAT, or a power cycle on a board with VBAT tied to VDD) while the flash survives."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from edgedp.device.errors import DeviceError, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import ROOT, TEST_EPOCH, HostDevice
+from ..conftest import ROOT, TEST_EPOCH, PosixDevice
 
 pytestmark = pytest.mark.native
 X = np.array([0.1, 0.6, 0.3])
@@ -29,18 +29,18 @@ EPS = 1_000_000
 RECORD_WORDS = 9  # one 36-byte flash log record
 RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
                         (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
-SLOT, SECTOR = 36, 1008  # the host port's flash log: 28 slots per sector
+SLOT, SECTOR = 36, 1008  # the posix port's flash log: 28 slots per sector
 RATE_TAG = 0x52415445    # edgedp/flog.h: XORed into a rate record's check word
 
 
 @pytest.fixture
-def dev_files(native_builds: None, tmp_path: Path) -> Iterator[HostDevice]:
-    h = HostDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
+def dev_files(native_builds: None, tmp_path: Path) -> Iterator[PosixDevice]:
+    h = PosixDevice(tmp_path / "store.bin", {"EDP_FLASH_FILE": str(tmp_path / "flash.bin")})
     yield h
     assert h.stop() in (None, 0)
 
 
-def lose_store(h: HostDevice) -> None:
+def lose_store(h: PosixDevice) -> None:
     h.stop()
     h.store.unlink()
 
@@ -50,7 +50,7 @@ def send_and_get(dev, wire: bytes) -> frames.Frame:
     return dev.receive()
 
 
-def test_store_loss_keeps_spend_and_counter_from_flash(dev_files: HostDevice, test_key: bytes) -> None:
+def test_store_loss_keeps_spend_and_counter_from_flash(dev_files: PosixDevice, test_key: bytes) -> None:
     dev = dev_files.start()
     dev.configure(test_key, MechConfig(), Caps(daily=100 * MICRO))
     for _ in range(40):  # more records than one 28-slot sector: the log switches sectors
@@ -76,7 +76,7 @@ def flash_records(path: Path) -> int:
                if raw[s * SECTOR + i * SLOT: s * SECTOR + (i + 1) * SLOT] != b"\xff" * SLOT)
 
 
-def test_flash_is_written_once_per_reservation(dev_files: HostDevice, test_key: bytes) -> None:
+def test_flash_is_written_once_per_reservation(dev_files: PosixDevice, test_key: bytes) -> None:
     """A record covers RESERVE answers; after a store loss the device comes back with the
     reserved spend (more than it answered, never less), clamped to the day's cap."""
     dev = dev_files.start()
@@ -102,7 +102,7 @@ def test_flash_is_written_once_per_reservation(dev_files: HostDevice, test_key: 
     assert b.daily_spent == 5 * EPS and b.lifetime_spent == RESERVE * EPS
 
 
-def test_without_the_flash_log_store_loss_restarts_from_zero(dev_files: HostDevice, test_key: bytes) -> None:
+def test_without_the_flash_log_store_loss_restarts_from_zero(dev_files: PosixDevice, test_key: bytes) -> None:
     """The control: losing the flash file too is what main did on every store loss."""
     dev = dev_files.start()
     dev.query(X, "label")
@@ -112,7 +112,7 @@ def test_without_the_flash_log_store_loss_restarts_from_zero(dev_files: HostDevi
 
 
 @pytest.mark.parametrize("lose_flash", [False, True], ids=["flash-kept", "flash-lost-too"])
-def test_captured_config_is_refused_after_store_loss(dev_files: HostDevice, test_key: bytes,
+def test_captured_config_is_refused_after_store_loss(dev_files: PosixDevice, test_key: bytes,
                                                      lose_flash: bool) -> None:
     dev = dev_files.start()
     seq, wire = dev.admin_frame(P.CONFIG, P.config_payload(MechConfig(), Caps(daily=100 * MICRO)), test_key)
@@ -136,7 +136,7 @@ def _answer(dev, type_: int, body: bytes, seq: int) -> P.AdminAnswer:
     return P.AdminAnswer.parse(f.body)
 
 
-def test_nonce_is_fresh_per_challenge_and_one_use(dev_files: HostDevice, test_key: bytes) -> None:
+def test_nonce_is_fresh_per_challenge_and_one_use(dev_files: PosixDevice, test_key: bytes) -> None:
     dev = dev_files.start()
     a = dev.challenge(test_key)
     b = dev.challenge(test_key)
@@ -168,7 +168,7 @@ def test_nonce_is_fresh_per_challenge_and_one_use(dev_files: HostDevice, test_ke
     assert dev_files.start().challenge(test_key).nonce != first
 
 
-def test_forged_challenge_counter_is_detected(dev_files: HostDevice, test_key: bytes) -> None:
+def test_forged_challenge_counter_is_detected(dev_files: PosixDevice, test_key: bytes) -> None:
     """A man in the middle rewriting the counter of the CHALLENGE answer breaks its tag."""
     dev = dev_files.start()
     ch = dev.challenge(test_key)
@@ -180,7 +180,7 @@ def test_forged_challenge_counter_is_detected(dev_files: HostDevice, test_key: b
 
 
 @pytest.mark.parametrize("cut", range(RECORD_WORDS + 2))
-def test_power_cut_at_every_flash_write_of_a_reservation(dev_files: HostDevice, cut: int) -> None:
+def test_power_cut_at_every_flash_write_of_a_reservation(dev_files: PosixDevice, cut: int) -> None:
     dev = dev_files.start()
     for _ in range(RESERVE):  # the first record covers these; the next answer writes one
         dev.query(X)
@@ -204,9 +204,9 @@ def test_power_cut_at_every_flash_write_of_a_reservation(dev_files: HostDevice, 
     assert dev.budget().lifetime_spent == after + EPS
 
 
-def test_failed_reseed_is_retried_at_the_next_query(dev_files: HostDevice) -> None:
-    """EDP_HOST_ENTROPY=fail:2: the boot seed and the first retry fail, the second retry works."""
-    dev = dev_files.start(EDP_HOST_ENTROPY="fail:2")
+def test_failed_reseed_is_retried_at_the_next_query(dev_files: PosixDevice) -> None:
+    """EDP_POSIX_ENTROPY=fail:2: the boot seed and the first retry fail, the second retry works."""
+    dev = dev_files.start(EDP_POSIX_ENTROPY="fail:2")
     assert dev.info().entropy == "failed"
     with pytest.raises(DeviceError, match="ERR_ENTROPY"):
         dev.query(X)
@@ -243,7 +243,7 @@ def assert_empty_bucket(dev, key: bytes, rate: P.Rate) -> None:
         dev.query(X, "label")
 
 
-def test_rate_limit_survives_store_loss(dev_files: HostDevice, test_key: bytes) -> None:
+def test_rate_limit_survives_store_loss(dev_files: PosixDevice, test_key: bytes) -> None:
     """The rate limit comes back from the flash log after a lost store, with an empty bucket (no
     burst right after a loss); a later RATE that loosens the limit, and one that lifts it, are the
     ones restored after the next loss (the limit of the highest counter, not the strictest)."""
@@ -274,7 +274,7 @@ def test_rate_limit_survives_store_loss(dev_files: HostDevice, test_key: bytes) 
 @pytest.mark.parametrize("fail", [{"EDP_STORE_FAIL_AFTER": "0"},
                                   {"EDP_FLASH_FAIL_AFTER": str(RECORD_WORDS - 1)}],
                          ids=["store-commit", "flash-check-word"])
-def test_a_refused_rate_is_not_restored_after_a_store_loss(dev_files: HostDevice, test_key: bytes,
+def test_a_refused_rate_is_not_restored_after_a_store_loss(dev_files: PosixDevice, test_key: bytes,
                                                            fail: dict[str, str]) -> None:
     """A RATE whose flash record is written but whose store commit fails (EDP_STORE_FAIL_AFTER=0:
     the first store write after boot fails), or whose flash record lands but its check word's
@@ -319,7 +319,7 @@ def rate_records(raw: bytes) -> list[tuple[int, int, int, int, int]]:
     return out
 
 
-def test_a_flash_log_of_the_old_layout_is_read_and_takes_the_rate_limit(dev_files: HostDevice,
+def test_a_flash_log_of_the_old_layout_is_read_and_takes_the_rate_limit(dev_files: PosixDevice,
                                                                        test_key: bytes) -> None:
     """A board updated from firmware that kept no rate limit in flash: its log (one full sector and
     a record in the other, packed here in the old layout) still gives back the spend and the counter
@@ -363,13 +363,13 @@ def test_rate_limit_survives_store_loss_through_the_cli(native_builds: None, mon
     re-provision; `info` shows the limit again and `query` is refused with ERR_RATE and the wait
     of an empty bucket (one answer every 10 s)."""
     def run(*args: str, stdin: str | None = None):
-        return CliRunner().invoke(main, [*args, "--target", "host"], input=stdin)
+        return CliRunner().invoke(main, [*args, "--target", "posix"], input=stdin)
 
     key = str(ROOT / "tests/keys/test-device.key")
     store = tmp_path / "store.bin"
     monkeypatch.setenv("EDP_STORE_FILE", str(store))
     monkeypatch.setenv("EDP_FLASH_FILE", str(tmp_path / "flash.bin"))
-    monkeypatch.setenv("EDP_HOST_TIME", str(TEST_EPOCH))
+    monkeypatch.setenv("EDP_POSIX_TIME", str(TEST_EPOCH))
     r = run("admin", "rate", "--key-file", key, "--burst", "3", "--per-minute", "6")
     assert r.exit_code == 0, r.output
     store.unlink()

@@ -28,5 +28,5 @@ def test_missing_peer_is_one_line_error_before_the_run(monkeypatch: pytest.Monke
 def test_bench_refuses_an_unwritable_markdown_file_before_the_run(tmp_path) -> None:
     from click.testing import CliRunner
     from edgedp.cli import main
-    r = CliRunner().invoke(main, ["bench", "--target", "host", "--markdown", str(tmp_path / "no" / "b.md")])
+    r = CliRunner().invoke(main, ["bench", "--target", "posix", "--markdown", str(tmp_path / "no" / "b.md")])
     assert r.exit_code != 0 and "folder" in r.output and "does not exist" in r.output, r.output

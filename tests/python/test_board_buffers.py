@@ -25,7 +25,7 @@ def _define(path: Path, name: str) -> str:
 
 
 def test_the_stm32f4_entry_is_the_firmwares_ring_and_version() -> None:
-    ring = int(_define(ROOT / "firmware/boards/stm32f4/stm32f4.h", "EDP_STM32_RX_RING").rstrip("u"))
+    ring = int(_define(ROOT / "firmware/ports/stm32f4/stm32f4.h", "EDP_STM32_RX_RING").rstrip("u"))
     version = _define(ROOT / "firmware/core/include/edgedp/options.h", "EDP_FIRMWARE_VERSION").strip('"')
     assert BOARD_RX_BUFFER[("stm32f4", version)] == ring
     # and the earlier firmware with the same ring (0.2.0; 0.3.0 changed only the DRBG)
@@ -39,7 +39,7 @@ def test_the_stm32f4_entry_is_the_firmwares_ring_and_version() -> None:
 def test_listed_boards_receive_by_interrupt() -> None:
     """Only a board whose port fills a ring from its RX interrupt is listed (not the template)."""
     for board, _ in BOARD_RX_BUFFER:
-        assert "edp_stm32_uart_irq" in (ROOT / f"firmware/boards/{board}/board.c").read_text()
+        assert "edp_stm32_uart_irq" in (ROOT / f"firmware/ports/{board}/board.c").read_text()
 
 
 @pytest.mark.parametrize("board, version, expected", [
@@ -47,7 +47,7 @@ def test_listed_boards_receive_by_interrupt() -> None:
     ("stm32f4", "0.3.0", (BOARD_IN_FLIGHT, 4096)),   # 0.3.0 changed the DRBG, not the ring
     ("stm32f4", "0.1.0", (1, None)),      # the stm32f4 port polled its UART before 0.2.0
     ("stm32f4", "0.0.9", (1, None)),      # a firmware version the host does not know: polled
-    ("template", "0.2.0", (1, None)),     # boards/template polls its UART
+    ("template", "0.2.0", (1, None)),     # ports/template polls its UART
     ("qemu-netduinoplus2", "0.2.0", (1, None)),  # the qemu port: QEMU itself holds the bytes
 ])
 def test_a_board_link_learns_from_info(board: str, version: str, expected: tuple) -> None:

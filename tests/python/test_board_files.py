@@ -1,7 +1,7 @@
 """Checks of the files for real boards and Renode, which cannot run here.
 
 - platformio.ini: `pio project config` accepts it, every option is one
-  PlatformIO knows, and the build it describes (firmware/boards/stm32f4/
+  PlatformIO knows, and the build it describes (firmware/ports/stm32f4/
   pio_build.py reading firmware/sources.mk) is the Makefile's: same sources,
   same flags, compared with what `make -n` would run.
 - renode/*.robot and tests/robot/*.robot: Robot Framework's own parser
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PIO_SCRIPT = ROOT / "firmware" / "boards" / "stm32f4" / "pio_build.py"
+PIO_SCRIPT = ROOT / "firmware" / "ports" / "stm32f4" / "pio_build.py"
 STM32F4_ELF = "build/stm32f4/edgedp.elf"
 
 
@@ -323,8 +323,8 @@ def test_platformio_environments():
         assert opts["platform"] == "ststm32@19.6.0"  # the version these files were checked on
         assert opts["board"] == board
         assert "framework" not in opts  # bare metal: the project's startup and linker script
-        assert opts["extra_scripts"] == ["pre:firmware/boards/stm32f4/pio_build.py",
-                                          "post:firmware/boards/stm32f4/pio_build.py"]
+        assert opts["extra_scripts"] == ["pre:firmware/ports/stm32f4/pio_build.py",
+                                          "post:firmware/ports/stm32f4/pio_build.py"]
         assert opts["upload_protocol"] == "stlink"
         assert opts["monitor_speed"] == 115200
         assert str(opts["custom_define_edp_console_usart"]) == usart
@@ -343,7 +343,7 @@ def test_pio_check_filter_covers_the_image_and_no_test_port():
     checked = {f"firmware/{s}" for s in match_src_files(str(src_dir), filters, ["c", "h"])}
     build = load_pio_build().stm32f4_build(str(ROOT))
     assert set(build.srcs) <= checked
-    test_ports = [s for s in checked if s.split("/")[2] in ("host", "qemu", "ramflash", "template")]
+    test_ports = [s for s in checked if s.split("/")[2] in ("posix", "qemu", "template") or "ramflash" in s]
     assert test_ports == []
 
 

@@ -48,7 +48,7 @@ def test_sample_without_an_epsilon_is_a_usage_error(tmp_path, monkeypatch) -> No
     from edgedp.cli import main
     (tmp_path / "edgedp.toml").write_text("[defaults]\n")  # no epsilon there either
     monkeypatch.setenv("EDGEDP_CONFIG", str(tmp_path / "edgedp.toml"))
-    r = CliRunner().invoke(main, ["sample", "--target", "host", "--n", "10", "--out", str(tmp_path / "z.npy")])
+    r = CliRunner().invoke(main, ["sample", "--target", "posix", "--n", "10", "--out", str(tmp_path / "z.npy")])
     assert r.exit_code == 2 and "needs --epsilon" in r.output, (r.exit_code, r.output, r.exception)
     assert "Traceback" not in r.output and not (tmp_path / "z.npy").exists()
 
@@ -142,7 +142,7 @@ def blocked_on_a_fifo(tmp_path, **popen) -> tuple[subprocess.Popen, int]:
     fifo = tmp_path / "rows.csv"
     os.mkfifo(fifo)
     e = {k: v for k, v in os.environ.items() if k != "EDGEDP_TARGET"}  # (EDGEDP_CONFIG: /dev/null, conftest)
-    p = subprocess.Popen([EDGEDP, "query", "--target", "host", "--json", str(fifo)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([EDGEDP, "query", "--target", "posix", "--json", str(fifo)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=e, **popen)
     return p, os.open(fifo, os.O_WRONLY)
 

@@ -3,7 +3,7 @@
 delta per coordinate = H_{e^eps'}(P~ || P~(. - s)), both directions, at eps' = s eps / shift
 + 2^-36 (what the stated bound (eps + k 2^-36, k 2^-66) gives a coordinate moved by s steps),
 computed from the device's 64-bit tables: it must be <= 2^-64 for every configuration, and
-below the upper bound of edgedp.bench.exactness. The pmf itself is checked against the
+below the upper bound of edgedp.mech.exactness. The pmf itself is checked against the
 bit-exact reference sampler, and the sum restricted to the cap's neighbourhood against the sum
 over the whole support."""
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgedp.bench import divergence as dv
-from edgedp.bench.exactness import deviation
+from edgedp.mech import divergence as dv
+from edgedp.mech.exactness import deviation
 from edgedp.mech import dlap
 from edgedp.mech.lattice import ConfigError, make_lattice
 from edgedp.mech.reference import TEST_SEED, BitStream, dlap_sample

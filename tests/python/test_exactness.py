@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgedp.bench.exactness import deviation
+from edgedp.mech.exactness import deviation
 from edgedp.mech.lattice import CAP_BITS, ConfigError, Lattice, dlap_tables, make_lattice
 
 

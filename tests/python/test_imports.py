@@ -14,7 +14,7 @@ LAYERS: dict[str, int] = {
     "paths": 0, "schema": 0, "schema_gen": 0, "version": 0, "datasets": 0,
     "mech": 1,
     "device": 2,
-    "model": 3, "train": 3, "models_io": 3,
+    "model": 3, "train": 3,
     "analysis": 4, "bench": 4,
     "cli": 5,
     "": 6,  # edgedp/__init__.py: the public API re-exports

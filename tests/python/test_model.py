@@ -108,7 +108,7 @@ def test_signed_zero_and_extremes_survive_c_literals(tmp_path: Path) -> None:
 
 
 def test_train_npz_and_joblib_files_load(tmp_path: Path) -> None:
-    from edgedp import models_io
+    from edgedp.train import model_file as models_io
 
     rng = np.random.default_rng(0)
     layers = [(rng.normal(size=(64, 5)), np.zeros(5)), (rng.normal(size=(5, 10)), np.zeros(10))]

@@ -59,7 +59,7 @@ class EdgedpKeywords:
 
     # ---- lifecycle ----------------------------------------------------------
     def start_emulator(self, target: str = "qemu", timeout: float | None = None) -> str:
-        """Start ``target`` (qemu, qemu:stm32f4, host, renode or a pyserial URL), read the
+        """Start ``target`` (qemu, qemu:stm32f4, posix, renode or a pyserial URL), read the
         boot banner, synchronise with a PING. Returns the banner line."""
         self.stop_emulator()
         t = start_target(target)

@@ -110,7 +110,7 @@ def advanced(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> floa
             + queries * epsilon * math.expm1(epsilon))
 
 
-def seed_formula(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> float:
+def advanced_composition_first_term(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> float:
     """The published eps * sqrt(2 N ln(1/delta)): the advanced bound without its N eps (e^eps - 1) term.
 
     Not a valid bound; computed only to show what it leaves out."""
@@ -220,7 +220,7 @@ class Composition:
     basic: float
     advanced: float
     pld: float
-    seed_formula: float
+    advanced_composition_first_term: float
     pld_interval: float
     classes: int
     sensitivity: float
@@ -253,7 +253,7 @@ def compose(epsilon: float, queries: int, delta: float = DEFAULT_DELTA, mech: Me
     return Composition(epsilon=epsilon, queries=queries, delta=delta,
                        basic=basic(e1, queries), advanced=advanced(e1, queries, delta),
                        pld=device_pld(epsilon, queries, delta, mech, iv),
-                       seed_formula=seed_formula(epsilon, queries, delta), pld_interval=iv,
+                       advanced_composition_first_term=advanced_composition_first_term(epsilon, queries, delta), pld_interval=iv,
                        classes=mech.classes, sensitivity=mech.sensitivity, exponent=mech.m,
                        lattice_steps=mech.lattice_steps, answer_epsilon=e1,
                        slack_epsilon=queries * mech.classes * TABLE_SLACK,

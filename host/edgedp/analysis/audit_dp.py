@@ -14,7 +14,7 @@ The neighbouring pairs audited (``neighbour_pairs``):
   lattice inputs differ by k - 2 steps more at an L1 distance that still equals the sensitivity:
   the slack the lattice's Δ' = Δ + k·g has to cover.
 
-Each world answers ``trials`` times (fresh noise); ``audit_stats.lower_bound`` turns the two
+Each world answers ``trials`` times (fresh noise); ``epsilon_lower_bound.lower_bound`` turns the two
 samples into a bound at the stated confidence (Bonferroni over the pairs). A correct mechanism
 gives a bound below its epsilon with probability at least the confidence; one that is not ε-DP
 at the stated ε shows a bound above it once the trials suffice.
@@ -34,7 +34,7 @@ from ..mech import fast, modes
 from ..mech.lattice import Lattice, make_lattice, to_epsilon
 from .accounting import CAP_DELTA
 from ..mech.modes import MODE_BUCKET, MODE_LABEL, MODE_TOPK, Mode
-from . import audit_stats
+from . import epsilon_lower_bound
 
 Releaser = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 """answers(x, n, rng): n answers for the input vector x (k,), as features (n, k): the released
@@ -156,7 +156,7 @@ def scores(feats: np.ndarray, pair: Pair) -> dict[str, np.ndarray]:
 @dataclass
 class PairResult:
     pair: Pair
-    bound: audit_stats.Bound
+    bound: epsilon_lower_bound.Bound
 
     def as_dict(self) -> dict:
         return {**self.pair.as_dict(), **self.bound.as_dict()}
@@ -205,7 +205,7 @@ def audit(release: Releaser, mech: Mechanism, mode: Mode, trials: int = DEFAULT_
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0xA0D, i]))
         fa = release(p.a, trials, rng)
         fb = release(p.b, trials, rng)
-        b = audit_stats.lower_bound(scores(fa, p), scores(fb, p), alpha, rng, mech.delta)
+        b = epsilon_lower_bound.lower_bound(scores(fa, p), scores(fb, p), alpha, rng, mech.delta)
         res.pairs.append(PairResult(p, b))
     return res
 

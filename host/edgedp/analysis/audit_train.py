@@ -15,7 +15,7 @@ and as many with the out-of-distribution canary (world A of each):
 * the out-of-distribution canary is an input no digit looks like (checkerboard at full intensity)
   with a fixed label; it is scored black-box by its loss (minus the cross-entropy).
 
-``audit_stats.lower_bound`` turns each canary's scores in the two worlds into a bound at
+``epsilon_lower_bound.lower_bound`` turns each canary's scores in the two worlds into a bound at
 (confidence, delta).
 
 One-run audit: ``canaries`` Dirac canaries on features appended to the data (zero for every real
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binom
 
-from . import audit_stats
+from . import epsilon_lower_bound
 from .parallel import pmap
 
 METHODS = ("both", "two-world", "one-run")
@@ -198,7 +198,7 @@ def two_world(cfg: AuditTrainConfig, X: np.ndarray, y: np.ndarray, n_classes: in
     for i, (name, scoring) in enumerate((("dirac", "white-box: weight of the canary's feature and label"),
                                          ("ood", "black-box: minus the canary's loss"))):
         s_in = np.array([r[0] for r in res[(i + 1) * T:(i + 2) * T]])
-        b = audit_stats.lower_bound({"score": s_in}, {"score": out_scores[:, i]}, alpha, rng, cfg.delta)
+        b = epsilon_lower_bound.lower_bound({"score": s_in}, {"score": out_scores[:, i]}, alpha, rng, cfg.delta)
         docs[name] = {"method": "two-world", "canary": name, "scoring": scoring, "trainings_per_world": T,
                       "mean_score_in": float(s_in.mean()), "mean_score_out": float(out_scores[:, i].mean()),
                       **b.as_dict()}

@@ -27,8 +27,8 @@ from threadpoolctl import threadpool_limits
 
 from ..mech.modes import Mode
 from ..datasets import Split
-from .mechanism import SOFTMAX, Mechanism, ensemble, soft_targets
-from .models import Constant, Population
+from .protected_api import SOFTMAX, Mechanism, ensemble, soft_targets
+from .populations import Constant, Population
 from .parallel import pmap, rng_for
 
 SURROGATE_C = 1.0

@@ -34,8 +34,8 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from ..mech.lattice import make_lattice, to_micro
 from ..mech.modes import Mode
 from . import accounting
-from .mechanism import SOFTMAX, Mechanism, ensemble, is_discrete, membership_score
-from .models import Population
+from .protected_api import SOFTMAX, Mechanism, ensemble, is_discrete, membership_score
+from .populations import Population
 from .parallel import pmap, rng_for
 
 ATTACKS = ("threshold", "lira_online", "lira_offline")

@@ -21,7 +21,7 @@ import numpy as np
 from ..mech.modes import Mode
 from . import accounting, mia
 from ..datasets import Split
-from .mechanism import SOFTMAX, Mechanism, is_discrete, membership_score, visible_label
+from .protected_api import SOFTMAX, Mechanism, is_discrete, membership_score, visible_label
 from .parallel import int_seed, pmap, rng_for
 
 DELTA = 1e-5
@@ -148,7 +148,7 @@ def choice(dp: DpsgdPopulation, probs: np.ndarray, votes: np.ndarray | None, tea
     chance)."""
     mechs: list[tuple[Mechanism, np.ndarray]] = [(SOFTMAX, probs)]
     if votes is not None and teachers:
-        from .mechanism import ensemble
+        from .protected_api import ensemble
         mechs.append((ensemble(teachers), votes))
     rows = []
     chance = float(np.bincount(labels).max() / len(labels))

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets as data
-from .. import models_io
+from ..train import model_file as models_io
 from ..mech.lattice import DELTA_BITS, SLACK_BITS, to_micro
 from ..mech.modes import MODE_BUCKET, MODE_FULL, MODE_LABEL, MODE_ROUND, MODE_SIMPLEX, MODE_TOPK, Mode
-from . import accounting, extraction, mia, models, plots, private_training, tradeoff
+from . import accounting, extraction, mia, plots, populations, private_training, tradeoff
 from .jsonable import finite_json
-from .mechanism import SOFTMAX, ensemble, parse_modes
+from .protected_api import SOFTMAX, ensemble, parse_modes
 from .settings import Settings
 
 SENSITIVITY_LEVELS = ("high", "medium", "low")
@@ -164,7 +164,7 @@ class _Results:
     """Everything the pipeline computes for one report."""
 
     split: data.Split
-    pop: models.Population
+    pop: populations.Population
     trade: list[dict]
     mia: mia.MiaResult
     averaging: list[dict]
@@ -234,7 +234,7 @@ def _compute(cfg: AuditConfig, settings: Settings, clock: _Stopwatch, jobs: int,
         split = data.load_split(data_spec, seed)
         model_doc = (describe_model(split.X_test, split.y_test) if describe_model else
                      trained_model(model_path, split, allow_non_private) if model_path else None)
-        pop = models.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
+        pop = populations.build_population(split, settings.shadows + 1, seed, settings.model, ensemble=True,
                                       jobs=jobs, progress=progress)
         dp = private_training.build(split, pop.masks, eps_list, seed, progress) if dpsgd else None
     with clock.phase("tradeoff"):
@@ -453,7 +453,7 @@ def _accounting(doc: dict) -> list[str]:
                     (f"horizon ({cfg['days']} days)", acc["horizon"]), ("lifetime cap", acc["lifetime"])):
         if c:
             arows.append([name, str(c["queries"]), f"{c['basic']:.4g}", f"{c['advanced']:.4g}", f"{c['pld']:.4g}",
-                          f"{c['total_delta']:.3g}", f"{c['seed_formula']:.4g}"])
+                          f"{c['total_delta']:.3g}", f"{c['advanced_composition_first_term']:.4g}"])
     return ["## Accounting\n",
             _table(["span", "answers", "basic", "advanced (DRV)", "PLD", "total δ", "published formula (invalid)"],
                    arows) + "\n",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .mechanism import EPSILONS, MODES, QUICK_EPSILONS
-from .models import ModelSpec
+from .protected_api import EPSILONS, MODES, QUICK_EPSILONS
+from .populations import ModelSpec
 
 QUICK_MODES: tuple[str, ...] = ("full", "label")
 

@@ -15,7 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..mech.modes import Mode
-from .mechanism import SOFTMAX, Mechanism, ensemble, visible_label
+from .protected_api import SOFTMAX, Mechanism, ensemble, visible_label
 from .parallel import rng_for
 
 

@@ -23,7 +23,7 @@ advances by 1 / PerformanceInMips µs per executed instruction (renode/edgedp-st
 virtual cycles at a flat 4 cycles per instruction, not the silicon's cycles.
 
 On a real STM32F4 the ticks are DWT CYCCNT core cycles (tick_kind ``dwt``), on the native
-host port nanoseconds of the host clock (``host-ns``): neither converts to instructions.
+posix port nanoseconds of the host clock (``host-ns``): neither converts to instructions.
 """
 from __future__ import annotations
 

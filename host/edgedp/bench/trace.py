@@ -298,7 +298,7 @@ class Emulator:
             self._boot()
 
     def _wfi_as_nop(self, img: Image) -> None:
-        """The board's wait for input (WFI in edp_board_uart_read, boards/qemu) returns at once, as
+        """The board's wait for input (WFI in edp_board_uart_read, ports/qemu) returns at once, as
         a spurious wake would: this model has no interrupts, and Unicorn would stop at a WFI. The
         read then finds no byte and main's frame loop comes back for input, where _boot_main's
         hook stops. Only that function is scanned (a literal pool elsewhere may hold 0xBF30)."""

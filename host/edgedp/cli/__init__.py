@@ -39,7 +39,7 @@ COMMANDS: dict[str, Entry] = {
                                               "exhaustion, store loss, entropy failures and rate-limit trips, "
                                               "each with its day and admin counter."),
     "admin": Entry("device", "admin", "Authenticated administration (HMAC-SHA256 with the device key)."),
-    "device": Entry("session", "device", "A long-lived emulated device that keeps its state between commands."),
+    "device": Entry("device_session", "device", "A long-lived emulated device that keeps its state between commands."),
     "verify": Entry("verify", "verify", "Replay N varied queries bit for bit and test >= 1e5 noise samples "
                                         "(test builds)."),
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "

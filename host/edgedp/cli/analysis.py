@@ -15,9 +15,9 @@ import numpy as np
 from click.core import ParameterSource
 
 from .. import datasets as data
-from ..analysis import accounting, extraction, mia, models, tradeoff
+from ..analysis import accounting, extraction, mia, populations, tradeoff
 from ..analysis.jsonable import finite_json
-from ..analysis.mechanism import SOFTMAX, ensemble, parse_epsilon, parse_modes
+from ..analysis.protected_api import SOFTMAX, ensemble, parse_epsilon, parse_modes
 from ..analysis.parallel import default_jobs
 from ..analysis.settings import Settings, estimate_seconds
 from .common import (dask_option, emit_json, handle_errors, json_option, note, progress as show_progress,
@@ -149,7 +149,7 @@ def _account_rows(c: accounting.Composition) -> list[str]:
                     f"{accounting.PLD_MAX_QUERIES:,} answers is not run)")
     rows += [f"  table slack            {c.slack_epsilon:.3g}   (N·k·2^-36, ε: the tables' rounding; included, "
              f"every total is taken at ε + k·2^-36 per answer)",
-             f"  published formula      {c.seed_formula:.6g}   (ε·√(2N ln(1/δ)): omits Nε(e^ε−1), not a bound)",
+             f"  published formula      {c.advanced_composition_first_term:.6g}   (ε·√(2N ln(1/δ)): omits Nε(e^ε−1), not a bound)",
              f"  δ of the composition   {c.delta:.6g}",
              f"  + tail cap             {c.cap_delta:.3g}   (N·k·2^-66, δ: the sampler's cap, docs/privacy.md §2)",
              f"  + timing               {c.timing_delta:.3g}   (N·2^-40, δ: a deadline overrun seen in the "
@@ -343,7 +343,7 @@ def tradeoff_cmd(data_spec: str, model_path: str | None, epsilons: str | None, m
                 "test_accuracy": float((probs.argmax(1) == labels).mean()), "teachers": T}
     elif data_spec == "digits" or data.has_features(data_spec):
         split = data.load_split(data_spec, seed)
-        pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
+        pop = populations.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
         probs, labels, votes, T = pop.test_probs[0], split.y_test, pop.ensemble_test_votes[0], pop.teachers
         info = {"data": split.name, "test": int(len(labels)), "test_accuracy": pop.test_accuracy,
                 "ensemble_test_accuracy": pop.ensemble_test_accuracy, "teachers": T}
@@ -441,7 +441,7 @@ def attack_mia(data_spec: str, model_path: str | None, holdout: str | None, epsi
         _mia_on_model(model_path, data_spec, holdout, s, seed, as_json, t0)
         return
     split = data.load_split(data_spec, seed)
-    pop = models.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
+    pop = populations.build_population(split, s.shadows + 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
     md = parse_modes(list(s.modes))
     res = mia.run(pop, split.y_pool, md, list(s.epsilons), seed, jobs=jobs, progress=progress)
     if dpsgd:
@@ -539,7 +539,7 @@ def attack_extract(epsilons: str | None, modes: str | None, teachers: int | None
             raise click.UsageError(f"budgets must be between 1 and the pool size {pool}")
     else:
         bl = extraction.budgets_for(pool, quick)
-    pop = models.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
+    pop = populations.build_population(split, 1, seed, s.model, ensemble=True, jobs=jobs, progress=progress)
     rows = extraction.run(split, pop, parse_modes(list(s.modes)), list(s.epsilons), bl, seed, jobs=jobs,
                           progress=progress)
     doc = {"rows": rows, "budgets": bl, "pool": pool, "victim_test_accuracy": pop.test_accuracy,

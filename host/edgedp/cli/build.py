@@ -14,7 +14,7 @@ from .common import emit_json, handle_errors, json_option
 DEFAULT_MODEL = "firmware/model/digits_ensemble.c"
 # target -> (image directory under build/, its file, the compiler it needs)
 IMAGES = {"qemu": ("qemu", "edgedp.elf", ARM_CC), "qemu:stm32f4": ("stm32f4", "edgedp.elf", ARM_CC),
-          "host": ("host", "edgedp", HOST_CC)}
+          "posix": ("posix", "edgedp", HOST_CC)}
 
 
 @click.command()

@@ -46,7 +46,7 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
     subsampling, Gaussian noise); write the model and its privacy manifest."""
     from tqdm import tqdm
 
-    from .. import models_io
+    from ..train import model_file as models_io
     try:
         from ..train import dpsgd
         from ..train.run import TrainConfig, run
@@ -135,22 +135,22 @@ def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) ->
     flags) for the errors that make its ε wrong.  Exit status 0: every check passes; 1: a check
     fails (the stated ε is wrong); 3: only warnings."""
     from ..analysis.jsonable import finite_json
-    from ..train import audit
+    from ..train import config_check
     from ..datasets import digits
 
-    d = audit.read_config(config) if config else {}
+    d = config_check.read_config(config) if config else {}
     if flags.get("rdp_orders") is not None:
         try:
             flags["rdp_orders"] = [float(a) for a in flags["rdp_orders"].split(",") if a.strip()]
         except ValueError:
             raise ValueError(f"--rdp-orders must be comma-separated numbers, got {flags['rdp_orders']!r}") from None
     d.update({k: v for k, v in flags.items() if v is not None})
-    cfg = audit.TrainingConfig.from_mapping(d)
+    cfg = config_check.TrainingConfig.from_mapping(d)
     td = None if no_canary else digits(0)
-    checks = audit.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
+    checks = config_check.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
     failed = [c.name for c in checks if c.status == "fail"]
     warned = [c.name for c in checks if c.status == "warn"]
-    code = audit.exit_code(checks)
+    code = config_check.exit_code(checks)
     if as_json:
         emit_json(finite_json({"passed": not failed, "failed": failed, "warnings": warned, "exit_code": code,
                                "checks": [c.as_dict() for c in checks]}))

@@ -373,7 +373,7 @@ class Device:
             raise EdgeDPError(
                 f"{command} needs a test image: {self._where()} runs a {info.build} image (board {info.board}), "
                 "which refuses the test commands and reports no ticks by design; run a test image "
-                "(--target qemu, host or renode)", "ERR_BUILD")
+                "(--target qemu, posix or renode)", "ERR_BUILD")
         return info
 
     def require_replayable(self, command: str) -> P.Info:

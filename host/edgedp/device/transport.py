@@ -18,8 +18,8 @@ from .errors import TransportError
 BOARD_RX_BUFFER: dict[tuple[str, str], int] = {("stm32f4", "0.2.0"): 4096, ("stm32f4", "0.3.0"): 4096}
 """Bytes of requests a board's firmware buffers while it computes an answer, by the (board,
 firmware version) its INFO reports: the stm32f4 port's RX ring (EDP_STM32_RX_RING,
-firmware/boards/stm32f4/stm32f4.h, filled by the USART's RXNE interrupt; a test compares the two).
-A board or version not listed (boards/template, an older polled firmware) gets one request at a
+firmware/ports/stm32f4/stm32f4.h, filled by the USART's RXNE interrupt; a test compares the two).
+A board or version not listed (ports/template, an older polled firmware) gets one request at a
 time."""
 
 BOARD_IN_FLIGHT = 8
@@ -175,7 +175,7 @@ class SerialLink:
 
 
 class ProcessLink:
-    """The native host build (build/host/edgedp) speaking the protocol on its stdin/stdout (a pipe
+    """The native host build (build/posix/edgedp) speaking the protocol on its stdin/stdout (a pipe
     holds what the device has not read yet: requests may be pipelined)."""
 
     in_flight = 8

@@ -17,7 +17,7 @@ from .lattice import ALIAS_BITS, ALIAS_N, Lattice, make_lattice, quantize
 from .modes import Mode
 
 TEST_SEED = bytes(range(32))
-"""The documented boot seed of test images (firmware/boards/test_keys.h)."""
+"""The documented boot seed of test images (firmware/ports/common/test_keys.h)."""
 
 _BATCHES_PER_REFILL = 8
 """Batches generated at a time (a batch is six Python ChaCha12 blocks, about 0.1 ms)."""

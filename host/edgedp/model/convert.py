@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
-from .. import models_io
+from ..train import model_file as models_io
 from .learners import Constant
 from .spec import Dense, DeviceModel, Net
 

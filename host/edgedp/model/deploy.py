@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import models_io
+from ..train import model_file as models_io
 from ..datasets import Outputs
 from . import cgen, convert, digits, quantize, reference
 from .spec import DeviceModel

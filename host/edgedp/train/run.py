@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..models_io import Model
+from ..train.model_file import Model
 from . import accountant, dpsgd
 from ..datasets import TrainData
 

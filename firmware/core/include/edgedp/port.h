@@ -2,7 +2,7 @@
  *
  * The core never includes a board header; every board defines one static const
  * edp_port_t with designated initialisers and hands it to app/ from
- * edp_board_init (boards/board.h). Every callback returning int returns >= 0 on
+ * edp_board_init (ports/common/board.h). Every callback returning int returns >= 0 on
  * success or a negative EDP_ERR_* that the core passes through unchanged. No
  * callback may block for longer than a bounded, documented time. */
 #ifndef EDGEDP_PORT_H

@@ -1,7 +1,7 @@
 """Targets: where a device runs and how to reach it.
 
 ``qemu`` (test image in QEMU), ``qemu:stm32f4`` (production image in QEMU),
-``host`` (native build on this machine), ``renode`` (the stm32f4 test image in Renode, when
+``posix`` (native build on this machine), ``renode`` (the stm32f4 test image in Renode, when
 installed), ``renode:PATH`` (any stm32f4 image in Renode, a provisioned production one included), ``session``
 (the running ``edgedp device`` session), or any pyserial URL (``/dev/ttyACM0``,
 ``socket://host:port``, ``rfc2217://…``)."""
@@ -54,7 +54,7 @@ class UrlTarget:
 
 
 DEFAULT_TARGET = "qemu"
-NAMES = ("qemu", "qemu:stm32f4", "host", "host:san", "renode", "renode:PATH", "session")
+NAMES = ("qemu", "qemu:stm32f4", "posix", "posix:san", "renode", "renode:PATH", "session")
 SERIAL_HELP = "a pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT) or a serial device (/dev/ttyACM0, COM3)"
 
 
@@ -90,9 +90,9 @@ def start_target(spec: str | None = None) -> Target:
     if spec == "qemu" or spec.startswith("qemu:"):
         from .qemu import QemuTarget
         return QemuTarget.from_spec(spec)
-    if spec == "host" or spec.startswith("host:"):
-        from .host import HostTarget
-        return HostTarget.from_spec(spec)
+    if spec == "posix" or spec.startswith("posix:"):
+        from .posix import PosixTarget
+        return PosixTarget.from_spec(spec)
     if spec == "renode" or spec.startswith("renode:"):
         from .renode import RenodeTarget
         return RenodeTarget.from_spec(spec)

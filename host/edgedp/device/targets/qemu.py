@@ -55,7 +55,7 @@ def qemu_argv(elf: Path, usart: int, port: int, qmp_path: str, icount: bool = Tr
     argv = [QEMU, "-M", "netduinoplus2", "-nographic", "-monitor", "none",
             "-kernel", str(elf), *serial,
             "-qmp", f"unix:{qmp_path},server=on,wait=off"]
-    # Fresh key material for the test image's admin nonce (boards/qemu: 32 bytes at
+    # Fresh key material for the test image's admin nonce (ports/qemu: 32 bytes at
     # 0x2001FFE0, rewritten by QEMU at every reset); the production image ignores it.
     for i in range(4):
         word = int.from_bytes(secrets.token_bytes(8), "little")

@@ -17,7 +17,7 @@ mass the shifted law puts where the capped law differs from the uncapped one:
 P(|z| >= (R' + 1) R 2^L - shift) + P(|z| >= (R' + 1) R 2^L) <= 4 mu_R^(R' + 1 - ceil(shift / (R 2^L)))
 for neighbours at most ``shift`` lattice steps apart in a coordinate (docs/privacy.md section 2). ln e_V factorises over
 the 4-bit chunks of V, which makes the maximum over all 2^L values exact and cheap. That delta is an
-upper bound; ``edgedp.bench.divergence`` computes the exact hockey-stick divergence.
+upper bound; ``edgedp.mech.divergence`` computes the exact hockey-stick divergence.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import mpmath
 
-from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, Lattice
+from .lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, Lattice
 
 mpmath.mp.dps = 60
 

@@ -14,7 +14,7 @@ extern int main(void);
 
 void edp_reset_handler(void);
 void SysTick_Handler(void) __attribute__((weak, alias("edp_default_handler")));
-/* The stm32f4 port's console interrupts (boards/stm32f4/board.c defines the one it uses). */
+/* The stm32f4 port's console interrupts (ports/stm32f4/board.c defines the one it uses). */
 void USART2_IRQHandler(void) __attribute__((weak, alias("edp_default_handler")));
 void USART3_IRQHandler(void) __attribute__((weak, alias("edp_default_handler")));
 

@@ -268,7 +268,7 @@ def _post(env, projenv) -> None:
         LINKFLAGS=absolute_paths(build.link_flags, root)
         + ["-Wl,-Map=" + os.path.join(env.subst("$BUILD_DIR"), "edgedp.map")],
         LIBS=[], LIBPATH=[], _LIBDIRFLAGS="", _LIBFLAGS="",
-        # firmware/boards/stm32f4/stm32f4.ld: what goes to flash, and what takes RAM.
+        # firmware/ports/stm32f4/stm32f4.ld: what goes to flash, and what takes RAM.
         SIZEPROGREGEXP=r"^(?:\.isr_vector|\.text|\.data|\.edp_key)\s+(\d+).*",
         SIZEDATAREGEXP=r"^(?:\.data|\.bss)\s+(\d+).*",
     )

@@ -29,7 +29,7 @@
  *    loop pass (a few cycles) and, if a byte arrives at the release instant,
  *    the interrupt's length (at most EDP_STM32_RX_ISR_CYCLES);
  *  - watchdog: IWDG (~4 s) refreshed by the frame loop (EDP_STM32_WATCHDOG);
- *  - dead stack (with the RX interrupt's frames): zeroed (../cortexm/stackwipe.h)
+ *  - dead stack (with the RX interrupt's frames): zeroed (stackwipe.h)
  *    by the first edp_board_uart_read after anything was sent.
  *
  * Under QEMU netduinoplus2 (qemu:stm32f4: no RCC, PWR, RTC, RNG, DWT, backup
@@ -49,10 +49,10 @@
 #include "board.h"
 #include "edgedp/error.h"
 #include "stm32f4.h"
-#include "../cortexm/nvic.h"
-#include "../cortexm/stackwipe.h"
-#include "../cortexm/systick.h"
-#include "../cortexm/vectors.h"
+#include "nvic.h"
+#include "stackwipe.h"
+#include "systick.h"
+#include "vectors.h"
 
 #if EDP_TEST_BUILD
 #include "test_keys.h"

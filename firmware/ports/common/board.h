@@ -1,8 +1,8 @@
-/* The board interface: what app/ needs from every board port (boards -> core only).
+/* The board interface: what app/ needs from every board port (ports -> core only).
  *
- * A port lives in boards/<name>/, implements these two functions and defines
+ * A port lives in ports/<name>/, implements these two functions and defines
  * its edp_port_t (core/include/edgedp/port.h) as a static const with
- * designated initialisers. boards/template/ is the empty starting point for a
+ * designated initialisers. ports/template/ is the empty starting point for a
  * new board. */
 #ifndef EDGEDP_BOARD_H
 #define EDGEDP_BOARD_H
@@ -19,7 +19,7 @@ const edp_port_t *edp_board_init(void);
 
 /* Copy up to max received console bytes into buf without waiting for more
  * than the board's poll interval. Returns the count (0 if none) or a negative
- * value when input has ended for good (host port: end of stdin). */
+ * value when input has ended for good (posix port: end of stdin). */
 int edp_board_uart_read(uint8_t *buf, size_t max);
 
 #endif

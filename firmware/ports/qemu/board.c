@@ -18,7 +18,7 @@
  *    at 0x2001FFE0 (generic loader) and a .noinit boot counter, so the nonce
  *    differs across processes and warm resets; all-zero bytes (no loader) =
  *    EDP_ERR_ENTROPY, every admin command refused;
- *  - dead stack: zeroed (../cortexm/stackwipe.h) by the first UART read after
+ *  - dead stack: zeroed (stackwipe.h) by the first UART read after
  *    anything was sent. */
 
 #include "board.h"

@@ -53,7 +53,7 @@ from fractions import Fraction
 
 import mpmath
 
-from ..mech.lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, SLACK_BITS, Lattice, make_lattice
+from .lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, SLACK_BITS, Lattice, make_lattice
 
 PREC = 320
 """Working precision in bits of everything that is not an integer (e^eps', logarithms, the

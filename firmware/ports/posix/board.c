@@ -7,17 +7,17 @@
  *                       writes fails once with EDP_ERR_STORE, writing nothing (a
  *                       failed backup-domain write); later calls work
  *   EDP_FLASH_FILE      the flash high-water log's two sectors (RAM NOR model,
- *                       EDP_HOST_FLASH_SECTOR bytes each; default: in memory only)
+ *                       EDP_POSIX_FLASH_SECTOR bytes each; default: in memory only)
  *   EDP_FLASH_CUT_AFTER cut power (exit 99) after this many flash word programs
  *                       and erases (the cut one torn, ramflash.h)
  *   EDP_FLASH_FAIL_AFTER once this many flash word programs are done, the next
  *                       program call lands and then reports EDP_ERR_STORE, once
  *                       (a busy-flag timeout after the write took)
- *   EDP_HOST_TIME       fixed unix seconds for the clock; "unset" = no trusted time
- *   EDP_HOST_ENTROPY    "fail" makes the entropy source fail; "fail:N" fails its
+ *   EDP_POSIX_TIME       fixed unix seconds for the clock; "unset" = no trusted time
+ *   EDP_POSIX_ENTROPY    "fail" makes the entropy source fail; "fail:N" fails its
  *                       first N calls, then works
  * The admin nonce generator is keyed from /dev/urandom (fresh at every start).
- *   EDP_HOST_KEY        "none" = no device key provisioned
+ *   EDP_POSIX_KEY        "none" = no device key provisioned
  * Test builds only: the DRBG is keyed with the documented test seed. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -34,13 +34,13 @@
 #include "test_keys.h"
 
 #if !EDP_TEST_BUILD
-#error "the host port is a test port: build it with EDP_TEST_BUILD=1"
+#error "the posix port is a test port: build it with EDP_TEST_BUILD=1"
 #endif
 
-#define EDP_HOST_FLASH_SECTOR 1008u  /* 28 log slots: tests cross sector switches */
+#define EDP_POSIX_FLASH_SECTOR 1008u  /* 28 log slots: tests cross sector switches */
 
 static uint8_t store[EDP_STORE_SIZE];
-static uint8_t flash_mem[2 * EDP_HOST_FLASH_SECTOR];
+static uint8_t flash_mem[2 * EDP_POSIX_FLASH_SECTOR];
 static edp_ramflash_t flash_model;
 static edp_flash_t flash_model_ops;
 static const char *flash_path;
@@ -213,7 +213,7 @@ static int store_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
 
 static int device_key(void *ctx, const uint8_t **key)
 {
-    const char *e = getenv("EDP_HOST_KEY");
+    const char *e = getenv("EDP_POSIX_KEY");
     (void)ctx;
     if (e && strcmp(e, "none") == 0) return EDP_ERR_AUTH;
     *key = edp_test_device_key;
@@ -234,7 +234,7 @@ static void tick_unit(void *ctx, uint32_t *hz, uint8_t *kind)
 }
 
 static const edp_flash_t flash = {
-    .sector_size = EDP_HOST_FLASH_SECTOR,
+    .sector_size = EDP_POSIX_FLASH_SECTOR,
     .read = flash_read,
     .program = flash_program,
     .erase = flash_erase,
@@ -251,15 +251,15 @@ static const edp_port_t port = {
     .store_write = store_write,
     .device_key = device_key,
     .uart_write = uart_write,
-    .board = "host",
+    .board = "posix",
     .auth_entropy = auth_entropy,
     .flash = &flash,
 };
 
 const edp_port_t *edp_board_init(void)
 {
-    const char *t = getenv("EDP_HOST_TIME"), *c = getenv("EDP_STORE_CUT_AFTER");
-    const char *fc = getenv("EDP_FLASH_CUT_AFTER"), *e = getenv("EDP_HOST_ENTROPY");
+    const char *t = getenv("EDP_POSIX_TIME"), *c = getenv("EDP_STORE_CUT_AFTER");
+    const char *fc = getenv("EDP_FLASH_CUT_AFTER"), *e = getenv("EDP_POSIX_ENTROPY");
     store_path = getenv("EDP_STORE_FILE");
     load(store_path, store, sizeof store, EDP_AUDIT_OFFSET);
     if (c) cut_after = atol(c);
@@ -267,7 +267,7 @@ const edp_port_t *edp_board_init(void)
     if (e && strcmp(e, "fail") == 0) entropy_failures = -1;
     else if (e && strncmp(e, "fail:", 5) == 0) entropy_failures = atol(e + 5);
     flash_path = getenv("EDP_FLASH_FILE");
-    edp_ramflash_bind(&flash_model_ops, &flash_model, flash_mem, EDP_HOST_FLASH_SECTOR);
+    edp_ramflash_bind(&flash_model_ops, &flash_model, flash_mem, EDP_POSIX_FLASH_SECTOR);
     edp_ramflash_format(&flash_model_ops);
     load(flash_path, flash_mem, sizeof flash_mem, sizeof flash_mem);
     if (fc) flash_model.cut_after = atol(fc);
