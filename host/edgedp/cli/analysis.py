@@ -22,7 +22,7 @@ from ..analysis.parallel import default_jobs
 from ..analysis.settings import Settings, estimate_seconds
 from .common import (dask_option, emit_json, handle_errors, json_option, note, progress as show_progress,
                      target_option)
-from .device import key_option
+from .keys import key_option
 from .output import StopRequest
 
 
