@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import warnings
+from typing import NoReturn
 
 import click
 
+from .exit_codes import ExitCode
 from .common import emit_json, handle_errors, json_option, note, progress as show_progress
 from .params import positive
 
@@ -102,6 +104,16 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
     click.echo(f"  wrote {out_path} and {models_io.manifest_path(out_path).name}")
 
 
+def _cannot_judge(exc: Exception, as_json: bool) -> NoReturn:
+    """A configuration the audit cannot judge fails closed: exit 1 with the key named, never a pass."""
+    if as_json:
+        emit_json({"passed": False, "failed": ["config"], "warnings": [], "exit_code": int(ExitCode.FAILED),
+                   "error": f"cannot judge the configuration: {exc}", "checks": []})
+    else:
+        click.echo(f"FAIL  config          cannot judge the configuration: {exc}")
+    raise SystemExit(ExitCode.FAILED)
+
+
 @click.command("audit-config")
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--epsilon", type=float, default=None, help="Claimed ε.")
@@ -133,19 +145,26 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
 def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) -> None:
     """Check a DP-SGD configuration (TOML/JSON file, an `edgedp train` NAME.manifest.json, and/or
     flags) for the errors that make its ε wrong.  Exit status 0: every check passes; 1: a check
-    fails (the stated ε is wrong); 3: only warnings."""
+    fails (the stated ε is wrong) or the configuration cannot be judged (an unknown or misspelt
+    key, a value outside its choices: it fails closed, the key named); 3: only warnings."""
     from ..analysis.jsonable import finite_json
     from ..train import config_check
     from ..datasets import digits
 
-    d = config_check.read_config(config) if config else {}
+    try:
+        d = config_check.read_config(config) if config else {}
+    except config_check.CannotJudge as exc:
+        _cannot_judge(exc, as_json)
     if flags.get("rdp_orders") is not None:
         try:
             flags["rdp_orders"] = [float(a) for a in flags["rdp_orders"].split(",") if a.strip()]
         except ValueError:
             raise ValueError(f"--rdp-orders must be comma-separated numbers, got {flags['rdp_orders']!r}") from None
     d.update({k: v for k, v in flags.items() if v is not None})
-    cfg = config_check.TrainingConfig.from_mapping(d)
+    try:
+        cfg = config_check.TrainingConfig.from_mapping(d)
+    except config_check.CannotJudge as exc:
+        _cannot_judge(exc, as_json)
     td = None if no_canary else digits(0)
     checks = config_check.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
     failed = [c.name for c in checks if c.status == "fail"]
