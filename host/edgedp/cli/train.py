@@ -95,9 +95,12 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
     if not s["private"]:
         click.echo(f"NOT PRIVATE: {s['non_private_reason']}; deploy and report refuse it without "
                    f"--allow-non-private")
-    click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
-               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g}) for adding or "
-               f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
+        click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): not private (no (ε, δ): the seed "
+                   f"replays it)")
+    else:
+        click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
+                   f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g}) for adding or "
+                   f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
     click.echo(f"  noise multiplier {s['noise_multiplier']:.4g}, C = {clip_norm:g}, q = {sampling_rate:g} (Poisson, "
                f"expected batch {s['n_train'] * sampling_rate:.0f}), {s['steps']} steps; {s['randomness']}")
     click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records")

@@ -202,6 +202,9 @@ class TrainingConfig:
 def from_manifest(training: dict) -> dict:
     """The audit configuration of an `edgedp train` run from its manifest's ``training`` section
     (what the project's own trainer does: Poisson, Gaussian, per-example clipping, float sampler)."""
+    if training.get("private") is False:
+        raise CannotJudge(f"the manifest is of a run that is not private ({training.get('non_private_reason')}): "
+                          "it claims no ε to check")
     try:
         return {"epsilon": training["epsilon"], "delta": training["delta"], "n": training["n_train"],
                 "clip_norm": training["clip_norm"], "noise_multiplier": training["noise_multiplier"],
