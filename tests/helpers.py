@@ -13,6 +13,7 @@ import subprocess
 import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol
 
 import numpy as np
@@ -34,12 +35,16 @@ TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
 DAY = 86400
 
 
-def require(*modules: str) -> None:
-    """Skip unless every module imports: called at a test module's top (before its imports of
-    them) it skips the whole module, so collection with the base install (``pip install -e .``)
-    never errors; the reason names the extra to install (EXTRA)."""
-    for m in modules:
-        pytest.importorskip(m, reason=f"{m} is not installed (pip install -e '.[{EXTRA[m]}]')")
+def require(module: str, *more: str) -> ModuleType:
+    """Skip unless every module imports, and return the last one. Called at a test module's top
+    (before its imports of them) it skips the whole module, in a conftest.py the folder, in a
+    fixture or test that test, so collection with the base install (``pip install -e .``) never
+    errors; the reason names the extra to install (EXTRA). (Hidden from tracebacks, so a skip
+    is reported at the require call.)"""
+    __tracebackhide__ = True
+    for m in (module, *more):  # (a loop, not a comprehension: that would be a frame of its own)
+        last = pytest.importorskip(m, reason=f"{m} is not installed (pip install -e '.[{EXTRA[m.split('.')[0]]}]')")
+    return last
 
 
 def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:

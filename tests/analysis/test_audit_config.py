@@ -8,6 +8,10 @@ import math
 import pytest
 from click.testing import CliRunner
 
+from ..helpers import require
+
+require("jax", "optax")  # edgedp.train: DP-SGD
+
 from edgedp.cli import main
 from edgedp.train import accountant, config_check
 

@@ -10,6 +10,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..helpers import ROOT, make, require
+
+require("sklearn", "joblib")  # the digits split and the models
+
 import joblib
 import numpy as np
 import pytest
@@ -21,7 +25,6 @@ from edgedp.device.targets.qemu import free_port, qemu_argv, qmp
 from edgedp.model import cgen
 from edgedp.model.image import InferReference
 
-from ..helpers import ROOT, make
 from .test_qemu_infer import MODES, model_target, prepare, raw_mismatches
 
 pytestmark = pytest.mark.hil
