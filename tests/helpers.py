@@ -11,10 +11,11 @@ import fcntl
 import os
 import subprocess
 import sysconfig
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pytest
@@ -67,6 +68,35 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
     as text; never raises on a non-zero exit (the test asserts the code it expects)."""
     return subprocess.run([str(EDGEDP), *args], capture_output=True, text=True, input=stdin, cwd=cwd,
                           env=cli_env(env), timeout=timeout)
+
+
+def start_cli(*args: str, env: Mapping[str, str | None] | None = None, **popen: Any) -> subprocess.Popen[str]:
+    """`edgedp ARGS...` started in a child process (environment: ``cli_env(env)``), stdout and
+    stderr piped as text, for a test that signals it, feeds it or reads it while it runs;
+    ``popen``: more subprocess.Popen arguments (``stdin=subprocess.PIPE``, ``process_group=0``...)."""
+    return subprocess.Popen([str(EDGEDP), *args], text=True, env=cli_env(env),
+                            **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen})
+
+
+def signal_taken(p: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Wait until the child has taken the signals sent to it: none is pending any more
+    (/proc/PID/status SigPnd and ShdPnd) and it sleeps again (state S), or it has exited. The
+    `edgedp` command is single-threaded, so it sleeps again only once its Python handler has run:
+    a test can then send the next signal, or release an answer, knowing that this one was seen
+    first (where a fixed sleep only guessed). ``timeout`` is a liveness bound, not a measurement."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status = Path(f"/proc/{p.pid}/status").read_text()
+        except FileNotFoundError:  # reaped
+            return
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+        state = fields["State"].split()[0]
+        if state == "Z" or (state == "S" and not pending):
+            return
+        assert time.monotonic() < deadline, f"pid {p.pid} has not taken its signal in {timeout} s ({fields['State']})"
+        time.sleep(0.01)
 
 
 class _Outcome(Protocol):
