@@ -10,6 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from .. import helpers
+
+helpers.require("jax", "optax")  # edgedp.train: DP-SGD
+
 from edgedp.cli import main
 from edgedp.train import accountant, config_check
 

@@ -13,10 +13,11 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from ..helpers import ROOT
+from ..helpers import EDGEDP, ROOT, cli_env
 
 README = (ROOT / "README.md").read_text()
-BIN = str(ROOT / ".venv/bin")
+BIN = str(EDGEDP.parent)
+"""Where the installed `edgedp` is: first on the PATH of the README's commands."""
 
 
 def block(first_line: str) -> str:
@@ -35,7 +36,7 @@ def gitlab_commands() -> list[str]:
 
 
 def sh(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]}
+    env = {**cli_env(), "PATH": BIN + os.pathsep + os.environ["PATH"]}
     return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 

@@ -10,6 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from ..helpers import require
+
+require("jax", "optax")  # edgedp.train: DP-SGD
+
 from edgedp.train import model_file as models_io
 from edgedp.cli import main
 from edgedp.train import accountant, canary, dpsgd
