@@ -13,12 +13,16 @@ A token is a path when
   or is the tail of a tracked path (the abbreviations the docs use: ``mech/chacha.py`` for
   host/edgedp/mech/chacha.py), a source's tail without its extension included;
 - it is a bare ``NAME.md``: some tracked file has that name (or it sits beside the citing file).
-Also ``NAME §N`` in capitals names a document: NAME.md is tracked.
+Also ``NAME §N`` in capitals names a document: NAME.md is tracked. And a dotted ``edgedp.a.b``
+names a module of host/edgedp: its longest prefix that is a tracked module exists, and the name
+after it is one the module defines or imports at its top level (``edgedp.mech.lattice.MICRO``),
+unless the token is a file name (``edgedp.robot``).
 
 Tokens with glob or placeholder characters (``*``, ``{a,b}``, ``<port>``, ``$(VAR)``) and
 absolute paths are not paths of the repository. What is exempt, and why, is listed below."""
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 import subprocess
@@ -34,6 +38,7 @@ from ..helpers import ROOT
 NOT_READ = {
     "CHANGELOG.md": "names the paths of every release, old ones on purpose",
     "docs/history/": "the optimisation history: the paths of the commits it describes",
+    "tests/docs/test_repo_paths.py": "this test: its examples name missing paths on purpose",
 }
 OUTPUTS = {
     "build/": "the Makefile's outputs",
@@ -74,7 +79,9 @@ RUN = re.compile(r"[^\s'\"`()\[\],;=|]+")
 NOT_A_PATH = re.compile(r"[*?{}<>$%\\@]|://|\.\.\.|…")
 DOC_SECTION = re.compile(r"\b([A-Z][A-Z_]+) §")
 OTHER_DOCUMENTS = {"TRM": "ARM's Technical Reference Manual of the Cortex-M4"}
-EXTRA_EXTENSIONS = {".S", ".s", ".sh", ".cfg", ".yml", ".yaml", ".elf", ".bin", ".hex"}
+MODULE = re.compile(r"(?<![\w.])edgedp(?:\.[A-Za-z_]\w*)+")
+NOT_MODULES = {"edgedp.policy": "the JUnit class name of `edgedp policy`'s report (analysis/policy.py)"}
+EXTRA_EXTENSIONS = {".S", ".s", ".sh", ".cfg", ".yml", ".yaml", ".elf", ".bin", ".hex", ".map", ".fish"}
 """Extensions the repository has no file of but a path of it could end in."""
 
 
@@ -86,6 +93,7 @@ class Tree:
     top: frozenset[str]
     folder_names: frozenset[str]
     extensions: frozenset[str]
+    modules: dict[str, str]  # dotted name of each module of host/ -> its file
 
 
 @cache
@@ -100,9 +108,11 @@ def tree() -> Tree:
     for k in known | {str(PurePosixPath(f).with_suffix("")) for f in files}:
         parts = k.split("/")
         tails.update("/".join(parts[i:]) for i in range(len(parts)))
+    modules = {f.removeprefix("host/").removesuffix(".py").removesuffix("/__init__").replace("/", "."): f
+               for f in files if f.startswith("host/edgedp/") and f.endswith(".py")}
     return Tree(files, frozenset(known), frozenset(tails), frozenset(k.split("/")[0] for k in files),
                 frozenset(PurePosixPath(d).name for d in folders),
-                (frozenset(PurePosixPath(f).suffix for f in files) | EXTRA_EXTENSIONS) - {""})
+                (frozenset(PurePosixPath(f).suffix for f in files) | EXTRA_EXTENSIONS) - {""}, modules)
 
 
 def normalise(run: str) -> str:
@@ -144,6 +154,31 @@ def missing(token: str, source: str) -> bool:
     return False
 
 
+def missing_module(token: str) -> bool:
+    """True when ``edgedp.…`` names no module of host/edgedp, or a name its module does not have."""
+    t = tree()
+    parts = token.split(".")
+    if "." + parts[-1] in t.extensions:
+        return False  # a file: edgedp.robot, edgedp.map
+    k = next(k for k in range(len(parts), 0, -1) if k == 1 or ".".join(parts[:k]) in t.modules)
+    return k < len(parts) and not parts[k].startswith("__") and parts[k] not in top_level_names(t.modules[".".join(parts[:k])])
+
+
+@cache
+def top_level_names(module: str) -> frozenset[str]:
+    """The names a module's top level binds: definitions, assignments and imports."""
+    names = set()
+    for node in ast.parse((ROOT / module).read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for tg in targets for n in ast.walk(tg) if isinstance(n, ast.Name))
+    return frozenset(names)
+
+
 def texts() -> Iterator[tuple[str, str]]:
     """(path, text) of every tracked text file that is read (a file with a NUL byte is binary)."""
     for f in sorted(tree().files):
@@ -169,6 +204,12 @@ def scan(source: str, text: str, used: set[str] | None = None) -> Iterator[str]:
                 yield f"{source}:{n}: {token}"
             elif used is not None:
                 used.add(e)
+        for m in MODULE.finditer(line):
+            if m.group(0) in NOT_MODULES:
+                if used is not None:
+                    used.add(m.group(0))
+            elif missing_module(m.group(0)):
+                yield f"{source}:{n}: {m.group(0)} (no such module or name)"
         for m in DOC_SECTION.finditer(line):
             name = m.group(1)
             if name in OTHER_DOCUMENTS:
@@ -183,7 +224,7 @@ def test_every_path_the_repository_names_exists() -> None:
     bad = [b for source, text in texts() for b in scan(source, text, used)]
     assert not bad, ("paths named in tracked text that do not exist (fix the reference, `git add` a new "
                      "file, or exempt the path in this test with a reason):\n" + "\n".join(bad))
-    unused = (EXEMPT.keys() | PLACEHOLDERS | OTHER_DOCUMENTS.keys()) - used
+    unused = (EXEMPT.keys() | PLACEHOLDERS | OTHER_DOCUMENTS.keys() | NOT_MODULES.keys()) - used
     assert not unused, f"exemptions no tracked text needs any more (remove them): {sorted(unused)}"
 
 
@@ -219,6 +260,9 @@ def test_a_path_that_exists_is_accepted(token: str, source: str) -> None:
     ("[link](docs/gone.md#section)", ["docs/gone.md"]),
     ("extra_scripts = pre:firmware/ports/gone.py", ["firmware/ports/gone.py"]),
     ("as DESIGN §3.2 allows", ["DESIGN § (no DESIGN.md)"]),
+    ("``edgedp.lattice``'s exponent, edgedp.mech.lattice.NO_SUCH", ["edgedp.lattice (no such module or name)",
+                                                                   "edgedp.mech.lattice.NO_SUCH (no such module or name)"]),
+    ("edgedp.mech.lattice.MICRO, edgedp.cli.main, `edgedp.robot`, python -m edgedp.schema_gen", []),
     ("built into build/posix/edgedp and firmware/model/NAME.c", []),
     ("`firmware/ports/<port>/`, host/edgedp/{a,b}.py, $(BUILD)/x.c, firmware/core/src/*.c", []),
     ("/usr/include/stdint.h, renode:/some/image.elf and https://github.com/renode/renode/blob/x/y.c", []),
