@@ -108,7 +108,7 @@ ATTEMPTS = 12
 once); a polled port misses every one."""
 SYSTICK_SLACK = 8
 """Ticks a measurement may differ by without a received byte: the SysTick phase (1) and one wrap
-interrupt of SysTick's 24-bit counter (cortexm/systick.c: 5 instructions, 7 ticks), which comes
+interrupt of SysTick's 24-bit counter (ports/common/systick.c: 5 instructions, 7 ticks), which comes
 every 2^24 ticks wherever that falls."""
 
 

@@ -134,7 +134,7 @@ def pld_interval(epsilon: float, queries: int) -> float:
 def lattice_sensitivity(epsilon: float, classes: int = DEFAULT_CLASSES,
                         sensitivity: float = DEFAULT_SENSITIVITY, exponent: int | None = None) -> tuple[float, int]:
     """The device's discrete Laplace for one answer: (1/t, S) with S = Delta * 2^m + k lattice steps
-    (m given, or ``edgedp.lattice``'s automatic exponent) and 1/t = eps / S."""
+    (m given, or ``edgedp.mech.lattice``'s automatic exponent) and 1/t = eps / S."""
     S = Mechanism(classes, sensitivity, exponent).lattice_steps
     return epsilon / S, S
 
