@@ -525,3 +525,57 @@ def test_tradeoff_device_check_reads_the_configuration_from_state(mitm: Proxy, q
     r = mitm.cli(*args)
     assert "ε = 0.5" in r.stdout and "unauthenticated BUDGET" in r.stdout, r.stdout
     assert mitm.sent()[P.BUDGET] == 1
+
+
+@pytest.mark.parametrize("error", [S.ErrorCode.ERR_ENTROPY, S.ErrorCode.ERR_LEN, S.ErrorCode.ERR_AUTH],
+                         ids=lambda e: e.name)
+def test_an_untagged_error_after_a_signed_frame_is_state_unknown(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                                 error: S.ErrorCode) -> None:
+    """Issue 39 item 3: the signed CONFIG withheld and answered with a plain ERROR frame (no tag;
+    the device's own ERR_ENTROPY or ERR_LEN look the same). The CLI reports state unknown (exit 6;
+    the old host believed the refusal: exit 8) after re-reading the authenticated state, so the
+    frame delivered later is refused, its nonce gone; the device still allows 1000 ε a day."""
+    withheld: list[frames.Frame] = []
+
+    def swallow(f: frames.Frame) -> list[bytes] | None:
+        if f.type != P.CONFIG:
+            return None
+        withheld.append(f)
+        mitm.forged.append(frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(error, P.CONFIG)))
+        return []
+    mitm.to_device = swallow
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5", "--json")
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert json.loads(r.stdout)["error"] == "ERR_STATE_UNKNOWN" and "configured" not in r.stdout
+    assert f"untagged ERROR ({error.name}" in r.stderr and "did not take effect" in r.stderr, r.stderr
+    assert len(withheld) == 1 and mitm.sent()[P.STATE] == 2  # the state before, and the re-read after
+    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
+    f = qemu.receive()
+    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
+    assert authentic_state(qemu, test_key).daily_cap == 1000 * MICRO
+
+
+def test_an_untagged_error_and_a_dropped_reread_give_both_reasons(mitm: Proxy, qemu: Device,
+                                                                  test_key: bytes) -> None:
+    """Item 3's worst case: the signed CONFIG withheld, a plain ERROR forged, and the STATE re-read
+    after it dropped too. Still exit 6, never "refused", and the message gives both reasons and
+    says the frame may still land (here it does: nothing drew a new nonce)."""
+    withheld: list[frames.Frame] = []
+
+    def swallow(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.CONFIG:
+            withheld.append(f)
+            mitm.forged.append(frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_ENTROPY,
+                                                                                   P.CONFIG)))
+            return []
+        return [] if f.type == P.STATE and withheld else None
+    mitm.to_device = swallow
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5", "--timeout", "2")
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "untagged ERROR (ERR_ENTROPY" in r.stderr, r.stderr
+    assert "could not be re-read (no response from the device within 2 s" in r.stderr, r.stderr
+    assert "may still land" in r.stderr and "configured" not in r.stdout
+    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
+    f = qemu.receive()
+    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == 0
+    assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO

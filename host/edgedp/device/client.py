@@ -339,15 +339,19 @@ class Device:
         """Send an authenticated command; returns the counter the device accepted it with.
 
         The answer must carry the device's tag over this frame: a refusal so tagged is a
-        DeviceError with ``authenticated``; an ERROR frame (the device had no key or no nonce, or
-        a forgery) a plain DeviceError; no answer, or one whose tag is wrong, StateUnknown."""
+        DeviceError with ``authenticated``. Anything else is StateUnknown: an untagged ERROR frame
+        (which anyone on the link can forge, and which a man in the middle can send while he
+        withholds the frame to deliver it later; the device's own ERR_ENTROPY or ERR_LEN look the
+        same), no answer, garbage, or an answer whose tag is wrong (the caller re-reads the
+        authenticated state, which draws a new nonce: admin.run)."""
         seq, wire, nonce, tag = self._signed(type_, payload, key, counter, nonce)
         name = P.T(type_).name
         self.link.write(wire)
         try:
             ans = P.AdminAnswer.parse(self.response(seq, type_))
-        except DeviceError:
-            raise  # an ERROR frame: unauthenticated (the caller re-reads the state it acts on)
+        except DeviceError as exc:  # an untagged ERROR frame: it proves nothing about the signed frame
+            raise StateUnknown(f"state unknown: the signed {name} was sent, then answered by an untagged "
+                               f"ERROR ({exc}), which anyone on the link can forge") from None
         except TransportError as exc:
             raise StateUnknown(f"state unknown: the signed {name} was sent, then {exc}") from None
         if not ans.authentic(key, type_, nonce, tag):
