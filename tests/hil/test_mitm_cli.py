@@ -25,6 +25,7 @@ from edgedp import schema as S
 from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.mech.lattice import MICRO
+from edgedp.mech.modes import Mode
 
 from ..helpers import ROOT
 
@@ -579,3 +580,67 @@ def test_an_untagged_error_and_a_dropped_reread_give_both_reasons(mitm: Proxy, q
     f = qemu.receive()
     assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == 0
     assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
+
+
+def test_stale_frames_do_not_restart_the_timeout(mitm: Proxy) -> None:
+    """Issue 39 item 8: the BUDGET request withheld and a frame with another seq sent to the host
+    every second: `budget --timeout 2` gives up 2 s after it began to wait (the old host restarted
+    its timeout at every stale frame and waited for ever)."""
+    budget_seen = threading.Event()
+
+    def withhold_budget(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.BUDGET:
+            budget_seen.set()
+            return []
+        return None
+    mitm.to_device = withhold_budget
+    stop = threading.Event()
+
+    def stale_every_second() -> None:
+        budget_seen.wait(60)
+        while not stop.wait(1.0):
+            mitm.forged.append(frames.encode(P.PING | P.RESPONSE, 0xFFF0, b"stale"))
+    t = threading.Thread(target=stale_every_second, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([EDGEDP, "budget", "--timeout", "2", "--target", mitm.url], capture_output=True,
+                           text=True, timeout=20)
+    finally:
+        stop.set()
+        t.join()
+    mitm.settle()
+    assert budget_seen.is_set() and r.returncode == 3, r.stderr
+    assert "no response from the device within 2 s" in r.stderr and time.monotonic() - t0 < 10, r.stderr
+
+
+def test_frames_queued_in_the_tarpit_do_not_hold_the_operator_past_the_timeout(mitm: Proxy, qemu: Device,
+                                                                             test_key: bytes) -> None:
+    """Item 8's tarpit: with the rate limit spent and a 300 ms tarpit, a peer puts 6 over-limit
+    QUERY frames ahead of the operator's STATE; their ERR_RATE answers come about every 1.1 s
+    (QEMU's clock runs slower than the host's, measured), and the STATE's after about 6.5 s.
+    `budget --key-file --timeout 3` gives up 3 s after it began to wait (the old host restarted
+    its timeout at each of them, waited it all out and exited 0)."""
+    qemu.admin(P.RATE, P.Rate(1, 0, 300).pack(), test_key)
+    try:
+        qemu.query(np.array([0.2, 0.8], dtype=np.float32), "label")  # the bucket's one answer
+        row = P.pack_vector(np.array([0.2, 0.8], dtype=np.float32), Mode.parse("label"))
+        tarpit = [frames.encode(P.QUERY, 0x7000 + i, row) for i in range(6)]
+
+        def queue_ahead(f: frames.Frame) -> list[bytes] | None:
+            if f.type == P.STATE and tarpit:
+                ahead = [*tarpit, frames.encode(f.type, f.seq, f.body, f.version)]
+                tarpit.clear()
+                return ahead
+            return None
+        mitm.to_device = queue_ahead
+        t0 = time.monotonic()
+        r = subprocess.run([EDGEDP, "budget", "--key-file", KEY, "--timeout", "3", "--target", mitm.url],
+                           capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - t0
+        mitm.settle()
+        assert not tarpit and r.returncode == 3, r.stdout + r.stderr
+        assert "no response from the device within 3 s" in r.stderr and elapsed < 6, (elapsed, r.stderr)
+    finally:
+        qemu.sync(30)  # the tarpit is over
+        qemu.admin(P.RATE, P.Rate().pack(), test_key)  # (the store keeps the limit across the fixture's resets)

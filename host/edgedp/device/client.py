@@ -104,9 +104,13 @@ class Device:
         self.link.write(data)
 
     def receive(self, timeout: float | None = None) -> frames.Frame:
-        """Next frame from the device (skipping undecodable chunks)."""
+        """Next frame from the device (skipping undecodable chunks), within ``timeout`` seconds
+        (default: the device's); TransportError after that."""
         wait = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + wait
+        return self._receive_by(time.monotonic() + wait, wait)
+
+    def _receive_by(self, deadline: float, wait: float) -> frames.Frame:
+        """Next frame before the monotonic ``deadline``, set ``wait`` seconds before it."""
         while not self._pending:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -125,9 +129,15 @@ class Device:
                  later: Iterable[int] = ()) -> bytes:
         """The body of the response to request seq (frames with other seqs are stale answers, e.g.
         to garbage sent earlier, and skipped); AnswerLost if one for a request in ``later`` (sent
-        after seq) comes first: seq's was lost, and that later answer stays to be read."""
+        after seq) comes first: seq's was lost, and that later answer stays to be read.
+
+        ``timeout`` (default: the device's) is a deadline for the answer, set when the wait
+        begins: stale frames do not restart it (a peer sending one a second, or the answers to
+        frames it queued ahead in the device's tarpit, cannot keep the host waiting)."""
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while True:
-            f = self.receive(timeout)
+            f = self._receive_by(deadline, wait)
             if f.seq != seq:
                 if f.seq in later:
                     self._pending.insert(0, f)
