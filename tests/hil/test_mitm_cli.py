@@ -644,3 +644,50 @@ def test_frames_queued_in_the_tarpit_do_not_hold_the_operator_past_the_timeout(m
     finally:
         qemu.sync(30)  # the tarpit is over
         qemu.admin(P.RATE, P.Rate().pack(), test_key)  # (the store keeps the limit across the fixture's resets)
+
+
+EVIL_BOARD = "\x1b[2J\x1b]0;pwned\x07\rok\\n"
+"""A board name that clears the screen, retitles the terminal and rewrites the line."""
+
+
+def info_with(board: str, version: str | None = None, build: int | None = None) -> Rule:
+    """A proxy rule: INFO answers with this board name (and firmware version, and build flag)."""
+    def rule(f: frames.Frame) -> list[bytes] | None:
+        if f.type != P.INFO | P.RESPONSE:
+            return None
+        head = list(P.Info.FMT.unpack_from(f.body))
+        off = P.Info.FMT.size
+        texts = []
+        for _ in range(2):
+            n = f.body[off]
+            texts.append(f.body[off + 1: off + 1 + n])
+            off += 1 + n
+        if build is not None:
+            head[0] = build
+        texts = [version.encode() if version is not None else texts[0], board.encode()]
+        return answer(f, P.Info.FMT.pack(*head) + b"".join(bytes([len(t)]) + t for t in texts))
+    return rule
+
+
+def test_device_supplied_strings_are_escaped_in_human_output(mitm: Proxy, tmp_path: Path) -> None:
+    """Issue 39 item 9: INFO's board name (and firmware version) with terminal escape sequences.
+    `info`, `query -v` and verify's refusal of a production image print them escaped (the old host wrote
+    them raw, even into a pipe); `info --json` carries the device's string as it came."""
+    mitm.to_host = info_with(EVIL_BOARD, version="0.3.0\x1b[1A")
+    r = mitm.cli("info")
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\r" not in r.stdout, repr(r.stdout)
+    assert "board             \\x1b[2J\\x1b]0;pwned\\x07\\rok\\\\n\n" in r.stdout, r.stdout
+    assert "firmware_version  0.3.0\\x1b[1A\n" in r.stdout, r.stdout
+    r = mitm.cli("info", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["board"] == EVIL_BOARD, r.stdout
+    r = subprocess.run([EDGEDP, "-v", "query", rows_file(tmp_path, 1), "--target", mitm.url], capture_output=True,
+                       text=True, timeout=120)
+    mitm.settle()
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stderr and "device: \\x1b[2J\\x1b]0;pwned\\x07\\rok\\\\n, test build" in r.stderr, r.stderr
+    mitm.to_host = info_with(EVIL_BOARD, build=0)  # a production image: verify refuses, naming the board
+    r = mitm.cli("verify", "--json")
+    assert r.returncode != 0 and "needs a test image" in r.stderr, r.stderr
+    assert "\x1b" not in r.stderr and "(board \\x1b[2J" in r.stderr, r.stderr
+    assert json.loads(r.stdout)["error"] == "ERR_BUILD"

@@ -14,7 +14,7 @@ from ..device.client import Device, connect, default_timeout, load_key, open_dev
 from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateMismatch
 from ..device.targets import Target, start_target
 from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
-                               SampleRequest, State, config_payload)
+                               SampleRequest, State, config_payload, shown)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
@@ -172,6 +172,8 @@ def info(target: str | None, as_json: bool) -> None:
             if k == "model" and isinstance(v, dict):
                 v = (f"{v['name']} ({v['head']} head, {v['n_features']} inputs -> {v['n_classes']} classes, "
                      f"sha256 {v['sha256'][:16]}…)")
+            elif k in ("board", "firmware_version"):  # the device's own text
+                v = shown(v)
             click.echo(f"{k:17s} {'none' if v is None else v}")
 
 
@@ -340,7 +342,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         elapsed = time.perf_counter() - t0
         # (asked once: a board link's connect has read it; after a signal, not for a full timeout)
         i_dev = dev.last_info or dev.info(authadmin.INTERRUPTED_REREAD_S if stop.signal else None)
-    detail(f"device: {i_dev.board}, {i_dev.build} build, firmware {i_dev.firmware_version}")
+    detail(f"device: {shown(i_dev.board)}, {i_dev.build} build, firmware {shown(i_dev.firmware_version)}")
     detail(f"{run.done} rows in {elapsed:.2f} s ({run.done / elapsed if elapsed else 0:.0f} rows/s)")
     run.finish(i_dev.build == "test")
 

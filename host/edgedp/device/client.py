@@ -385,7 +385,7 @@ class Device:
         info = self.info()
         if info.build != "test":
             raise EdgeDPError(
-                f"{command} needs a test image: {self._where()} runs a {info.build} image (board {info.board}), "
+                f"{command} needs a test image: {self._where()} runs a {info.build} image (board {P.shown(info.board)}), "
                 "which refuses the test commands and reports no ticks by design; run a test image "
                 "(--target qemu, posix or renode)", "ERR_BUILD")
         return info
@@ -404,7 +404,7 @@ class Device:
             first = ".".join(map(str, REPLAYS_FROM))
             raise EdgeDPError(
                 f"{command} replays the device's noise with ChaCha{chacha.ROUNDS}, the keystream of firmware "
-                f"{first} and later; {self._where()} runs firmware {info.firmware_version}, whose noise comes from "
+                f"{first} and later; {self._where()} runs firmware {P.shown(info.firmware_version)}, whose noise comes from "
                 f"ChaCha20: run a {first} image (`make firmware`), or check this one with the edgedp of its "
                 "version", "ERR_BUILD")
         return info

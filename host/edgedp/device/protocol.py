@@ -90,8 +90,20 @@ def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
 
 
 # ---- status answers --------------------------------------------------------------------
+def shown(text: str) -> str:
+    """A device-supplied string as it may be put on a terminal: every character that is not
+    printable (control characters, ESC, DEL) and the backslash escaped as Python writes them
+    (``\\x1b``), so that a device (or a man in the middle) cannot move the cursor, recolour or
+    retitle the operator's terminal, or fake a line of output. For human output only: JSON
+    carries the string itself (JSON escapes it)."""
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True)
 class Info:
+    """The INFO answer (unauthenticated); ``firmware_version`` and ``board`` are the device's own
+    text: show them with ``shown``."""
+
     build: str
     entropy: str
     store: str
