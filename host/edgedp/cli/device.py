@@ -24,7 +24,7 @@ from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handl
 from .config import config_default
 from .exit_codes import ExitCode
 from .inputs import check_finite, read_rows
-from .output import Sink, StopRequest, open_sink
+from .output import OutputError, Sink, StopRequest, open_sink
 from .params import (CLASSES, DAILY_CAP, DATE, EPSILON, LIFETIME_CAP, MODE, SAMPLES, SENSITIVITY, UNIX_TIME,
                      check_mode_fits, check_range, check_writable)
 
@@ -420,7 +420,11 @@ class QueryRun:
             note(TEST_IMAGE_NOTE)
         self.stop.end(self.summary(), as_json=self.as_json)
         if self.write_error is not None:
-            fail(self.write_error, self.as_json)
+            assert self.sink is not None
+            unsaved = self.answered - self.sink.saved
+            fail(OutputError(f"{self.write_error}; {self.answered} answers were charged and {self.sink.saved} written to "
+                         f"{self.sink.path} (whole lines only); the other {unsaved} are on stdout above, as every "
+                         "answer is"), self.as_json)
         if self.lost:
             fail(EdgeDPError(f"{self.lost} answer(s) lost on the link after the device charged them; "
                              f"{self.answered} answered, {self.refused} refused", "ERR_LOST"), self.as_json,
