@@ -691,3 +691,20 @@ def test_device_supplied_strings_are_escaped_in_human_output(mitm: Proxy, tmp_pa
     assert r.returncode != 0 and "needs a test image" in r.stderr, r.stderr
     assert "\x1b" not in r.stderr and "(board \\x1b[2J" in r.stderr, r.stderr
     assert json.loads(r.stdout)["error"] == "ERR_BUILD"
+
+
+def test_a_day_past_year_9999_is_shown_not_a_traceback(mitm: Proxy) -> None:
+    """Issue 39 item 7: BUDGET rewritten to day 3,000,000 (after 9999-12-31): `budget` shows the
+    day (the old host ended in an OverflowError traceback)."""
+    def far_day(f: frames.Frame) -> list[bytes] | None:
+        if f.type == P.BUDGET | P.RESPONSE:
+            v = list(S.BUDGET_BODY_FMT.unpack(f.body))
+            v[0] = v[1] = 3_000_000  # the recorded day and today
+            return answer(f, S.BUDGET_BODY_FMT.pack(*v))
+        return None
+    mitm.to_host = far_day
+    r = mitm.cli("budget")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "day 3000000 (after 9999-12-31)" in r.stdout, r.stdout
+    r = mitm.cli("budget", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["day"] == 3_000_000, r.stdout + r.stderr

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import time
 
 import click
@@ -14,7 +13,7 @@ from ..device.client import Device, connect, default_timeout, load_key, open_dev
 from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateMismatch
 from ..device.targets import Target, start_target
 from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, QueryResult, Rate,
-                               SampleRequest, State, config_payload, shown)
+                               SampleRequest, State, config_payload, day_date, shown)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
@@ -88,11 +87,6 @@ def merged_caps(b: Budget, daily_cap: float | None = None, lifetime_cap: float |
                                f"{to_epsilon(caps.daily):g} (a cap not given is the device's): raise "
                                "--lifetime-cap, lower --daily-cap, or give --lifetime-cap 0 for none")
     return caps
-
-
-def day_date(day: int | None) -> str | None:
-    """A device day index (days since 1970-01-01 UTC) as YYYY-MM-DD."""
-    return None if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
 
 
 def config_check(cfg: MechConfig, caps: Caps) -> authadmin.Check:

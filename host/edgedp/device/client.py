@@ -374,6 +374,10 @@ class Device:
         return self.admin(P.CONFIG, P.config_payload(cfg, caps), key, counter)
 
     def set_time(self, key: bytes, unix_seconds: int) -> int:
+        """SET_TIME; ValueError (nothing sent) outside 0..``P.MAX_UNIX_TIME`` (year 9999)."""
+        if not 0 <= unix_seconds <= P.MAX_UNIX_TIME:
+            raise ValueError(f"a device clock is 0..{P.MAX_UNIX_TIME} Unix seconds (to 9999-12-31 UTC), "
+                             f"not {unix_seconds}")
         return self.admin(P.SET_TIME, S.SET_TIME_PAYLOAD_FMT.pack(unix_seconds), key)
 
     def reset_budget(self, key: bytes) -> int:

@@ -10,6 +10,7 @@ answer raises ``TransportError`` instead of decoding garbage. Amounts of epsilon
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -87,6 +88,22 @@ def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
     """CONFIG payload: eps_micro u32 | daily_cap u64 | lifetime_cap u64 | lo, hi, sensitivity f32 | m i32."""
     return CONFIG_FMT.pack(cfg.eps_micro, caps.daily, caps.lifetime, cfg.lo, cfg.hi, cfg.sensitivity,
                            m_wire(cfg.m))
+
+
+MAX_UNIX_TIME = 253_402_300_799
+"""The last second of 9999-12-31 UTC: the latest clock SET_TIME may set (the device counts days
+since 1970 in 32 bits and does not check the range itself; dates are shown up to year 9999)."""
+
+
+def day_date(day: int | None) -> str | None:
+    """A device day index (days since 1970-01-01 UTC) as YYYY-MM-DD; None for no day (no trusted
+    clock); a day past 9999-12-31, which only a device or a man in the middle can report, as
+    "day N (after 9999-12-31)" rather than an error."""
+    if day is None:
+        return None
+    if day > (MAX_UNIX_TIME // 86400):
+        return f"day {day} (after 9999-12-31)"
+    return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
 
 
 # ---- status answers --------------------------------------------------------------------
