@@ -3,10 +3,8 @@ markers every test gets from the folder it is in (CONTRIBUTING.md says which fol
 goes in)."""
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +17,9 @@ from edgedp.device.targets.posix import PosixTarget
 from edgedp.device.targets.qemu import QemuTarget, qmp
 from edgedp.mech.lattice import MICRO
 
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import DAY, ROOT, TEST_EPOCH, make
+
 TESTS = ROOT / "tests"
-TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
-DAY = 86400
 
 
 # Folder -> what its tests need; the folder's name is also the marker (pyproject.toml lists them).
@@ -43,38 +40,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: tests live in one of tests/{{{','.join(FOLDERS)}}}/ "
                                     "(CONTRIBUTING.md)")
         item.add_marker(parts[0])
-
-
-def make(*targets: str) -> None:
-    """Build targets, one make at a time per target list: two pytest-xdist workers can ask for the
-    same image (test_qemu_infer_raw.py and test_qemu_infer_release.py)."""
-    lock = ROOT / "build" / (".make-" + "+".join(t.replace("/", "_") for t in targets) + ".lock")
-    lock.parent.mkdir(exist_ok=True)
-    with open(lock, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        r = subprocess.run(["make", "-C", str(ROOT), *targets], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-
-
-def overflow_model_source(tmp_path: Path) -> Path:
-    """build/gen/models/overflow.c, written by `edgedp deploy`: a softmax logistic regression on
-    64 inputs clamped to [0, 1] whose weights of 3e38 overflow a logit to Inf from two pixels at 1
-    (the softmax then gives NaN), for the images built from build/gen/models (Makefile)."""
-    import joblib
-    from click.testing import CliRunner
-    from sklearn.linear_model import LogisticRegression
-
-    from edgedp.cli import main
-    X = np.random.default_rng(0).random((40, 64))
-    m = LogisticRegression(max_iter=200).fit(X, np.arange(40) % 10)
-    m.coef_ = np.full_like(m.coef_, 3e38)
-    joblib.dump(m, tmp_path / "overflow.joblib")
-    out = ROOT / "build/gen/models/overflow.c"
-    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "overflow.joblib"), "--out", str(out),
-                                  "--input-range", "0", "1"])
-    assert r.exit_code == 0, r.output
-    assert "inputs clamped to [0, 1] (given)" in r.output
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ GOOD = {"epsilon": 1.0, "delta": 1e-5, "n": 1198, "clip_norm": 1.0, "noise_multi
         "accountant": "pld", "noise_sampler": "discrete"}
 
 
-def checks(cfg: dict) -> dict[str, audit.Check]:
+def checks(cfg: dict) -> dict[str, config_check.Check]:
     return {c.name: c for c in config_check.audit(config_check.TrainingConfig.from_mapping(cfg))}
 
 
@@ -33,7 +33,7 @@ def test_good_config_passes_every_check(tmp_path) -> None:
 
 
 def test_single_release_calibration_is_flagged_with_the_composed_epsilon() -> None:
-    nm = audit.single_release_multiplier(1.0, 1e-5)
+    nm = config_check.single_release_multiplier(1.0, 1e-5)
     c = checks({**GOOD, "noise_multiplier": nm})
     assert not c["single_release"].passed
     composed = accountant.epsilon(nm, 0.25, 60, 1e-5)
@@ -66,7 +66,7 @@ def test_large_delta_fixed_rdp_order_shuffle_per_batch_float() -> None:
 
 
 def test_cli_bad_config_fails_each_check_with_canary(tmp_path) -> None:
-    bad = {**GOOD, "delta": 1e-3, "noise_multiplier": audit.single_release_multiplier(1.0, 1e-3),
+    bad = {**GOOD, "delta": 1e-3, "noise_multiplier": config_check.single_release_multiplier(1.0, 1e-3),
            "clip_norm": 4.0, "sensitivity": 1.0, "accountant": "rdp", "rdp_order": 32,
            "sampling": "shuffle", "clipping": "per-batch", "noise_sampler": "float",
            "preprocessing_fit": "private", "hyperparameter_trials": 5}
@@ -91,12 +91,12 @@ def test_flags_and_bad_input() -> None:
     r = CliRunner().invoke(main, ["audit-config", "--epsilon", "1", "--json"])
     assert r.exit_code != 0 and "error" in json.loads(r.stdout)
     with pytest.raises(ValueError, match="unknown configuration keys"):
-        audit.TrainingConfig.from_mapping({**GOOD, "sigma": 1.0})
+        config_check.TrainingConfig.from_mapping({**GOOD, "sigma": 1.0})
     for bad, msg in (({"n_params": "x"}, "n_params must be a whole number"), ({"rdp_orders": "2,4"}, "rdp_orders"),
                      ({"sampling": "bootstrap"}, "sampling must be one of"), ({"hyperparameter_trials": 0}, ">= 1"),
                      ({"noise": "uniform"}, "noise must be one of"), ({"epsilon": "1"}, "epsilon must be a number")):
         with pytest.raises(ValueError, match=msg):
-            audit.TrainingConfig.from_mapping({**GOOD, **bad})
+            config_check.TrainingConfig.from_mapping({**GOOD, **bad})
     r = CliRunner().invoke(main, ["audit-config", "--epsilon", "1", "--delta", "1e-5", "--n", "1000", "--clip-norm",
                                   "1", "--noise-multiplier", "8", "--sampling-rate", "0.25", "--epochs", "15",
                                   "--rdp-orders", "2,x", "--json"])

@@ -17,7 +17,7 @@ from edgedp.cli import main
 from edgedp.mech.lattice import quantize
 from edgedp.mech.modes import Mode
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 from . import broken_mechanisms as broken
 
 EDGEDP = str(ROOT / ".venv/bin/edgedp")

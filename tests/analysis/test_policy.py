@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
 BIN = str(ROOT / ".venv/bin")

@@ -21,7 +21,7 @@ from edgedp.bench.deadline import NONFINITE_CLASSES, WindowProbe, Window, firmwa
 from edgedp.bench.trace import Emulator
 from edgedp.device.protocol import MechConfig
 
-from ..conftest import ROOT, make, overflow_model_source
+from ..helpers import ROOT, make, overflow_model_source
 
 SRC = ROOT / "firmware" / "core" / "src" / "deadline.c"
 QEMU_BOARD = ROOT / "firmware" / "ports" / "qemu" / "board.c"

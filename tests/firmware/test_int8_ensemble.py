@@ -12,7 +12,7 @@ from edgedp.bench.trace import Emulator
 from edgedp.datasets import digits_split
 from edgedp.model import cgen, reference
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 
 def test_int8_ensemble_sharing_the_widened_input_is_bit_exact() -> None:

@@ -17,7 +17,7 @@ from edgedp.bench import peers
 from edgedp.model import cgen, quantize, reference
 from edgedp.model.spec import Dense, DeviceModel, Net, row4
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 SIZES = (13, 7, 5)
 MARGIN = 1.25   # as tests/firmware/test_deadline.py

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 TEST_KEY = ROOT / "tests/keys/test-device.key"
 KEY_BIN = ROOT / "build/stm32f4/edp_key.bin"

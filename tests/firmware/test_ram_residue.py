@@ -23,7 +23,7 @@ from edgedp.device.client import Device, load_key
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.model import cgen, reference
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 
 @pytest.fixture(scope="module")

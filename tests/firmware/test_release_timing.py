@@ -28,7 +28,7 @@ from edgedp.device.errors import DeviceError, ErrorCode
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 TIMING_ELF = ROOT / "build" / "qemu-timing" / "edgedp.elf"
 TEST_ELF = ROOT / "build" / "qemu" / "edgedp.elf"

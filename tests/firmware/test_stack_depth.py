@@ -32,7 +32,7 @@ from edgedp.mech.lattice import MAX_CLASSES
 from edgedp.mech.modes import Mode
 from edgedp.schema import MAX_TOPK
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 
 HEADER = (ROOT / "firmware/ports/common/stackwipe.h").read_text()
 STACK_MAX = int(re.search(r"#define EDP_STACK_MAX (\d+)u", HEADER).group(1))

@@ -15,7 +15,7 @@ import struct
 
 import pytest
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 
 ELF = ROOT / "build" / "stm32f4" / "edgedp.elf"
 FLASH_BASE, FLASH_SIZE = 0x08000000, 1 << 20

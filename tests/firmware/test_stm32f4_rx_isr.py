@@ -15,7 +15,7 @@ import pytest
 
 from edgedp.bench.footprint import linked_symbols
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 
 HEADER = ROOT / "firmware" / "ports" / "stm32f4" / "stm32f4.h"
 ELF = ROOT / "build" / "stm32f4" / "edgedp.elf"

@@ -9,7 +9,7 @@ import pytest
 
 from edgedp import paths
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 EDGEDP = str(ROOT / ".venv/bin/edgedp")
 KEY = str(paths.test_key_path())

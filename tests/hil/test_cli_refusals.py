@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import make
+from ..helpers import make
 from .test_device_session import EDGEDP
 
 pytestmark = pytest.mark.hil

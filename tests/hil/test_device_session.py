@@ -21,7 +21,7 @@ from edgedp.device.elf import sections
 from edgedp.device.session import persistent_regions
 from edgedp.device.targets import start_target
 
-from ..conftest import DAY, ROOT, make
+from ..helpers import DAY, ROOT, make
 
 pytestmark = pytest.mark.hil
 EDGEDP = str(Path(sys.executable).parent / "edgedp")

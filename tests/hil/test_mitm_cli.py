@@ -26,7 +26,7 @@ from edgedp.device import frames, protocol as P
 from edgedp.device.client import Device
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 pytestmark = pytest.mark.hil
 EDGEDP = str(ROOT / ".venv/bin/edgedp")

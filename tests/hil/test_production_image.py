@@ -25,7 +25,7 @@ from edgedp.device.targets.qemu import QemuTarget
 from edgedp.mech.lattice import MICRO
 from edgedp.mech.modes import Mode
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 pytestmark = pytest.mark.hil
 

@@ -16,7 +16,7 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget, ensure_image
 from edgedp.mech.lattice import MICRO, to_micro
 
-from ..conftest import DAY, TEST_EPOCH
+from ..helpers import DAY, TEST_EPOCH
 
 pytestmark = pytest.mark.hil
 X = np.array([0.3, 0.3, 0.4])

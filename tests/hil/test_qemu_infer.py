@@ -23,7 +23,7 @@ from edgedp.mech.modes import Mode
 from edgedp.model import cgen, reference
 from edgedp.model.image import InferReference
 
-from ..conftest import ROOT, TEST_EPOCH, make
+from ..helpers import ROOT, TEST_EPOCH, make
 
 pytestmark = pytest.mark.hil
 SPLIT = digits_split(0)

@@ -8,7 +8,7 @@ import pytest
 from edgedp.device.client import Device
 from edgedp.model import cgen
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 from .test_qemu_infer import inputs_1000, mlp_device, raw_mismatches
 
 pytestmark = pytest.mark.hil

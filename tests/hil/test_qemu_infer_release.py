@@ -9,7 +9,7 @@ from edgedp.device.client import Device
 from edgedp.model import cgen
 from edgedp.model.image import InferReference
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 from .test_qemu_infer import MODES, inputs_1000, mlp_device
 
 pytestmark = pytest.mark.hil

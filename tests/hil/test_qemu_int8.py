@@ -21,7 +21,7 @@ from edgedp.device.targets.qemu import free_port, qemu_argv, qmp
 from edgedp.model import cgen
 from edgedp.model.image import InferReference
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 from .test_qemu_infer import MODES, model_target, prepare, raw_mismatches
 
 pytestmark = pytest.mark.hil

@@ -19,7 +19,7 @@ import pytest
 from edgedp.device.errors import TransportError
 from edgedp.device.targets.renode import find_renode
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 
 pytestmark = pytest.mark.hil
 

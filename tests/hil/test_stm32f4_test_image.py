@@ -20,7 +20,7 @@ import pytest
 from edgedp.device.client import Device, connect
 from edgedp.device.targets.qemu import QemuTarget, ensure_image
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 pytestmark = pytest.mark.hil
 

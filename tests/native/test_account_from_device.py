@@ -11,7 +11,7 @@ from edgedp.analysis import accounting as acc
 from edgedp.cli import main
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
-from ..conftest import TEST_EPOCH
+from ..helpers import TEST_EPOCH
 
 pytestmark = pytest.mark.native
 

@@ -16,7 +16,7 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.transport import LinkWrapper
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import ROOT, TEST_EPOCH
+from ..helpers import ROOT, TEST_EPOCH
 
 pytestmark = pytest.mark.native
 

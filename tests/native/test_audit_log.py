@@ -19,7 +19,7 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 from edgedp.schema import AuditEvent as E
 
-from ..conftest import ROOT, TEST_EPOCH
+from ..helpers import ROOT, TEST_EPOCH
 
 pytestmark = pytest.mark.native
 EDGEDP = str(ROOT / ".venv/bin/edgedp")

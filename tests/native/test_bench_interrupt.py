@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 EDGEDP = str(ROOT / ".venv/bin/edgedp")
 KS, EPSILONS = (1, 10, 100, 1000), (1.0, 10.0)

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from edgedp.cli import main
 from edgedp.cli.exit_codes import ExitCode
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 EDGEDP = str(ROOT / ".venv/bin/edgedp")
 KEY = str(ROOT / "tests/keys/test-device.key")

@@ -15,7 +15,7 @@ from edgedp import DeviceError, Mode, open_device
 from edgedp.cli import device as cli_device
 from edgedp.cli import main
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 KEY = str(ROOT / "tests/keys/test-device.key")
 ROWS = "0.1,0.7,0.2\n0.3,0.3,0.4\n"

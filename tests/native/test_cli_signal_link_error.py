@@ -32,7 +32,7 @@ from edgedp.device.targets.posix import PosixTarget
 from edgedp.device.transport import Link, LinkWrapper
 from edgedp.mech.lattice import to_epsilon
 
-from ..conftest import TEST_EPOCH
+from ..helpers import TEST_EPOCH
 from .test_cli_late_signal import KEY, one_error_line, outputs  # noqa: F401 - outputs is a fixture
 
 pytestmark = pytest.mark.native

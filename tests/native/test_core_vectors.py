@@ -14,7 +14,7 @@ from cobs import cobs
 from edgedp.mech import chacha
 from edgedp.mech.reference import BitStream
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 pytestmark = pytest.mark.native
 TOOL = str(ROOT / "build/native/test_core")

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 pytestmark = pytest.mark.native
 OUT = ROOT / "build/native/test_flog"

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import ROOT, make
+from ..helpers import ROOT, make
 
 pytestmark = pytest.mark.native
 

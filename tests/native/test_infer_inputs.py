@@ -20,7 +20,7 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget
 from edgedp.device.transport import ProcessLink
 
-from ..conftest import ROOT, TEST_EPOCH, make, overflow_model_source
+from ..helpers import ROOT, TEST_EPOCH, make, overflow_model_source
 
 EPS = 1_000_000
 CFG = MechConfig(EPS, 0.0, 1.0, 2.0, None)   # the model's own output settings: INFER's plan = QUERY's

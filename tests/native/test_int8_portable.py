@@ -14,7 +14,7 @@ from edgedp.device.client import Device
 from edgedp.device.transport import ProcessLink
 from edgedp.model import cgen, reference
 
-from ..conftest import ROOT, TEST_EPOCH, make
+from ..helpers import ROOT, TEST_EPOCH, make
 
 pytestmark = pytest.mark.native
 

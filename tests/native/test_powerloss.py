@@ -19,7 +19,8 @@ from edgedp.device import admin, frames, protocol as P
 from edgedp.device.errors import DeviceError, ErrorCode, StateUnknown, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 
-from ..conftest import ROOT, PosixDevice
+from ..conftest import PosixDevice
+from ..helpers import ROOT
 
 pytestmark = pytest.mark.native
 EPS = 1_000_000  # micro-epsilon per query

@@ -21,7 +21,8 @@ from edgedp.device.errors import DeviceError, TransportError
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 
-from ..conftest import ROOT, TEST_EPOCH, PosixDevice
+from ..conftest import PosixDevice
+from ..helpers import ROOT, TEST_EPOCH
 
 pytestmark = pytest.mark.native
 X = np.array([0.1, 0.6, 0.3])

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from edgedp.mech import chacha
 from edgedp.mech.reference import BitStream
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 # draft-strombergson-chacha-test-vectors-01, 256-bit keys: (key, IV, rounds, first 64 bytes).
 TC1_KEY, TC1_IV = bytes(32), bytes(8)

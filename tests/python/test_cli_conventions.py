@@ -7,14 +7,7 @@ import subprocess
 from edgedp import paths
 from edgedp.cli.exit_codes import ExitCode
 
-from ..conftest import ROOT
-
-EDGEDP = str(ROOT / ".venv/bin/edgedp")
-
-
-def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
-    return subprocess.run([EDGEDP, *args], capture_output=True, text=True, timeout=120, env={**e, **(env or {})})
+from ..helpers import EDGEDP, cli_env, run_cli
 
 
 def test_the_table_is_distinct() -> None:
@@ -37,7 +30,8 @@ def test_the_device_errors_carry_their_row_of_the_table() -> None:
 
 
 def test_shell_completion_lists_commands() -> None:
-    r = run(env={"_EDGEDP_COMPLETE": "bash_complete", "COMP_WORDS": "edgedp qu", "COMP_CWORD": "1"})
+    r = run_cli(env={"_EDGEDP_COMPLETE": "bash_complete", "COMP_WORDS": "edgedp qu", "COMP_CWORD": "1",
+                     "EDGEDP_CONFIG": None})
     assert "query" in r.stdout, r.stdout + r.stderr
 
 
@@ -141,9 +135,8 @@ def blocked_on_a_fifo(tmp_path, **popen) -> tuple[subprocess.Popen, int]:
     then waits for rows."""
     fifo = tmp_path / "rows.csv"
     os.mkfifo(fifo)
-    e = {k: v for k, v in os.environ.items() if k != "EDGEDP_TARGET"}  # (EDGEDP_CONFIG: /dev/null, conftest)
-    p = subprocess.Popen([EDGEDP, "query", "--target", "posix", "--json", str(fifo)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=e, **popen)
+    p = subprocess.Popen([str(EDGEDP), "query", "--target", "posix", "--json", str(fifo)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=cli_env(), **popen)
     return p, os.open(fifo, os.O_WRONLY)
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from edgedp.cli import COMMANDS, main
 
-from ..conftest import ROOT
+from ..helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
 GROUPS = ("admin", "device", "attack")

@@ -1,0 +1,118 @@
+"""What tests share besides fixtures (those are in conftest.py): where things are, the `edgedp`
+command run as a user runs it, and the shape of its one-line errors.
+
+``run_cli`` runs the installed command in a child process (the console script of the Python
+that runs pytest, so a throwaway venv tests its own install); for the command in-process use
+``click.testing.CliRunner().invoke(edgedp.cli.main, [...])``. ``one_line_error`` takes the
+result of either."""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sysconfig
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pytest
+
+from edgedp import paths
+
+ROOT = Path(__file__).resolve().parents[1]
+EDGEDP = Path(sysconfig.get_path("scripts")) / "edgedp"
+"""The installed `edgedp` command, next to the Python running the tests."""
+KEY = str(paths.test_key_path())
+"""tests/keys/test-device.key: the public HMAC key built into test images."""
+EXTRA = {"unicorn": "bench", "capstone": "bench", "elftools": "bench", "mpmath": "bench", "matplotlib": "bench",
+         "sklearn": "analysis", "joblib": "analysis", "threadpoolctl": "analysis", "dp_accounting": "analysis",
+         "jax": "train", "optax": "train", "dask": "dist", "distributed": "dist", "emlearn": "peers",
+         "robot": "robot", "cryptography": "test", "platformio": "test"}
+"""The extra of pyproject.toml that installs each optional module the tests import."""
+TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
+DAY = 86400
+
+
+def require(*modules: str) -> None:
+    """Skip unless every module imports: called at a test module's top (before its imports of
+    them) it skips the whole module, so collection with the base install (``pip install -e .``)
+    never errors; the reason names the extra to install (EXTRA)."""
+    for m in modules:
+        pytest.importorskip(m, reason=f"{m} is not installed (pip install -e '.[{EXTRA[m]}]')")
+
+
+def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The environment of a child `edgedp`: the test's own (conftest.py points EDGEDP_STATE_DIR
+    at an empty folder and EDGEDP_CONFIG at /dev/null) without EDGEDP_TARGET, so a developer's
+    default target never stands in for the one a test names; then ``env``, where None unsets
+    a variable (``{"EDGEDP_CONFIG": None}``: the command looks for edgedp.toml itself)."""
+    e = {k: v for k, v in os.environ.items() if k != "EDGEDP_TARGET"}
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
+    return e
+
+
+def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
+            env: Mapping[str, str | None] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`edgedp ARGS...` in a child process (environment: ``cli_env(env)``), its output captured
+    as text; never raises on a non-zero exit (the test asserts the code it expects)."""
+    return subprocess.run([str(EDGEDP), *args], capture_output=True, text=True, input=stdin, cwd=cwd,
+                          env=cli_env(env), timeout=timeout)
+
+
+class _Outcome(Protocol):
+    @property
+    def stderr(self) -> str: ...
+
+
+def exit_code(r: subprocess.CompletedProcess[str] | _Outcome) -> int:
+    """The exit code of a child process (returncode) or of a CliRunner result (exit_code)."""
+    code = r.returncode if isinstance(r, subprocess.CompletedProcess) else getattr(r, "exit_code")
+    assert isinstance(code, int), code
+    return code
+
+
+def one_line_error(r: subprocess.CompletedProcess[str] | _Outcome, reason: str) -> None:
+    """The command failed with exactly one line on stderr, ``edgedp: error: ...`` naming
+    ``reason``, and no traceback anywhere."""
+    out = r.stdout if isinstance(r, subprocess.CompletedProcess) else getattr(r, "output")
+    assert exit_code(r) != 0, out
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("edgedp: error:"), r.stderr
+    assert reason in r.stderr, r.stderr
+    assert "Traceback" not in out and "Traceback" not in r.stderr
+
+
+def make(*targets: str) -> None:
+    """Build targets, one make at a time per target list: two pytest-xdist workers can ask for the
+    same image (test_qemu_infer_raw.py and test_qemu_infer_release.py)."""
+    lock = ROOT / "build" / (".make-" + "+".join(t.replace("/", "_") for t in targets) + ".lock")
+    lock.parent.mkdir(exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        r = subprocess.run(["make", "-C", str(ROOT), *targets], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def overflow_model_source(tmp_path: Path) -> Path:
+    """build/gen/models/overflow.c, written by `edgedp deploy`: a softmax logistic regression on
+    64 inputs clamped to [0, 1] whose weights of 3e38 overflow a logit to Inf from two pixels at 1
+    (the softmax then gives NaN), for the images built from build/gen/models (Makefile)."""
+    joblib = pytest.importorskip("joblib", reason="the demo extra (pip install -e '.[demo]')")
+    linear_model = pytest.importorskip("sklearn.linear_model", reason="the demo extra (pip install -e '.[demo]')")
+    from click.testing import CliRunner
+
+    from edgedp.cli import main
+    X = np.random.default_rng(0).random((40, 64))
+    m = linear_model.LogisticRegression(max_iter=200).fit(X, np.arange(40) % 10)
+    m.coef_ = np.full_like(m.coef_, 3e38)
+    joblib.dump(m, tmp_path / "overflow.joblib")
+    out = ROOT / "build/gen/models/overflow.c"
+    r = CliRunner().invoke(main, ["deploy", str(tmp_path / "overflow.joblib"), "--out", str(out),
+                                  "--input-range", "0", "1"])
+    assert r.exit_code == 0, r.output
+    assert "inputs clamped to [0, 1] (given)" in r.output
+    return out
