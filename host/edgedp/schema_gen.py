@@ -27,9 +27,11 @@ from .paths import project_root
 
 HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "mech.h", "dlap.h", "store.h", "port.h")
 """Headers read, in this order (a constant may use any constant defined before it)."""
-OPTIONS = ("EDP_MAX_CLASSES", "EDP_MAX_TOPK", "EDP_MAX_ROUND_DIGITS")
+OPTIONS = ("EDP_MAX_CLASSES", "EDP_MAX_TOPK", "EDP_MAX_ROUND_DIGITS", "EDP_FIRMWARE_VERSION")
 """options.h entries the host relies on (their defaults: an image built with other values
-must say so through INFO, as max_classes does)."""
+must say so through INFO, as max_classes does). EDP_FIRMWARE_VERSION is the project's one
+version: the package's (edgedp.version, pyproject.toml's dynamic version), CMake's and
+library.json's (tests/python/test_version.py)."""
 ENUMS = {
     "edp_frame_type": ("FrameType", "EDP_T_", "frame types (proto.h)"),
     "edp_error": ("ErrorCode", "EDP_", "error codes as carried on the wire: the positive value of EDP_ERR_* (error.h)"),
@@ -60,7 +62,7 @@ class Field:
 @dataclass
 class Constant:
     name: str           # Python name (C name without EDP_)
-    value: int | float | bytes
+    value: int | float | bytes | str
     comment: str
     header: str
     layout: tuple[Field, ...] | None = None
@@ -89,10 +91,15 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
         ast.RShift: operator.rshift, ast.BitOr: operator.or_}
 
 
-def _evaluate(text: str, env: dict[str, int | float | bytes], where: str) -> int | float | bytes:
-    """The value of a C constant expression of integers, doubles, constants in env, or a
-    brace list of character literals (bytes)."""
+def _evaluate(text: str, env: dict[str, int | float | bytes | str], where: str) -> int | float | bytes | str:
+    """The value of a C constant expression of integers, doubles, constants in env, a brace
+    list of character literals (bytes), or one plain string literal (str: printable ASCII, no
+    escapes)."""
     t = text.strip()
+    if re.fullmatch(r'"[ !#-\[\]-~]*"', t):
+        return t[1:-1]
+    if t.startswith('"'):
+        raise SchemaError(f"{where}: cannot read {text!r} (a string constant is printable ASCII without escapes)")
     chars = re.fullmatch(r"\{\s*('(?:[^'\\]|\\.)'\s*(?:,\s*'(?:[^'\\]|\\.)'\s*)*)\}", t)
     if chars:
         return bytes(ord(ast.literal_eval(c)) for c in re.findall(r"'(?:[^'\\]|\\.)'", chars.group(1)))
@@ -156,7 +163,7 @@ def _comment(rest: str, lines: list[str], i: int) -> tuple[str, str, int]:
 def parse(include_dir: Path | None = None) -> Schema:
     """The schema as the headers state it."""
     inc = include_dir or project_root() / "firmware" / "core" / "include" / "edgedp"
-    env: dict[str, int | float | bytes] = {}
+    env: dict[str, int | float | bytes | str] = {}
     constants: dict[str, Constant] = {}
     enums: dict[str, Enum] = {}
     for header in HEADERS:
@@ -166,8 +173,7 @@ def parse(include_dir: Path | None = None) -> Schema:
         while i < len(lines):
             m = _DEFINE.match(lines[i])
             where = f"{header}:{i + 1}"
-            if m and m.group(2).strip() and not m.group(2).lstrip().startswith('"') and \
-                    (header != "options.h" or m.group(1) in OPTIONS):
+            if m and m.group(2).strip() and (header != "options.h" or m.group(1) in OPTIONS):
                 cname, rest = m.groups()
                 value_text, com, i = _comment(rest, lines, i)
                 if cname in env:

@@ -62,6 +62,19 @@ def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
     assert got == sorted([*core_sources(), "src/extra_probe.c"])
 
 
+def test_cmake_project_version_is_the_headers(tmp_path: Path) -> None:
+    """The configured project's version is EDP_FIRMWARE_VERSION (options.h), the one version."""
+    from edgedp import schema as S
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
+        f"add_subdirectory({CORE} edgedp)\nget_directory_property(v DIRECTORY {CORE} DEFINITION PROJECT_VERSION)\n"
+        'message(STATUS "EDP_VERSION=${v}")\n')
+    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    assert f"EDP_VERSION={S.FIRMWARE_VERSION}\n" in out
+
+
 def test_library_json_selects_exactly_the_core_sources() -> None:
     build = json.loads((CORE / "library.json").read_text())["build"]
     src = CORE / build["srcDir"]
