@@ -57,12 +57,18 @@ INFER_TICKS = 4
 INFER_TICKS_FMT = struct.Struct('<I')
 # BUDGET's today without a trusted clock
 NO_DAY = 0xFFFFFFFF
-# build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 |
-#   tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32
-INFO_HEAD = 24
-INFO_HEAD_FMT = struct.Struct('<BBBBHBBIIII')
-# each INFO text (version, board): len u8 + at most this many ASCII bytes
+INFO_VERSION = 2
+# info_version u8 | build u8 | store u8 | store_ok u8 | time_ok u8 | tick_kind u8 | max_classes
+#   u16 | tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 | rx_buffer
+#   u32 | noise_entropy u8 | nonce_entropy u8 | model_kind u8 | model_head u8 | model_classes
+#   u16 | model_rank u8 | model_dim0 u16 | model_dim1 u16 | model_dim2 u16 | model_dim3 u16 |
+#   model_sha256 u8[32]
+INFO_HEAD = 75
+INFO_HEAD_FMT = struct.Struct('<BBBBBBHIIIIIBBBBHBHHHH32s')
+# each INFO text (version, board, model name): len u8 + at most this many ASCII bytes
 INFO_TEXT_MAX = 32
+# the model_dim fields
+INFO_MAX_RANK = 4
 # recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 |
 #   lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro
 #   u32 | lo f32 | hi f32 | sensitivity f32 | m i32
@@ -197,6 +203,10 @@ AUDIT_OFFSET = 256
 # bytes every port's store holds
 STORE_SIZE = 896
 
+# ---- model.h
+# most dims of a model's input shape (edp_model_t.in_shape)
+MODEL_MAX_RANK = 4
+
 
 class FrameType(IntEnum):
     """Frame types (proto.h)."""
@@ -221,6 +231,21 @@ class FrameType(IntEnum):
     AUDIT_LOG = 0x27  # authenticated read of the audit log (edgedp/store.h), with a fresh nonce
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
+
+
+class EntropyHealth(IntEnum):
+    """Health of a randomness source in INFO (proto.h)."""
+
+    OK = 0  # the source's last draw succeeded
+    FAILED = 1  # its last draw failed: what depends on it is refused (EDP_ERR_ENTROPY)
+
+
+class ModelKind(IntEnum):
+    """Kind of the model in INFO (proto.h)."""
+
+    NONE = 0  # no model: INFER answers EDP_ERR_NO_MODEL
+    F32 = 1  # float32 kernels
+    S8 = 2  # int8 kernels (edp_model_t.s8)
 
 
 class ErrorCode(IntEnum):
@@ -286,3 +311,10 @@ class TickKind(IntEnum):
     SYSTICK = 0
     DWT = 1  # DWT CYCCNT: real core cycles
     HOST_NS = 2  # host monotonic clock, nanoseconds
+
+
+class ModelHead(IntEnum):
+    """Model heads (model.h)."""
+
+    SOFTMAX = 0  # one net; output = softmax of its logits, range [0, 1]
+    VOTES = 1  # T nets; output c = number of nets whose argmax is class c, range [0, T]

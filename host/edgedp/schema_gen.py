@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .paths import project_root
 
-HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "mech.h", "dlap.h", "store.h", "port.h")
+HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "mech.h", "dlap.h", "store.h", "port.h", "model.h")
 """Headers read, in this order (a constant may use any constant defined before it)."""
 OPTIONS = ("EDP_MAX_CLASSES", "EDP_MAX_TOPK", "EDP_MAX_ROUND_DIGITS", "EDP_FIRMWARE_VERSION")
 """options.h entries the host relies on (their defaults: an image built with other values
@@ -39,6 +39,9 @@ ENUMS = {
     "edp_store_state": ("StoreState", "EDP_STORE_", "store state found at boot (store.h)"),
     "edp_tick_kind": ("TickKind", "EDP_TICK_", "tick unit of the answers' ticks (port.h)"),
     "edp_audit_event": ("AuditEvent", "EDP_AUDIT_", "audit log events (store.h)"),
+    "edp_info_entropy": ("EntropyHealth", "EDP_INFO_ENTROPY_", "health of a randomness source in INFO (proto.h)"),
+    "edp_info_model": ("ModelKind", "EDP_INFO_MODEL_", "kind of the model in INFO (proto.h)"),
+    "edp_model_head": ("ModelHead", "EDP_MODEL_", "model heads (model.h)"),
 }
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "f32": "f"}
 OUTPUT = Path(__file__).with_name("schema.py")

@@ -115,10 +115,17 @@ def test_state_and_admin_answers_are_checked_against_the_key() -> None:
 
 
 def test_info_parses_and_rejects_cut_text() -> None:
-    body = P.Info.FMT.pack(1, 0, 1, 1, 1024, 0, 1, 168_000_000, 3, 60, 0) + b"\x050.1.0" + b"\x04qemu"
+    sha = bytes(range(32))
+    body = P.Info.FMT.pack(2, 1, 1, 1, 0, 0, 1024, 168_000_000, 3, 60, 0, 4096, 0, 1, 2, 1, 10, 2, 8, 8, 0, 0, sha) + \
+        b"\x050.4.0" + b"\x04qemu" + b"\x05probe"
     i = P.Info.parse(body)
-    assert (i.build, i.store, i.firmware_version, i.board, i.max_classes) == ("test", "fresh", "0.1.0", "qemu", 1024)
-    assert i.rate == P.Rate(3, 60, 0)
+    assert (i.build, i.store, i.firmware_version, i.board, i.max_classes) == ("test", "fresh", "0.4.0", "qemu", 1024)
+    assert i.rate == P.Rate(3, 60, 0) and i.rx_buffer == 4096
+    assert (i.noise_entropy, i.nonce_entropy, i.entropy) == ("ok", "failed", "failed")
+    assert i.model == P.ModelInfo("probe", "int8", "votes", (8, 8), 10, sha.hex()) and i.model.n_features == 64
+    v1 = struct.pack("<BBBBHBBIIII", 1, 0, 1, 1, 1024, 0, 1, 168_000_000, 3, 60, 0) + b"\x050.3.0" + b"\x04qemu"
+    with pytest.raises(TransportError, match="INFO version 1 .firmware 0.3.0 or older.; this host reads version 2"):
+        P.Info.parse(v1)
     for bad in (body[:-1], body + b"x", body[:P.Info.FMT.size + 1]):
         with pytest.raises(TransportError, match="INFO"):
             P.Info.parse(bad)
