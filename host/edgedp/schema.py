@@ -1,5 +1,5 @@
 """The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:
-do not edit (change the header and regenerate; tests/unit/test_schema.py fails on any drift).
+do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).
 
 Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.
 """

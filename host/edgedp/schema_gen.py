@@ -8,7 +8,7 @@ types u8 u16 u32 u64 i8 i16 i32 f32, ``u8[N]`` for N bytes): the generator check
 add up to the constant and writes ``NAME_FMT``, the ``struct.Struct`` of that layout.
 
 ``python -m edgedp.schema_gen`` rewrites the module; ``--check`` exits 1 when it is stale
-(tests/unit/test_schema.py runs the check, so a header change without a regenerated module
+(tests/python/test_schema.py runs the check, so a header change without a regenerated module
 fails the test suite, not a session against QEMU).
 """
 from __future__ import annotations
@@ -223,7 +223,7 @@ def _literal(c: Constant) -> str:
 def render(schema: Schema) -> str:
     """The text of edgedp/schema.py."""
     out = ['"""The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:',
-           "do not edit (change the header and regenerate; tests/unit/test_schema.py fails on any drift).",
+           "do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).",
            "",
            "Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.",
            '"""',

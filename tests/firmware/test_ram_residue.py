@@ -13,6 +13,11 @@ import struct
 
 import numpy as np
 import pytest
+
+from ..helpers import ROOT, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from unicorn import UC_HOOK_CODE
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3,
                                UC_ARM_REG_R12, UC_ARM_REG_SP)
@@ -22,8 +27,6 @@ from edgedp.bench.trace import RAM_BASE, RAM_SIZE, Emulator, TraceLink
 from edgedp.device.client import Device, load_key
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.model import cgen, reference
-
-from ..helpers import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ..helpers import ROOT, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from edgedp.datasets import digits_split
 from edgedp.bench.trace import Emulator, TraceLink
 from edgedp.device.client import Device, load_key
@@ -28,7 +32,6 @@ from edgedp.device.errors import DeviceError, ErrorCode
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget
 
-from ..helpers import ROOT
 
 TIMING_ELF = ROOT / "build" / "qemu-timing" / "edgedp.elf"
 TEST_ELF = ROOT / "build" / "qemu" / "edgedp.elf"

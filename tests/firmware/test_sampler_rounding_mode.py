@@ -22,6 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from ..helpers import require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from unicorn.arm_const import UC_ARM_REG_FPSCR
 
 from edgedp.bench.trace import Emulator, TraceLink

@@ -6,6 +6,10 @@ import struct
 
 import numpy as np
 
+from ..helpers import require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from edgedp.bench.run import TARGET_FLASH, TARGET_RAM
 from edgedp.bench.trace import Emulator, TraceLink
 from edgedp.device.client import Device

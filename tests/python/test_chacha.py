@@ -7,12 +7,16 @@ import struct
 
 import numpy as np
 import pytest
+
+from ..helpers import ROOT, require
+
+require("cryptography")  # the reference ChaCha
+
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from edgedp.mech import chacha
 from edgedp.mech.reference import BitStream
 
-from ..helpers import ROOT
 
 # draft-strombergson-chacha-test-vectors-01, 256-bit keys: (key, IV, rounds, first 64 bytes).
 TC1_KEY, TC1_IV = bytes(32), bytes(8)

@@ -15,7 +15,7 @@ Unicorn, what those constants must cover:
   depend on nchunks only, so one call measures it exactly;
 - ``less_than``: a comparison over n limbs, run with a keystream forced equal to the limbs so that
   it goes through every one (its longest path);
-- ``refill``: edp_drbg_next_block (4 ChaCha12 blocks and the key erasure: no data-dependent branch);
+- ``refill``: edp_drbg_next_block (EDP_DRBG_BATCH_BLOCKS = 6 ChaCha12 blocks and the key erasure: no data-dependent branch);
 - ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L;
 - :func:`nonfinite_paths`: device.c's finite_output (the check of a model's outputs, the fixed
   vector for a non-finite one) by class count, its longest path, and its call site.

@@ -6,7 +6,7 @@ A sample of the discrete Laplace law with scale t lattice steps carries
 
 (-sum p log2 p in closed form: P(z) = (1 - r) / (1 + r) r^|z|, E|z| = 2 r / (1 - r^2)). No sampler
 can use fewer keystream bits on average, and every bit costs the generator's instructions per bit:
-one batch (edp_drbg_next_block, four ChaCha12 blocks and the key erasure) counted in Unicorn on
+one batch (edp_drbg_next_block: EDP_DRBG_BATCH_BLOCKS, six, ChaCha12 blocks and the key erasure) counted in Unicorn on
 the image, over the words it outputs (the batch's words after the next key's). The limit per class adds 4 operations (load the input,
 round it, add the noise, store the value):
 

@@ -13,9 +13,10 @@ from ..device.errors import DeviceError
 from ..device.protocol import Caps, MechConfig
 from ..mech.lattice import to_epsilon, to_micro
 from .common import handle_errors, target_option
-from .device import budget_dict, resolve_key
+from .keys import resolve_key
 from .output import StopRequest
 from .params import DAILY_CAP, EPSILON
+from .state import budget_dict
 
 
 def bundled_sample() -> tuple[np.ndarray, np.ndarray]:

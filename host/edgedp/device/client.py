@@ -143,7 +143,8 @@ class Device:
         """Resynchronise: flush any half-received frame with 0x00 and PING until one answers.
 
         Bytes sent while a device boots are dropped by its UART, so this retries."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while True:
             self.link.write(b"\x00")
             try:
@@ -151,7 +152,8 @@ class Device:
                 return
             except TransportError:
                 if time.monotonic() > deadline:
-                    raise TransportError("the device does not answer PING (is it running this firmware?)") from None
+                    raise TransportError(f"the device does not answer PING within {wait:g} s "
+                                         "(is it running this firmware?)") from None
 
     # ---- commands -----------------------------------------------------------
     def ping(self, data: bytes = b"", timeout: float | None = None) -> bytes:
