@@ -41,11 +41,41 @@ def test_core_base_names_are_unique() -> None:
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
 
 
-def test_cmake_lists_exactly_the_core_sources() -> None:
+def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
+    """CMakeLists.txt names no source of its own: the library it configures is EDP_CORE_SRCS,
+    and a source added to sources.mk reaches it (the archive test below counts the objects)."""
     text = (CORE / "CMakeLists.txt").read_text()
-    block = re.search(r"add_library\(edgedp_core STATIC(.*?)\)", text, re.S)
-    assert block, "CMakeLists.txt has no edgedp_core library"
-    assert sorted(block.group(1).split()) == core_sources()
+    assert not re.findall(r"\bsrc/\S+\.c\b", text), "CMakeLists.txt lists sources: read sources.mk"
+    copy = tmp_path / "firmware"
+    shutil.copytree(CORE, copy / "core", ignore=shutil.ignore_patterns("build*"))
+    mk = (ROOT / "firmware" / "sources.mk").read_text()
+    (copy / "core" / "src" / "extra_probe.c").write_text("int edp_extra_probe(void) { return 1; }\n")
+    (copy / "sources.mk").write_text(mk.replace("firmware/core/src/budget.c \\",
+                                                "firmware/core/src/budget.c \\\n\tfirmware/core/src/extra_probe.c \\"))
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
+        f"add_subdirectory({copy / 'core'} edgedp)\n"
+        "get_target_property(s edgedp_core SOURCES)\nmessage(STATUS \"EDP_SOURCES=${s}\")\n")
+    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    listed = re.search(r"EDP_SOURCES=(.*)", out)
+    assert listed
+    got = sorted(str(Path(s).relative_to(copy / "core")) for s in listed.group(1).split(";"))
+    assert got == sorted([*core_sources(), "src/extra_probe.c"])
+
+
+def test_cmake_project_version_is_the_headers(tmp_path: Path) -> None:
+    """The configured project's version is EDP_FIRMWARE_VERSION (options.h), the one version."""
+    from edgedp import schema as S
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
+        f"add_subdirectory({CORE} edgedp)\nget_directory_property(v DIRECTORY {CORE} DEFINITION PROJECT_VERSION)\n"
+        'message(STATUS "EDP_VERSION=${v}")\n')
+    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    assert f"EDP_VERSION={S.FIRMWARE_VERSION}\n" in out
 
 
 def test_library_json_selects_exactly_the_core_sources() -> None:

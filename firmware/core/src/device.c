@@ -27,6 +27,8 @@ EDP_STATIC_ASSERT(rx_holds_response, EDP_WIRE_MAX >= EDP_COBS_MAX(EDP_FRAME_MAX)
 EDP_STATIC_ASSERT(audit_fits, EDP_AUDIT_HEAD + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY + EDP_AUTH_TAG <= EDP_BODY_MAX);
 EDP_STATIC_ASSERT(audit_entry_is_stored_entry, EDP_AUDIT_ENTRY + 2u == EDP_AUDIT_ENTRY_SIZE);  /* edp_audit_pack */
 EDP_STATIC_ASSERT(rate_error_body, EDP_RATE_ERROR_BODY == EDP_ERROR_BODY + 4u);
+EDP_STATIC_ASSERT(info_shape_is_the_models, EDP_INFO_MAX_RANK == EDP_MODEL_MAX_RANK);
+EDP_STATIC_ASSERT(info_fits, EDP_INFO_HEAD + 3u * (1u + EDP_INFO_TEXT_MAX) <= EDP_BODY_MAX);
 
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
@@ -633,22 +635,37 @@ static uint8_t *write_rate(const edp_dev_t *d, uint8_t *o)
     return edp_wr32(o, d->rec.rate.tarpit_ms);
 }
 
+/* INFO, version 2 (proto.h EDP_INFO_HEAD, docs/protocol.md): never depends on
+ * entropy, clock or budget, and draws nothing. */
 static int cmd_info(edp_dev_t *d, uint8_t **o)
 {
-    uint32_t day, tick_hz;
+    const edp_model_t *m = d->model;
+    uint32_t day, tick_hz, i;
     uint8_t tick_kind;
     d->port->tick_unit(d->port->ctx, &tick_hz, &tick_kind);
+    *o = edp_wr8(*o, EDP_INFO_VERSION);
     *o = edp_wr8(*o, EDP_TEST_BUILD ? 1 : 0);
-    *o = edp_wr8(*o, d->entropy_ok ? 0 : 1);
     *o = edp_wr8(*o, d->store_state);
-    *o = edp_wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
-    *o = edp_wr16(*o, EDP_MAX_CLASSES);
-    *o = edp_wr8(*o, tick_kind);
     *o = edp_wr8(*o, d->store_ok);
+    *o = edp_wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
+    *o = edp_wr8(*o, tick_kind);
+    *o = edp_wr16(*o, EDP_MAX_CLASSES);
     *o = edp_wr32(*o, tick_hz);
     *o = write_rate(d, *o);
+    *o = edp_wr32(*o, d->port->rx_buffer);
+    *o = edp_wr8(*o, d->entropy_ok ? EDP_INFO_ENTROPY_OK : EDP_INFO_ENTROPY_FAILED);
+    *o = edp_wr8(*o, d->auth_ok ? EDP_INFO_ENTROPY_OK : EDP_INFO_ENTROPY_FAILED);
+    *o = edp_wr8(*o, !m ? EDP_INFO_MODEL_NONE : (m->s8 ? EDP_INFO_MODEL_S8 : EDP_INFO_MODEL_F32));
+    *o = edp_wr8(*o, m ? m->head : 0);
+    *o = edp_wr16(*o, m ? m->n_classes : 0);
+    *o = edp_wr8(*o, m ? m->in_rank : 0);
+    for (i = 0; i < EDP_INFO_MAX_RANK; i++) *o = edp_wr16(*o, m && i < m->in_rank ? m->in_shape[i] : 0);
+    if (m) memcpy(*o, m->sha256, sizeof m->sha256);
+    else memset(*o, 0, sizeof m->sha256);
+    *o += sizeof m->sha256;
     *o = wrs(*o, EDP_FIRMWARE_VERSION);
     *o = wrs(*o, d->port->board);
+    *o = wrs(*o, m ? m->name : "");
     return EDP_OK;
 }
 

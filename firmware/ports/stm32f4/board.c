@@ -288,6 +288,7 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "stm32f4",
+    .rx_buffer = EDP_STM32_RX_RING,  /* the console's receive ring (INFO: the host pipelines within it) */
     .auth_entropy = EDP_TEST_BUILD ? rng_entropy : 0,  /* production: the RNG, through entropy() */
     .flash = &flog_flash,
     .window_open = window_open,

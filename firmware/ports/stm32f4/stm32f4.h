@@ -117,14 +117,13 @@ void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uin
  * drained by the frame loop (edp_stm32_rx_read): EDP_STM32_RX_RING bytes =
  * 75 QUERY requests of k = 10 (54 B), room for the host's 8 in flight of up
  * to 512 B each. Each slot is 16 bits (the byte and its loss flags), so the
- * ring takes 2 x EDP_STM32_RX_RING = 8 KiB of the 128 KiB SRAM. The host
- * pipelines at most this many bytes of requests to this firmware beyond the
- * first (host/edgedp/device/transport.py, BOARD_RX_BUFFER); the first request
- * goes alone when nothing is outstanding, so a maximal frame (EDP_WIRE_MAX =
- * 4,138 B, larger than the ring) streams through while the frame loop drains
- * it. A power of two. Not a build option: the host knows this size by the
- * firmware version INFO reports, so a different ring is a different version
- * (EDP_FIRMWARE_VERSION) and a new BOARD_RX_BUFFER entry. */
+ * ring takes 2 x EDP_STM32_RX_RING = 8 KiB of the 128 KiB SRAM. The port
+ * reports it as edp_port_t.rx_buffer, which INFO carries: the host pipelines at
+ * most this many bytes of requests beyond the first
+ * (host/edgedp/device/transport.py, SerialLink.learn_rx_buffer); the first
+ * request goes alone when nothing is outstanding, so a maximal frame
+ * (EDP_WIRE_MAX = 4,138 B, larger than the ring) streams through while the
+ * frame loop drains it. A power of two. */
 #define EDP_STM32_RX_RING 4096u
 #if EDP_STM32_RX_RING & (EDP_STM32_RX_RING - 1u)
 #error "EDP_STM32_RX_RING must be a power of two"

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from dp_accounting.pld import privacy_loss_distribution
 from scipy.stats import binom
 
-from ..mech.lattice import DELTA_BITS, MICRO, SLACK_BITS, auto_exponent, to_micro
+from ..mech.lattice import DELTA_BITS, SLACK_BITS, auto_exponent, to_epsilon, to_micro
 
 DEFAULT_DELTA = 1e-6
 DEFAULT_CLASSES = 10        # the softmax / ensemble mechanisms of the analysis: k = 10, Delta = 2
@@ -336,7 +336,7 @@ def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: 
     return Plan(epsilon=epsilon, target_epsilon=target_epsilon, days=days, delta=delta, method=method,
                 daily_queries=q, total_queries=q * days,
                 achieved_epsilon=total(epsilon, q * days, delta, method, mech) if q else 0.0,
-                daily_cap=q * eps_micro / MICRO, lifetime_cap=q * days * eps_micro / MICRO)
+                daily_cap=to_epsilon(q * eps_micro), lifetime_cap=to_epsilon(q * days * eps_micro))
 
 
 def tpr_bound(epsilon: float, fpr: float, delta: float = 0.0) -> float:

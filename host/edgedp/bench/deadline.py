@@ -36,6 +36,7 @@ from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
 
 from ..device.client import Device, load_key
 from ..device.protocol import Caps, MechConfig
+from ..mech.lattice import MICRO
 from .trace import Emulator, TraceLink
 
 LOOP = "edp_dlap_noisy"
@@ -124,7 +125,7 @@ def _counted(emu: Emulator, name: str, *args: int) -> int:
 def _configure(emu: Emulator, cfg: int, log2_t: float) -> None:
     """epsilon 1, m = 20, k = 1 and sensitivity for t ~ 2^log2_t."""
     sens = 2.0 ** (log2_t - 20)
-    emu.uc.mem_write(cfg, struct.pack("<Ifffi", 1_000_000, 0.0, 1.0, sens, 20))
+    emu.uc.mem_write(cfg, struct.pack("<Ifffi", MICRO, 0.0, 1.0, sens, 20))
 
 
 def measure(elf: str | Path, max_chunks: int = 6) -> WorstPaths:

@@ -118,7 +118,7 @@ def _device_mechanism(target: str | None, classes: int | None,
     in the middle can rewrite. The last value is True only if all of it was authenticated (a key
     and --classes); the text says which part was not."""
     from ..device.client import load_key, open_device
-    from ..mech.lattice import MICRO
+    from ..mech.lattice import to_epsilon
 
     with open_device(target) as dev:
         b = dev.state(load_key(key_file)).budget if key_file else dev.budget()
@@ -126,12 +126,13 @@ def _device_mechanism(target: str | None, classes: int | None,
     mech = accounting.Mechanism(k, float(b.sensitivity), b.m)
     how = "authenticated (STATE)" if key_file else \
         "unauthenticated (BUDGET, which a man in the middle can rewrite: pass --key-file)"
-    return b.epsilon_micro / MICRO, mech, (f"read from the device, {how}: ε = {b.epsilon_micro / MICRO:g}, "
-                                           f"Δ = {float(b.sensitivity):g}, lattice "
-                                           f"{'automatic' if b.m is None else f'2^-{b.m}'}"
-                                           + ("" if classes is not None else
-                                              f", k = {k} (its largest answer, from the unauthenticated INFO: "
-                                              f"give --classes)")), \
+    eps = to_epsilon(b.epsilon_micro)
+    return eps, mech, (f"read from the device, {how}: ε = {eps:g}, "
+                       f"Δ = {float(b.sensitivity):g}, lattice "
+                       f"{'automatic' if b.m is None else f'2^-{b.m}'}"
+                       + ("" if classes is not None else
+                          f", k = {k} (its largest answer, from the unauthenticated INFO: "
+                          f"give --classes)")), \
         bool(key_file) and classes is not None
 
 

@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from ..device.protocol import MAX_UNIX_TIME
-from ..mech.lattice import MAX_CLASSES, MICRO, to_micro
+from ..mech.lattice import MAX_CLASSES, MICRO, to_epsilon, to_micro
 from ..mech.modes import MODE_TOPK, Mode
 
 U32, U64 = 2**32 - 1, 2**64 - 1
@@ -48,7 +48,7 @@ class _Number(click.ParamType):
                 self.fail(f"{self.what} must be at least 1e-6 (the device counts micro-epsilon), not {value}",
                           param, ctx)
             if micro > self.micro_max:
-                self.fail(f"{self.what} must be at most {self.micro_max / MICRO:.6f} (the device's "
+                self.fail(f"{self.what} must be at most {to_epsilon(self.micro_max):.6f} (the device's "
                           f"{'32' if self.micro_max == U32 else '64'}-bit micro-epsilon), not {value}", param, ctx)
         elif not v <= self.high:
             self.fail(f"{self.what} must be at most {self.high:g}, not {value}", param, ctx)

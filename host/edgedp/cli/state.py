@@ -38,21 +38,28 @@ def info(target: str | None, as_json: bool) -> None:
     """Board, build, entropy and firmware facts of a device."""
     with open_device(target) as dev:
         i = dev.info()
-        model = describe_target_model(dev.target)
-    d = {"board": i.board, "build": i.build, "entropy": i.entropy, "firmware_version": i.firmware_version,
-         "max_classes": i.max_classes, "tick": i.tick_kind, "tick_hz": i.tick_hz,
+        image = describe_target_model(dev.target)
+    model: dict | None = None
+    if i.model is not None:  # the device's own account (INFO v2); the image's settings when it is that model
+        m = i.model
+        model = {"name": m.name, "sha256": m.sha256, "kind": m.kind, "head": m.head,
+                 "input_shape": list(m.input_shape), "n_features": m.n_features, "n_classes": m.classes}
+        if isinstance(image, dict) and image["sha256"] == m.sha256:
+            model.update({k: image[k] for k in ("nets", "range", "sensitivity")})
+    d = {"board": i.board, "build": i.build, "entropy": i.entropy, "noise_entropy": i.noise_entropy,
+         "nonce_entropy": i.nonce_entropy, "firmware_version": i.firmware_version,
+         "max_classes": i.max_classes, "rx_buffer": i.rx_buffer, "tick": i.tick_kind, "tick_hz": i.tick_hz,
          "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model, **rate_dict(i.rate)}
     if as_json:
         emit_json(d)
     else:
         for k, v in d.items():
             if k == "model" and isinstance(v, dict):
-                v = (f"{v['name']} ({v['head']} head, {v['n_features']} inputs -> {v['n_classes']} classes, "
-                     f"sha256 {v['sha256'][:16]}…)")
+                v = (f"{v['name']} ({v['kind']}, {v['head']} head, input "
+                     f"{'x'.join(map(str, v['input_shape']))} -> {v['n_classes']} classes, sha256 {v['sha256'][:16]}…)")
             elif k in ("board", "firmware_version"):  # the device's own text
                 v = shown(v)
             click.echo(f"{k:17s} {'none' if v is None else v}")
-
 
 UNAUTHENTICATED = ("unauthenticated: read with BUDGET, which a man in the middle can rewrite; "
                    "pass --key-file for the authenticated state")

@@ -438,16 +438,17 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
 
     Retries PING for ``sync_timeout`` (default ``timeout``) while the firmware boots; the
     caller stops the target (also when this raises). On a link that does not know yet how many
-    requests the device buffers (a board at a URL: transport.SerialLink) it asks INFO once."""
+    requests the device buffers (a board at a URL: transport.SerialLink) it asks INFO once (its
+    rx_buffer)."""
     dev = Device(link or target.link(), timeout=timeout, target=target)
     dev.sync(sync_timeout)
     if getattr(dev.link, "board_pending", False):  # a board at a URL: may it take pipelined requests?
         try:
             info = dev.info()
         except (DeviceError, TransportError):  # not an INFO this host reads: one request at a time
-            dev.link.learn_board("", "")  # type: ignore[attr-defined]  # board_pending: a SerialLink
+            dev.link.learn_rx_buffer(0)  # type: ignore[attr-defined]  # board_pending: a SerialLink
         else:
-            dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]  # as above
+            dev.link.learn_rx_buffer(info.rx_buffer)  # type: ignore[attr-defined]  # as above
     return dev
 
 

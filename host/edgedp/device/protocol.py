@@ -116,41 +116,104 @@ def shown(text: str) -> str:
     return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
 
 
+MODEL_KINDS = {S.ModelKind.F32: "float32", S.ModelKind.S8: "int8"}
+"""INFO's model_kind (a model present) by the host's name of it."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The model INFER runs, as INFO reports it: ``sha256`` (hex) is edgedp.model.cgen.digest of
+    its data as deployed, ``kind`` its kernels (float32, int8), ``input_shape`` C order."""
+
+    name: str
+    kind: str
+    head: str
+    input_shape: tuple[int, ...]
+    classes: int
+    sha256: str
+
+    @property
+    def n_features(self) -> int:
+        """Input length: the product of the shape."""
+        return int(np.prod(self.input_shape))
+
+
 @dataclass(frozen=True)
 class Info:
-    """The INFO answer (unauthenticated); ``firmware_version`` and ``board`` are the device's own
-    text: show them with ``shown``."""
+    """The INFO answer, version 2 (docs/protocol.md "INFO answer"). Unauthenticated: a man in
+    the middle can rewrite it (docs/protocol.md, the authentication table).
+
+    ``noise_entropy`` and ``nonce_entropy``: "ok" or "failed", each randomness source as of its
+    last draw (the noise DRBG's; the admin nonce generator's); ``rx_buffer``: bytes of requests
+    the device holds while it computes (0: one request at a time); ``model``: None without one.
+
+    ``firmware_version`` and ``board`` are the device's own text: show them with ``shown``."""
 
     build: str
-    entropy: str
     store: str
-    time_ok: bool
-    max_classes: int
-    tick_kind: str
     store_ok: bool
+    time_ok: bool
+    tick_kind: str
+    max_classes: int
     tick_hz: int
+    rate: Rate
+    rx_buffer: int
+    noise_entropy: str
+    nonce_entropy: str
+    model: ModelInfo | None
     firmware_version: str
     board: str
-    rate: Rate
 
     FMT = S.INFO_HEAD_FMT
 
+    @property
+    def entropy(self) -> str:
+        """"ok" when every randomness source is, else "failed"."""
+        return "ok" if self.noise_entropy == self.nonce_entropy == "ok" else "failed"
+
     @classmethod
     def parse(cls, b: bytes) -> "Info":
-        _sized(b, cls.FMT.size + 2, "INFO", exact=False)
-        build, ent, store, time_ok, maxk, tick_kind, store_ok, hz, *rate = cls.FMT.unpack_from(b)
+        if b and b[0] != S.INFO_VERSION:
+            version = 1 if b[0] in (0, 1) else b[0]  # version 1 began with build (0 or 1)
+            raise TransportError(f"the device answers INFO version {version}"
+                                 + (" (firmware 0.3.0 or older)" if version == 1 else "")
+                                 + f"; this host reads version {S.INFO_VERSION}: update the firmware")
+        _sized(b, cls.FMT.size + 3, "INFO", exact=False)
+        (_, build, store, store_ok, time_ok, tick_kind, maxk, hz, burst, per_minute, tarpit, rx_buffer,
+         noise, nonce, kind, head, classes, rank, *dims, sha) = cls.FMT.unpack_from(b)
         off = cls.FMT.size
         texts = []
-        for _ in range(2):
+        for _ in range(3):
             n = b[off] if off < len(b) else -1
-            if n < 0 or off + 1 + n > len(b):
+            if n < 0 or off + 1 + n > len(b) or n > S.INFO_TEXT_MAX:
                 raise TransportError(f"malformed INFO answer: {len(b)} bytes, text field cut at {off}")
             texts.append(b[off + 1: off + 1 + n].decode("ascii", errors="replace"))
             off += 1 + n
         _sized(b, off, "INFO")
-        return cls("test" if build else "production", "failed" if ent else "ok", _state_name(StoreState, store, "INFO"),
-                   bool(time_ok), maxk, _state_name(TickKind, tick_kind, "INFO"), bool(store_ok), hz, texts[0],
-                   texts[1], Rate(*rate))
+        health = {S.EntropyHealth.OK: "ok", S.EntropyHealth.FAILED: "failed"}
+        if noise not in health or nonce not in health:
+            raise TransportError(f"malformed INFO answer: unknown entropy health {noise}, {nonce}")
+        return cls("test" if build else "production", _state_name(StoreState, store, "INFO"), bool(store_ok),
+                   bool(time_ok), _state_name(TickKind, tick_kind, "INFO"), maxk, hz, Rate(burst, per_minute, tarpit),
+                   rx_buffer, health[S.EntropyHealth(noise)], health[S.EntropyHealth(nonce)],
+                   _model_info(kind, head, classes, rank, dims, sha, texts[2]), texts[0], texts[1])
+
+
+def _model_info(kind: int, head: int, classes: int, rank: int, dims: list[int], sha: bytes,
+                name: str) -> ModelInfo | None:
+    """INFO's model fields, checked: None for model_kind NONE (every field zero)."""
+    if kind == S.ModelKind.NONE:
+        if head or classes or rank or any(dims) or any(sha) or name:
+            raise TransportError("malformed INFO answer: model fields set without a model")
+        return None
+    try:
+        kind_name, head_name = MODEL_KINDS[S.ModelKind(kind)], S.ModelHead(head).name.lower()
+    except (ValueError, KeyError):
+        raise TransportError(f"malformed INFO answer: unknown model kind {kind} or head {head}") from None
+    shape = tuple(dims[:rank])
+    if not 1 <= rank <= S.INFO_MAX_RANK or not all(shape) or any(dims[rank:]) or not 1 <= classes:
+        raise TransportError(f"malformed INFO answer: model input rank {rank}, dims {dims}, {classes} classes")
+    return ModelInfo(name, kind_name, head_name, shape, classes, sha.hex())
 
 
 @dataclass(frozen=True)

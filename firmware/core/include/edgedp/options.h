@@ -61,6 +61,10 @@
 #define EDP_FLOG_RESERVE 16u
 #endif
 
+/* The project's version, stated here once: INFO and the boot banner report it,
+ * and CMake's project(), the host package (edgedp.schema, generated from this
+ * header) and pyproject.toml take it from here; library.json, whose format
+ * cannot read a file, carries a copy a test keeps equal. Not a build option. */
 #define EDP_FIRMWARE_VERSION "0.3.0"
 
 #endif

@@ -108,6 +108,12 @@ typedef struct edp_port {
      * calls themselves, measured on the port (host/edgedp/bench/deadline.py)
      * with a margin; 0: EDP_DEADLINE_FIXED_DEFAULT (deadline.h). */
     uint32_t window_fixed;
+
+    /* Bytes of requests the port holds while the core computes an answer (a
+     * receive ring filled by interrupt), reported by INFO (rx_buffer) so that a
+     * host pipelines requests within them; 0: bytes that arrive meanwhile may be
+     * lost (a polled UART), the host sends one request at a time. */
+    uint32_t rx_buffer;
 } edp_port_t;
 
 #endif
