@@ -43,6 +43,10 @@ from .params import CLASSES, EPSILON, check_writable
               help="Also run the bundled float models on CMSIS-DSP f32 and emlearn kernels (from PyPI, built "
                    "into build/peers/ with the image's flags) beside edgedp's, on N digits images, in Unicorn "
                    "(instructions, flash, RAM, outputs against the reference; edgedp.bench.peers).")
+@click.option("--c-loop", is_flag=True,
+              help="Also trace the same queries on the test image whose sampling loop is portable C "
+                   "(build/qemu-cloop/edgedp.elf) and compare it with the Thumb-2 loop (the rule in "
+                   "docs/benchmarks.md: assembly only if 10% below C at the grid's worst point).")
 @click.option("--check", is_flag=True,
               help="Exit with code 1 if a speed or size target is MISSED (for CI; the JSON's \"missed\" lists them).")
 @json_option
@@ -50,7 +54,8 @@ from .params import CLASSES, EPSILON, check_writable
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, no_deadline: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          models_n: int, e2e_n: int, peers_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
+          models_n: int, e2e_n: int, peers_n: int, c_loop: bool, check: bool, as_json: bool,
+          no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -62,8 +67,10 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     measured, marked "partial" with the "missing" ones (exit 130 for Ctrl-C). See docs/benchmarks.md."""
     from ..bench import run as bench_run
 
+    if c_loop and no_trace:
+        raise click.UsageError("--c-loop compares two Unicorn traces: drop --no-trace")
     cfg = bench_run.BenchConfig(trace=not no_trace, deadline=not no_deadline, footprint=not no_footprint,
-                                key_file=key_file)
+                                key_file=key_file, c_loop=c_loop)
     if quick:
         cfg.queries = dict(bench_run.QUICK_QUERIES)
         cfg.reference_samples = 5000
