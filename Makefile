@@ -120,7 +120,7 @@ build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HE
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,
-# tests/firmware/test_deadline.py and docs/benchmarks.md section 9), or with one of
+# tests/firmware/test_deadline.py and docs/benchmarks.md §5), or with one of
 # build/gen/models/NAME.c (the non-finite model of the deadline test).
 build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)

@@ -438,7 +438,7 @@ def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockste
 
 
 def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
-    """Each row's release deadline on the production image (docs/benchmarks.md section 9): the
+    """Each row's release deadline on the production image (docs/benchmarks.md §5): the
     same configuration and input in build/qemu-timing/edgedp.elf under Unicorn, the plan ready
     (`deadline_instructions`), with the longest window measured (`max_work_instructions`: the
     row's query count, up to 3, the first with a forced reseed), the optimum's estimate
@@ -680,15 +680,19 @@ _TARGET_LINES = {
 }
 
 
-def describe_targets(result: dict) -> list[str]:
+def target_results(result: dict) -> list[tuple[str, str, bool]]:
+    """Each target evaluated in this run: (its name in the JSON, what was measured against it, met)."""
     t = result["targets"]
-    lines = [f"{line(t[name])} {'OK' if t[name]['ok'] else 'MISSED'}"
-             for name, line in _TARGET_LINES.items() if name in t]
+    out = [(name, line(t[name]), bool(t[name]["ok"])) for name, line in _TARGET_LINES.items() if name in t]
     if "dp_flash_at_most_8k" in t:
         v = t["dp_flash_at_most_8k"]
-        lines.append(f"DP core flash <= 8 KiB: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "
-                     f"({v['with_soft_double_runtime']} B with the soft-double set-up runtime)")
+        out.append(("dp_flash_at_most_8k", f"DP core flash <= 8 KiB: {v['bytes']} B "
+                    f"({v['with_soft_double_runtime']} B with the soft-double set-up runtime)", bool(v["ok"])))
         v = t["dp_ram_at_most_1k"]
-        lines.append(f"DP core RAM <= 1 KiB plus table: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "
-                     f"+ {v['plus_table_bytes']} B table per configuration")
-    return lines
+        out.append(("dp_ram_at_most_1k", f"DP core RAM <= 1 KiB plus table: {v['bytes']} B "
+                    f"+ {v['plus_table_bytes']} B table per configuration", bool(v["ok"])))
+    return out
+
+
+def describe_targets(result: dict) -> list[str]:
+    return [f"{text} {'OK' if ok else 'MISSED'}" for _, text, ok in target_results(result)]
