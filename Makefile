@@ -188,12 +188,12 @@ posix: build/posix/edgedp build/posix-san/edgedp build/native/test_core build/na
 
 build/native/fuzz_frames: tests/native/fuzz_frames.c firmware/ports/common/ramflash.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/ports/common tests/native/fuzz_frames.c \
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/core/src -Ifirmware/ports/common tests/native/fuzz_frames.c \
 	  firmware/ports/common/ramflash.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/core/src tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/posix/edgedp: $(POSIX_SRCS) $(FW_HEADERS) build/posix/model.txt firmware/sources.mk
 	@mkdir -p $(@D)

@@ -1,5 +1,5 @@
-"""The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:
-do not edit (change the header and regenerate; tests/unit/test_schema.py fails on any drift).
+"""The wire schema, GENERATED from the headers of firmware/core (include/edgedp, src) by `python -m edgedp.schema_gen`:
+do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).
 
 Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.
 """
@@ -147,9 +147,11 @@ RATE_TARPIT_MAX = 2000
 # the wait when nothing refills the bucket
 RATE_NEVER = 0xFFFFFFFF
 
-# ---- mech.h
-# choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK
+# ---- model.h
+# choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK (src/mech.h)
 M_AUTO = -128
+
+# ---- mech.h
 # lattice exponents m run EDP_M_MIN..EDP_M_MAX
 M_MIN = -30
 M_MAX = 30
@@ -193,6 +195,8 @@ STORE_SLOT_SIZE = 128
 AUDIT_ENTRIES = 32
 AUDIT_ENTRY_SIZE = 20
 AUDIT_OFFSET = 256
+
+# ---- port.h
 # bytes every port's store holds
 STORE_SIZE = 896
 
@@ -217,7 +221,7 @@ class FrameType(IntEnum):
     CHALLENGE = 0x24
     STATE = 0x25  # authenticated read of the device state, with a fresh nonce
     RATE = 0x26  # authenticated: the rate limit of external answers
-    AUDIT_LOG = 0x27  # authenticated read of the audit log (edgedp/store.h), with a fresh nonce
+    AUDIT_LOG = 0x27  # authenticated read of the audit log (store.h), with a fresh nonce
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
 

@@ -12,9 +12,8 @@ import pytest
 
 from edgedp.bench import report
 
-from ..helpers import ROOT
+from ..helpers import EDGEDP, cli_env
 
-EDGEDP = str(ROOT / ".venv/bin/edgedp")
 KS, EPSILONS = (1, 10, 100, 1000), (1.0, 10.0)
 GRID = [(k, eps) for eps in EPSILONS for k in KS]
 
@@ -22,15 +21,14 @@ GRID = [(k, eps) for eps in EPSILONS for k in KS]
 def bench_until_first_row(tmp_path: Path, then) -> tuple[subprocess.CompletedProcess, dict]:
     """Start a bench whose grid takes far longer than one row (20,000 queries a point), call
     then(process) once the first point is measured (progress on stderr), and wait for the end."""
-    args = [EDGEDP, "bench", "--target", "posix", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
+    args = [str(EDGEDP), "bench", "--target", "posix", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
             "--plot", str(tmp_path / "b.png"), "--markdown", str(tmp_path / "b.md"), "--json"]
     for k in KS:
         args += ["--k", str(k)]
     for eps in EPSILONS:
         args += ["--epsilon", f"{eps:g}"]
-    env = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
     with open(tmp_path / "out.json", "w+") as out:
-        p = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, text=True, env=env, process_group=0)
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, text=True, env=cli_env(), process_group=0)
         seen = []
         assert p.stderr is not None
         for line in p.stderr:

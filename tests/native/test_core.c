@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgedp/cobs.h"
-#include "edgedp/crc32.h"
-#include "edgedp/dlap.h"
-#include "edgedp/drbg.h"
+#include "cobs.h"
+#include "crc32.h"
+#include "dlap.h"
+#include "drbg.h"
 #include "edgedp/error.h"
-#include "edgedp/proto.h"
-#include "edgedp/sha256.h"
+#include "proto.h"
+#include "sha256.h"
 
 static int failures;
 

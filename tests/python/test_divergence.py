@@ -12,6 +12,10 @@ import dataclasses
 import random
 from fractions import Fraction
 
+from ..helpers import require
+
+require("mpmath")  # exact arithmetic
+
 import mpmath
 import numpy as np
 import pytest

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from ..helpers import require
+
+require("mpmath")  # edgedp.mech.exactness
+
 from edgedp.mech.exactness import deviation
 from edgedp.mech.lattice import CAP_BITS, ConfigError, Lattice, dlap_tables, make_lattice
 

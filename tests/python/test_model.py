@@ -6,6 +6,10 @@ import zlib
 from dataclasses import replace
 from pathlib import Path
 
+from ..helpers import require
+
+require("sklearn", "joblib")  # the models converted
+
 import joblib
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-#include "edgedp/crc32.h"
+#include "crc32.h"
 #include "le.h"
 
 /* Slicing-by-4 (Intel's "slicing-by-N"): table[k][b] is the CRC register after

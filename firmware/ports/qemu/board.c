@@ -23,8 +23,7 @@
 
 #include "board.h"
 #include "edgedp/error.h"
-#include "edgedp/sha256.h"
-#include "edgedp/store.h"
+#include "sha256.h"  /* the core's SHA-256 (core/src: this test port is the project's own) */
 #include "nvic.h"
 #include "ramflash.h"
 #include "stackwipe.h"

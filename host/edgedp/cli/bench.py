@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..device.errors import EdgeDPError
+from ..device.protocol import shown
 from . import signals
 from .common import emit_json, fail, handle_errors, json_option, note, progress, progress_option, target_option
 from .exit_codes import ExitCode, for_exception
@@ -131,7 +132,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         _end(result, cause, stop)
         _check(check, result["missed"])
         return
-    click.echo(f"edgedp bench on {result['board']} ({result['target']}), commit {result['commit']}")
+    click.echo(f"edgedp bench on {shown(result['board'])} ({result['target']}), commit {result['commit']}")
     click.echo(f"ticks: {result['tick']['meaning']}")
     if result["trace"]["elf"]:
         click.echo(f"cycles: {result['trace']['timing']}, {result['trace']['assumption']}")

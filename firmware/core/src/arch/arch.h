@@ -10,8 +10,8 @@
 #define EDGEDP_ARCH_H
 #include <stdint.h>
 
-#include "edgedp/dlap.h"
-#include "edgedp/drbg.h"
+#include "../dlap.h"
+#include "../drbg.h"
 
 #if defined(__arm__) && defined(__thumb2__) && (defined(__ARM_ARCH_7EM__) || defined(__ARM_ARCH_7M__))
 #define EDP_ARCH_ARMV7M 1   /* Cortex-M3/M4/M7: Thumb-2 assembly */

@@ -29,7 +29,7 @@
 #define EDGEDP_DLAP_H
 #include <stdint.h>
 
-#include "edgedp/drbg.h"
+#include "drbg.h"
 
 #define EDP_DLAP_EXP_TERMS        24   /* Horner terms of edp_exp_neg: 1/25! < 2^-83 */
 #define EDP_DLAP_MIN_TAIL         (1.0 / 1048576.0)  /* stop adding alias values once q^w < 2^-20 */
