@@ -3,7 +3,6 @@
  * 19175 float32 weights (76700 bytes of flash), 30 floats of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 30], L1 sensitivity 2.
  * sha256 17a234f8a6fda4d77b0374ac419493e30d6370ce9be490599218b2b2971b2cc8 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const float w0_0[640] = {

@@ -3,7 +3,6 @@
  * int8: 18880 int8 weights, 21240 bytes of flash, 272 bytes of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 30], L1 sensitivity 2.
  * sha256 7ebda2c4f21b121a0140222c376ae8d9aebdea2db054beb302c85a270cdecf40 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const int8_t w0_0[640] = {

@@ -3,7 +3,6 @@
  * 650 float32 weights (2600 bytes of flash), 30 floats of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 2a3ad90dbb74642829ee1ff5065ce7f15788eacdf3bc8365ce82cbc9a00848c5 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const float w0_0[640] = {

@@ -3,7 +3,6 @@
  * int8: 640 int8 weights, 720 bytes of flash, 272 bytes of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 36e68e438988d97630b1f335361fae9fbed7ee970d9d8f32f236bc63c49db2ff */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const int8_t w0_0[640] = {

@@ -3,7 +3,6 @@
  * 4810 float32 weights (19240 bytes of flash), 138 floats of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 001dfd05371f01e336ad3a363cd0cbcbb576ffc15b9984fcc59d105172529c24 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const float w0_0[4096] = {

@@ -3,7 +3,6 @@
  * int8: 4736 int8 weights, 5392 bytes of flash, 400 bytes of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 e579a01daae8dab6e05fdab3f362b686ee3889f74ea052f59fffea48ea7203cf */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const int8_t w0_0[4096] = {

@@ -1,4 +1,4 @@
-"""The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:
+"""The wire schema, GENERATED from the headers of firmware/core (include/edgedp, src) by `python -m edgedp.schema_gen`:
 do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).
 
 Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.
@@ -154,9 +154,13 @@ RATE_TARPIT_MAX = 2000
 # the wait when nothing refills the bucket
 RATE_NEVER = 0xFFFFFFFF
 
-# ---- mech.h
-# choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK
+# ---- model.h
+# choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK (src/mech.h)
 M_AUTO = -128
+# most dims of a model's input shape (edp_model_t.in_shape)
+MODEL_MAX_RANK = 4
+
+# ---- mech.h
 # lattice exponents m run EDP_M_MIN..EDP_M_MAX
 M_MIN = -30
 M_MAX = 30
@@ -200,12 +204,10 @@ STORE_SLOT_SIZE = 128
 AUDIT_ENTRIES = 32
 AUDIT_ENTRY_SIZE = 20
 AUDIT_OFFSET = 256
+
+# ---- port.h
 # bytes every port's store holds
 STORE_SIZE = 896
-
-# ---- model.h
-# most dims of a model's input shape (edp_model_t.in_shape)
-MODEL_MAX_RANK = 4
 
 
 class FrameType(IntEnum):
@@ -228,7 +230,7 @@ class FrameType(IntEnum):
     CHALLENGE = 0x24
     STATE = 0x25  # authenticated read of the device state, with a fresh nonce
     RATE = 0x26  # authenticated: the rate limit of external answers
-    AUDIT_LOG = 0x27  # authenticated read of the audit log (edgedp/store.h), with a fresh nonce
+    AUDIT_LOG = 0x27  # authenticated read of the audit log (store.h), with a fresh nonce
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
 
@@ -265,6 +267,13 @@ class ErrorCode(IntEnum):
     ERR_NO_MODEL = 12  # INFER on an image built without a model
     ERR_TIMING = 13  # the board cannot release answers at a deadline
     ERR_RATE = 14  # rate limit: no token for an external answer yet (the error carries the wait)
+
+
+class ModelHead(IntEnum):
+    """Model heads (model.h)."""
+
+    SOFTMAX = 0  # one net; output = softmax of its logits, range [0, 1]
+    VOTES = 1  # T nets; output c = number of nets whose argmax is class c, range [0, T]
 
 
 class OutputMode(IntEnum):
@@ -311,10 +320,3 @@ class TickKind(IntEnum):
     SYSTICK = 0
     DWT = 1  # DWT CYCCNT: real core cycles
     HOST_NS = 2  # host monotonic clock, nanoseconds
-
-
-class ModelHead(IntEnum):
-    """Model heads (model.h)."""
-
-    SOFTMAX = 0  # one net; output = softmax of its logits, range [0, 1]
-    VOTES = 1  # T nets; output c = number of nets whose argmax is class c, range [0, T]

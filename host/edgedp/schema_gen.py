@@ -1,6 +1,7 @@
 """Generate ``edgedp/schema.py`` from the firmware's C headers: the wire schema has one source.
 
-The C headers (``firmware/core/include/edgedp``) are the source of truth. This module reads
+The C headers (the public ``firmware/core/include/edgedp`` and the core's internal
+``firmware/core/src``) are the source of truth. This module reads
 their object-like ``#define EDP_*`` constants and the enums listed in ``ENUMS`` and writes
 one Python leaf module with the same values under the names without ``EDP_``. A constant
 whose comment starts with ``layout:`` lists its fields (``name type`` separated by ``|``;
@@ -25,8 +26,11 @@ from pathlib import Path
 
 from .paths import project_root
 
-HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "mech.h", "dlap.h", "store.h", "port.h", "model.h")
-"""Headers read, in this order (a constant may use any constant defined before it)."""
+HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "model.h", "mech.h", "dlap.h", "store.h", "port.h")
+"""Headers read, in this order (a constant may use any constant defined before it); each is
+looked up in HEADER_DIRS."""
+HEADER_DIRS = ("include/edgedp", "src")
+"""Where the headers are, under firmware/core: the public API, then the internal headers."""
 OPTIONS = ("EDP_MAX_CLASSES", "EDP_MAX_TOPK", "EDP_MAX_ROUND_DIGITS", "EDP_FIRMWARE_VERSION")
 """options.h entries the host relies on (their defaults: an image built with other values
 must say so through INFO, as max_classes does). EDP_FIRMWARE_VERSION is the project's one
@@ -163,14 +167,22 @@ def _comment(rest: str, lines: list[str], i: int) -> tuple[str, str, int]:
     return value.strip(), " ".join(com.partition("*/")[0].split()), i
 
 
-def parse(include_dir: Path | None = None) -> Schema:
-    """The schema as the headers state it."""
-    inc = include_dir or project_root() / "firmware" / "core" / "include" / "edgedp"
+def header_path(core: Path, header: str) -> Path:
+    """Where ``header`` is under the core folder ``core`` (HEADER_DIRS, first match)."""
+    for d in HEADER_DIRS:
+        if (core / d / header).is_file():
+            return core / d / header
+    raise SchemaError(f"{header}: not in {', '.join(str(core / d) for d in HEADER_DIRS)}")
+
+
+def parse(core_dir: Path | None = None) -> Schema:
+    """The schema as the headers under ``core_dir`` (default: firmware/core) state it."""
+    core = core_dir or project_root() / "firmware" / "core"
     env: dict[str, int | float | bytes | str] = {}
     constants: dict[str, Constant] = {}
     enums: dict[str, Enum] = {}
     for header in HEADERS:
-        text = (inc / header).read_text()
+        text = header_path(core, header).read_text()
         lines = text.splitlines()
         i = 0
         while i < len(lines):
@@ -222,7 +234,7 @@ def _literal(c: Constant) -> str:
 
 def render(schema: Schema) -> str:
     """The text of edgedp/schema.py."""
-    out = ['"""The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:',
+    out = ['"""The wire schema, GENERATED from the headers of firmware/core (include/edgedp, src) by `python -m edgedp.schema_gen`:',
            "do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).",
            "",
            "Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.",

@@ -27,7 +27,7 @@ SIZES = (13, 7, 5)
 MARGIN = 1.25   # as tests/firmware/test_deadline.py
 HARNESS = """\
 #include <stdint.h>
-#include "edgedp/deadline.h"
+#include "deadline.h"
 #include "edgedp/model.h"
 extern const edp_model_t *const edp_app_model;
 float peer_x[{n}];

@@ -91,7 +91,7 @@ def test_keystream_that_made_the_noise_is_gone_from_ram(logreg_emulator: Emulato
     for after it; the unread rest of the batch is still there (so the search can find words)."""
     emu = logreg_emulator
     img = emu.image
-    drbg = emu.device + img.offset("edp_device_t", "drbg")
+    drbg = emu.device + img.offset("edp_dev_t", "drbg")
     block, word = drbg + img.offset("edp_drbg_t", "block"), drbg + img.offset("edp_drbg_t", "word")
     batch = (word - block) // 4  # words of a batch (the buffer ends where the word index begins)
     dev = Device(TraceLink(emu), timeout=60)

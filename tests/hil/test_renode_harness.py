@@ -5,7 +5,7 @@ stm32f4 test image (`--target renode`), and both refusing a production image at 
 Needs Renode (`renode` on PATH or EDGEDP_RENODE); skipped with that reason without it, as in
 CI. The Robot suite renode/edgedp.robot (`make test-renode`) covers the same ground inside
 `renode-test`; `edgedp verify --target renode` with its defaults (1,000 queries) is the
-full check (docs/benchmarks.md §11)."""
+full check (docs/benchmarks.md §8)."""
 from __future__ import annotations
 
 import json

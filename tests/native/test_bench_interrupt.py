@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from edgedp.bench import report
+
 from ..helpers import EDGEDP, cli_env
 
 KS, EPSILONS = (1, 10, 100, 1000), (1.0, 10.0)
@@ -50,9 +52,11 @@ def check_partial(tmp_path: Path, res: dict, stopped: str) -> None:
     assert [(m["k"], m["epsilon"]) for m in res["missing"]] == GRID[len(measured):]
     assert "host reference" in res["skipped"] and "host" not in res
     assert all(r["queries"] == 20000 and r["queries_per_second"] > 0 for r in res["rows"])
-    md = (tmp_path / "b.md").read_text()  # the markdown table has the rows measured and says what is missing
-    table = [line.split(" | ")[:2] for line in md.splitlines() if line.startswith("| ")][1:]
-    assert table == [[f"| {k}", f"{e:g}"] for k, e in measured] and f"{len(measured)} points measured" in md
+    # the grid's tables in the markdown have the rows measured and say what is missing
+    md = report.parse((tmp_path / "b.md").read_text())["grid"].body
+    for table in report.tables(md):
+        assert [row[:2] for row in table[1:]] == [[str(k), f"{e:g}"] for k, e in measured]
+    assert f"{len(measured)} points measured" in md
     assert "not measured: " + ", ".join(f"k={k} eps={e:g}" for k, e in GRID[len(measured):]) in md
     assert (tmp_path / "b.png").stat().st_size > 1000
 

@@ -15,14 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgedp/cobs.h"
-#include "edgedp/crc32.h"
+#include "cobs.h"
+#include "crc32.h"
 #include "edgedp/device.h"
-#include "edgedp/dlap.h"
-#include "edgedp/drbg.h"
+#include "device_state.h"
+#include "dlap.h"
+#include "drbg.h"
 #include "edgedp/error.h"
-#include "edgedp/proto.h"
-#include "edgedp/sha256.h"
+#include "proto.h"
+#include "sha256.h"
 
 static int failures;
 
@@ -322,13 +323,13 @@ static const uint8_t *info_body(edp_device_t *d, int noise_fails, int nonce_fail
     stub_nonce_fails = nonce_fails;
     memset(stub_store, 0xff, sizeof stub_store);
     edp_device_init(d, &stub_port);
-    d->model = m;
+    edp_device_set_model(d, m);
     crc = edp_crc32(0, req, EDP_FRAME_HEADER);
     req[4] = (uint8_t)crc, req[5] = (uint8_t)(crc >> 8), req[6] = (uint8_t)(crc >> 16), req[7] = (uint8_t)(crc >> 24);
     len = edp_device_handle(d, req, sizeof req);  /* the response without its CRC */
-    if (len < EDP_FRAME_HEADER || d->tx[1] != (EDP_T_INFO | EDP_T_RESPONSE)) return NULL;
+    if (len < EDP_FRAME_HEADER || ((edp_dev_t *)d)->tx[1] != (EDP_T_INFO | EDP_T_RESPONSE)) return NULL;
     *n = len - EDP_FRAME_HEADER;
-    return d->tx + EDP_FRAME_HEADER;
+    return ((edp_dev_t *)d)->tx + EDP_FRAME_HEADER;
 }
 
 /* The text at *off (len u8 + ASCII) equals want; *off moves past it. */

@@ -53,7 +53,7 @@ def test_twenty_rounds_are_cryptographys_chacha20(seed: int) -> None:
 
 
 def test_constants_are_drbg_h() -> None:
-    text = (ROOT / "firmware/core/include/edgedp/drbg.h").read_text()
+    text = (ROOT / "firmware/core/src/drbg.h").read_text()
 
     def define(name: str) -> int:
         m = re.search(rf"#define {name} (\d+)", text)

@@ -30,7 +30,7 @@
 
 #include "board.h"
 #include "edgedp/error.h"
-#include "edgedp/store.h"
+#include "store.h"  /* the record layout (core/src): the project's own port */
 #include "ramflash.h"
 #include "test_keys.h"
 

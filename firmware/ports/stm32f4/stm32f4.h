@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edgedp/flog.h"
+#include "edgedp/port.h"  /* edp_flash_t */
 #include "stm32f4_regs.h"
 
 /* Code that must run while a flash sector erases (the erase's busy-wait, the
@@ -309,7 +309,7 @@ int edp_stm32_bkpsram_enable(edp_stm32_bkd_t *b, uint32_t spin);
 int edp_stm32_store_read(edp_stm32_bkd_t *b, uint32_t off, void *buf, uint32_t n);
 int edp_stm32_store_write(edp_stm32_bkd_t *b, uint32_t off, const void *buf, uint32_t n);
 
-/* ---- flash.c: the flash high-water log's two sectors (edgedp/flog.h) ---- */
+/* ---- flash.c: the flash high-water log's two sectors (src/flog.h) ---- */
 
 /* Log sectors: 9 and 10 (128 KiB each, 0x080A0000-0x080DFFFF), reserved by
  * stm32f4.ld; code lives in sectors 0-8, the device key in sector 11. */

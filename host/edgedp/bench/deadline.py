@@ -187,7 +187,7 @@ class Window:
     work: int = 0          # instructions from window_open to window_close, the largest seen
     noise: int = 0         # the noise's share of the largest work (edp_dlap_noisy and its callees)
     rest: int = 0          # the largest non-noise part (everything else in the window)
-    deadline: int = 0      # the window's bound (edp_device_t.window_insns)
+    deadline: int = 0      # the window's bound (edp_dev_t.window_insns, the device state)
     runs: int = 0
 
     def add(self, work: int, noise: int, deadline: int) -> None:
@@ -213,8 +213,8 @@ class WindowProbe:
         self.opens, self.closes = self.emu.watch("window_open"), self.emu.watch("window_close")
         self.noise_in, self.noise_out = self.emu.watch(LOOP), self.emu.watch("edp_mech_output")
         self.dev = Device(TraceLink(self.emu), timeout=60)
-        self._insns = self.emu.device + self.emu.image.offset("edp_device_t", "window_insns")
-        self._blocks = self.emu.device + self.emu.image.offset("edp_device_t", "drbg") + \
+        self._insns = self.emu.device + self.emu.image.offset("edp_dev_t", "window_insns")
+        self._blocks = self.emu.device + self.emu.image.offset("edp_dev_t", "drbg") + \
             self.emu.image.offset("edp_drbg_t", "blocks_since_seed")
 
     def configure(self, cfg: MechConfig) -> None:
@@ -282,7 +282,7 @@ def _noise_bound(probe: WindowProbe, plan_field: str) -> int:
     """The noise part of the release deadline of the device's cached plan (`plan` for QUERY,
     `infer_plan` for INFER): edp_mech_plan_t.noise_insns, set when the plan was prepared."""
     img = probe.emu.image
-    plan = probe.emu.device + img.offset("edp_device_t", plan_field)
+    plan = probe.emu.device + img.offset("edp_dev_t", plan_field)
     return struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
 
 

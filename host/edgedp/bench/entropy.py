@@ -48,7 +48,7 @@ def drbg_batch(elf: str | Path) -> DrbgBatch:
     """One keystream batch, counted in Unicorn on this image."""
     emu = Emulator(elf)
     img = emu.image
-    drbg = emu.device + img.offset("edp_device_t", "drbg")
+    drbg = emu.device + img.offset("edp_dev_t", "drbg")
     before, blocks = emu.count, emu.chacha_blocks
     emu.call("edp_drbg_next_block", drbg)
     insns = emu.count - before

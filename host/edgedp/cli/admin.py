@@ -9,13 +9,14 @@ import click
 from ..device import admin as authadmin
 from ..device.client import Device, open_device
 from ..device.errors import StateMismatch
-from ..device.protocol import CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, Rate, State, config_payload
+from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Caps, MechConfig, Rate, State,
+                               config_payload, day_date)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import to_epsilon, to_micro
 from .common import emit_json, handle_errors, json_option, target_option
 from .keys import admin_key, admin_key_option
 from .params import DAILY_CAP, DATE, EPSILON, LIFETIME_CAP, SENSITIVITY, UNIX_TIME, check_range
-from .state import budget_dict, day_date, rate_dict
+from .state import budget_dict, rate_dict
 
 
 def merged_config(b: Budget, epsilon: float | None = None, sensitivity: float | None = None,

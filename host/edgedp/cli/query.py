@@ -12,7 +12,7 @@ from ..device import admin as authadmin
 from ..device.client import Device, connect, default_timeout, load_key, open_device
 from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic
 from ..device.targets import Target, start_target
-from ..device.protocol import MechConfig, QueryResult, SampleRequest
+from ..device.protocol import MechConfig, QueryResult, SampleRequest, shown
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs
@@ -23,7 +23,7 @@ from .config import config_default
 from .exit_codes import ExitCode
 from .inputs import check_finite, read_rows
 from .keys import NEEDS_KEY, key_option
-from .output import Sink, StopRequest, open_sink
+from .output import OutputError, Sink, StopRequest, open_sink
 from .params import CLASSES, EPSILON, MODE, SAMPLES, SENSITIVITY, check_mode_fits, check_range, check_writable
 
 QUERY_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
@@ -211,7 +211,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         elapsed = time.perf_counter() - t0
         # (asked once: a board link's connect has read it; after a signal, not for a full timeout)
         i_dev = dev.last_info or dev.info(authadmin.INTERRUPTED_REREAD_S if stop.signal else None)
-    detail(f"device: {i_dev.board}, {i_dev.build} build, firmware {i_dev.firmware_version}")
+    detail(f"device: {shown(i_dev.board)}, {i_dev.build} build, firmware {shown(i_dev.firmware_version)}")
     detail(f"{run.done} rows in {elapsed:.2f} s ({run.done / elapsed if elapsed else 0:.0f} rows/s)")
     run.finish(i_dev.build == "test")
 
@@ -289,7 +289,11 @@ class QueryRun:
             note(TEST_IMAGE_NOTE)
         self.stop.end(self.summary(), as_json=self.as_json)
         if self.write_error is not None:
-            fail(self.write_error, self.as_json)
+            assert self.sink is not None
+            unsaved = self.answered - self.sink.saved
+            fail(OutputError(f"{self.write_error}; {self.answered} answers were charged and {self.sink.saved} written to "
+                             f"{self.sink.path} (whole lines only); the other {unsaved} are on stdout above, as every "
+                             "answer is"), self.as_json)
         if self.lost:
             fail(EdgeDPError(f"{self.lost} answer(s) lost on the link after the device charged them; "
                              f"{self.answered} answered, {self.refused} refused", "ERR_LOST"), self.as_json,

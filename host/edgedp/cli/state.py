@@ -1,21 +1,14 @@
 """What a device reports: the info, budget and audit-log commands and their dict and line formatting."""
 from __future__ import annotations
 
-import datetime as dt
-
 import click
 
 from ..device.client import load_key, open_device
-from ..device.protocol import Budget, Rate
+from ..device.protocol import Budget, Rate, day_date, shown
 from ..mech.lattice import to_epsilon
 from ..model.image import describe_target_model
 from .common import emit_json, handle_errors, json_option, target_option
 from .keys import admin_key, admin_key_option, key_option
-
-
-def day_date(day: int | None) -> str | None:
-    """A device day index (days since 1970-01-01 UTC) as YYYY-MM-DD."""
-    return None if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
 
 
 def budget_dict(b: Budget) -> dict:
@@ -64,6 +57,8 @@ def info(target: str | None, as_json: bool) -> None:
             if k == "model" and isinstance(v, dict):
                 v = (f"{v['name']} ({v['kind']}, {v['head']} head, input "
                      f"{'x'.join(map(str, v['input_shape']))} -> {v['n_classes']} classes, sha256 {v['sha256'][:16]}…)")
+            elif k in ("board", "firmware_version"):  # the device's own text
+                v = shown(v)
             click.echo(f"{k:17s} {'none' if v is None else v}")
 
 UNAUTHENTICATED = ("unauthenticated: read with BUDGET, which a man in the middle can rewrite; "

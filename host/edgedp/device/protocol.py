@@ -10,6 +10,7 @@ answer raises ``TransportError`` instead of decoding garbage. Amounts of epsilon
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -89,7 +90,32 @@ def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
                            m_wire(cfg.m))
 
 
+MAX_UNIX_TIME = 253_402_300_799
+"""The last second of 9999-12-31 UTC: the latest clock SET_TIME may set (the device counts days
+since 1970 in 32 bits and does not check the range itself; dates are shown up to year 9999)."""
+
+
+def day_date(day: int | None) -> str | None:
+    """A device day index (days since 1970-01-01 UTC) as YYYY-MM-DD; None for no day (no trusted
+    clock); a day past 9999-12-31, which only a device or a man in the middle can report, as
+    "day N (after 9999-12-31)" rather than an error."""
+    if day is None:
+        return None
+    if day > (MAX_UNIX_TIME // 86400):
+        return f"day {day} (after 9999-12-31)"
+    return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+
+
 # ---- status answers --------------------------------------------------------------------
+def shown(text: str) -> str:
+    """A device-supplied string as it may be put on a terminal: every character that is not
+    printable (control characters, ESC, DEL) and the backslash escaped as Python writes them
+    (``\\x1b``), so that a device (or a man in the middle) cannot move the cursor, recolour or
+    retitle the operator's terminal, or fake a line of output. For human output only: JSON
+    carries the string itself (JSON escapes it)."""
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
+
+
 MODEL_KINDS = {S.ModelKind.F32: "float32", S.ModelKind.S8: "int8"}
 """INFO's model_kind (a model present) by the host's name of it."""
 
@@ -119,7 +145,9 @@ class Info:
 
     ``noise_entropy`` and ``nonce_entropy``: "ok" or "failed", each randomness source as of its
     last draw (the noise DRBG's; the admin nonce generator's); ``rx_buffer``: bytes of requests
-    the device holds while it computes (0: one request at a time); ``model``: None without one."""
+    the device holds while it computes (0: one request at a time); ``model``: None without one.
+
+    ``firmware_version`` and ``board`` are the device's own text: show them with ``shown``."""
 
     build: str
     store: str

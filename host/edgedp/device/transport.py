@@ -19,7 +19,7 @@ BOARD_IN_FLIGHT = 8
 """Requests a client keeps ahead of their answers on a board whose INFO reports a receive buffer
 (rx_buffer > 0; within its bytes): enough that the next request is always waiting when an answer leaves (the release window
 itself does not overlap the previous answer's polled transmission: about 0.86x the 115,200-baud
-wire limit, docs/benchmarks.md §10)."""
+wire limit, docs/benchmarks.md §7)."""
 
 
 class Link(Protocol):
@@ -69,7 +69,7 @@ class LinkWrapper:
 class _SocketPort(protocol_socket.Serial):
     """pyserial's ``socket://`` port without the 0.3 s its close() sleeps "in case of quick
     reconnects": every CLI command on QEMU or a session paid it (a quarter of a 200-row
-    ``edgedp query``, docs/benchmarks.md §10). A reconnect needs no pause here: QEMU's chardev
+    ``edgedp query``, docs/history/benchmarks-2026.md §10). A reconnect needs no pause here: QEMU's chardev
     keeps its socket listening, so the kernel holds a new connection until QEMU takes it, and
     SerialLink retries a refused connect (a server not listening yet) until its
     ``connect_timeout``. Reads and writes are pyserial's."""

@@ -1,4 +1,4 @@
-"""DeviceModel -> C source linked into the image (firmware/core/include/edgedp/model.h)."""
+"""DeviceModel -> C source linked into the image (firmware/core/include/edgedp/model.h, the public API)."""
 from __future__ import annotations
 
 import hashlib
@@ -96,7 +96,7 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         f"L1 sensitivity {model.sensitivity:g}.\n"
         f" * sha256 {digest(model)}"
         + (f"\n * WARNING: {warning.replace('*/', '* /')}" if warning else "") + " */\n",
-        '#include "edgedp/mech.h"\n#include "edgedp/model.h"\n\n',
+        '#include "edgedp/model.h"\n\n',
     ]
     nets = []
     for t, net in enumerate(model.nets):

@@ -17,8 +17,11 @@
  * to float32 logits, which the same head as above turns into the output. */
 #ifndef EDGEDP_MODEL_H
 #define EDGEDP_MODEL_H
+#include <stddef.h>  /* NULL, in the generated model data */
 #include <stdint.h>
 
+/* The lattice exponent m of a model (edp_model_t.m) and of CONFIG left to the core. */
+#define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK (src/mech.h) */
 #define EDP_MODEL_MAX_RANK 4u  /* most dims of a model's input shape (edp_model_t.in_shape) */
 
 enum edp_model_head {

@@ -1,5 +1,5 @@
 /* Wire protocol constants: version, frame types and every body size (docs/protocol.md
- * is the reference; edgedp/frame.h the frame layout, edgedp/cobs.h its byte
+ * is the reference; frame.h the frame layout, cobs.h its byte
  * stuffing).
  *
  * This header is the wire schema: host/edgedp/schema.py is generated from it (and
@@ -42,7 +42,7 @@ enum edp_frame_type {
     EDP_T_CHALLENGE = 0x24,    /* a fresh nonce (the previous one dies) and the counter the next admin command must sign */
     EDP_T_STATE = 0x25,        /* authenticated read of the device state, with a fresh nonce */
     EDP_T_RATE = 0x26,         /* authenticated: the rate limit of external answers */
-    EDP_T_AUDIT_LOG = 0x27,    /* authenticated read of the audit log (edgedp/store.h), with a fresh nonce */
+    EDP_T_AUDIT_LOG = 0x27,    /* authenticated read of the audit log (store.h), with a fresh nonce */
     EDP_T_ERROR = 0x7F,
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
