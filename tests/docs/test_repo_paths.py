@@ -56,7 +56,6 @@ USERS = {
     "report.md": "written by `edgedp report` into the user's folder",
     "bench.md": "a test's output of `edgedp bench --markdown` in its tmp_path",
     "b.md": "a test's output of `edgedp bench --markdown` in its tmp_path",
-    "src/extra_probe.c": "test_vendor_build adds this source to a temporary copy of the core",
 }
 PLACEHOLDERS = {"NAME", "DIR"}
 """A path component in capitals stands for a name the user picks (firmware/model/NAME.c)."""

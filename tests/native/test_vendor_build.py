@@ -49,7 +49,8 @@ def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
     copy = tmp_path / "firmware"
     shutil.copytree(CORE, copy / "core", ignore=shutil.ignore_patterns("build*"))
     mk = (ROOT / "firmware" / "sources.mk").read_text()
-    (copy / "core" / "src" / "extra_probe.c").write_text("int edp_extra_probe(void) { return 1; }\n")
+    probe = copy / "core" / "src" / "extra_probe.c"  # (in tmp_path: the copy's own source)
+    probe.write_text("int edp_extra_probe(void) { return 1; }\n")
     (copy / "sources.mk").write_text(mk.replace("firmware/core/src/budget.c \\",
                                                 "firmware/core/src/budget.c \\\n\tfirmware/core/src/extra_probe.c \\"))
     app = tmp_path / "app"
@@ -62,7 +63,7 @@ def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
     listed = re.search(r"EDP_SOURCES=(.*)", out)
     assert listed
     got = sorted(str(Path(s).relative_to(copy / "core")) for s in listed.group(1).split(";"))
-    assert got == sorted([*core_sources(), "src/extra_probe.c"])
+    assert got == sorted([*core_sources(), str(probe.relative_to(copy / "core"))])
 
 
 def test_cmake_project_version_is_the_headers(tmp_path: Path) -> None:
