@@ -25,7 +25,7 @@ from edgedp.device.client import Device
 from edgedp.mech.lattice import MICRO
 from edgedp.mech.modes import Mode
 
-from ..helpers import KEY, run_cli, signal_taken, start_cli
+from ..helpers import EDGEDP, KEY, run_cli, signal_taken, start_cli
 
 pytestmark = pytest.mark.hil
 ADMIN = {P.CONFIG, P.SET_TIME, P.RESET_BUDGET}
@@ -646,13 +646,13 @@ def info_with(board: str, version: str | None = None, build: int | None = None) 
         head = list(P.Info.FMT.unpack_from(f.body))
         off = P.Info.FMT.size
         texts = []
-        for _ in range(2):
+        for _ in range(3):  # INFO v2: firmware version, board, model name
             n = f.body[off]
             texts.append(f.body[off + 1: off + 1 + n])
             off += 1 + n
         if build is not None:
-            head[0] = build
-        texts = [version.encode() if version is not None else texts[0], board.encode()]
+            head[1] = build  # head[0] is info_version
+        texts = [version.encode() if version is not None else texts[0], board.encode(), texts[2]]
         return answer(f, P.Info.FMT.pack(*head) + b"".join(bytes([len(t)]) + t for t in texts))
     return rule
 
