@@ -206,11 +206,13 @@ def test_forged_ack_and_withheld_config_are_detected(mitm: Proxy, qemu: Device, 
     r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5")
     assert r.returncode == 6, r.stdout + r.stderr
     assert "state unknown" in r.stderr and "did not take effect" in r.stderr and "configured" not in r.stdout
-    assert len(withheld) == 1
-    # the MITM now delivers the withheld frame: signed for a nonce the re-read killed
-    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
-    f = qemu.receive()
-    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
+    assert "signed again for the fresh nonce" in r.stderr  # the one retry (item 11), swallowed too
+    assert len(withheld) == 2
+    # the MITM now delivers the withheld frames: each signed for a nonce a re-read killed
+    for w in withheld:
+        qemu.send_raw(frames.encode(w.type, w.seq, w.body))
+        f = qemu.receive()
+        assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
     assert authentic_state(qemu, test_key).daily_cap == 1000 * MICRO
 
 
@@ -537,10 +539,13 @@ def test_an_untagged_error_after_a_signed_frame_is_state_unknown(mitm: Proxy, qe
     assert r.returncode == 6, r.stdout + r.stderr
     assert json.loads(r.stdout)["error"] == "ERR_STATE_UNKNOWN" and "configured" not in r.stdout
     assert f"untagged ERROR ({error.name}" in r.stderr and "did not take effect" in r.stderr, r.stderr
-    assert len(withheld) == 1 and mitm.sent()[P.STATE] == 2  # the state before, and the re-read after
-    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
-    f = qemu.receive()
-    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
+    assert r.stderr.count("did not take effect") == 2 and "signed again for the fresh nonce" in r.stderr
+    # the state before, the re-read after the first CONFIG (the retry signs for its nonce), and after the second
+    assert len(withheld) == 2 and mitm.sent()[P.STATE] == 3
+    for w in withheld:
+        qemu.send_raw(frames.encode(w.type, w.seq, w.body))
+        f = qemu.receive()
+        assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
     assert authentic_state(qemu, test_key).daily_cap == 1000 * MICRO
 
 
@@ -567,6 +572,49 @@ def test_an_untagged_error_and_a_dropped_reread_give_both_reasons(mitm: Proxy, q
     qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
     f = qemu.receive()
     assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == 0
+    assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
+
+
+def injecting_ahead_of(kind: int, request: int, times: int) -> tuple[Rule, list[frames.Frame]]:
+    """A rule that puts a frame of type ``request`` of its own (a CHALLENGE, STATE or AUDIT_LOG:
+    each draws a new nonce) on the wire just ahead of each of the first ``times`` frames of
+    ``kind``; and the list of those frames."""
+    seen: list[frames.Frame] = []
+
+    def rule(f: frames.Frame) -> list[bytes] | None:
+        if f.type != kind or len(seen) >= times:
+            return None
+        seen.append(f)
+        body = b"" if request == P.CHALLENGE else bytes(S.AUTH_NONCE)
+        return [frames.encode(request, 0x7F00 + len(seen), body), frames.encode(f.type, f.seq, f.body, f.version)]
+    return rule, seen
+
+
+@pytest.mark.parametrize("request_type", [P.CHALLENGE, P.STATE, P.AUDIT_LOG], ids=lambda t: P.T(t).name)
+def test_one_injected_frame_before_the_signed_one_is_retried_once(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                                  request_type: int) -> None:
+    """Issue 39 item 11: a peer puts one CHALLENGE, STATE or AUDIT_LOG of its own between the
+    operator's STATE and the signed CONFIG, so the device draws a new nonce and refuses the CONFIG
+    (tagged over a nonce the host never saw). The CLI re-reads the authenticated state (not taken),
+    signs once more for its nonce, says why, and the change lands (exit 0; the old host said
+    "state unknown", exit 6). Injected before every CONFIG, the retry fails too: exit 6, both reasons."""
+    rule, hit = injecting_ahead_of(P.CONFIG, request_type, 1)
+    mitm.to_device = rule
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(hit) == 1 and json.loads(r.stdout)["daily_cap"] == 5.0
+    assert r.stderr.count("\n") == 1 and "CONFIG did not take effect" in r.stderr, r.stderr
+    assert "signed it again for the fresh nonce, which the device accepted" in r.stderr, r.stderr
+    sent = mitm.sent()
+    assert (sent[P.CONFIG], sent[P.STATE]) == (2, 3), sent  # (the host's frames: before, the re-read, after)
+    assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
+
+    rule, hit = injecting_ahead_of(P.CONFIG, request_type, 2)
+    mitm.to_device = rule
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "7")
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert len(hit) == 2 and r.stderr.count("\n") == 1 and r.stderr.count("did not take effect") == 2, r.stderr
+    assert "signed again for the fresh nonce" in r.stderr, r.stderr
     assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
 
 
