@@ -287,7 +287,7 @@ def test_a_rewritten_budget_cannot_make_query_skip_its_config(mitm: Proxy, qemu:
     after = authentic_state(qemu, test_key)
     assert (after.epsilon_micro, after.daily_spent) == (MICRO // 2, 3 * MICRO // 2)
     sent = mitm.sent()
-    assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (0, 2, 1, 3)
+    assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (0, 3, 1, 3)
 
 
 def test_a_state_forged_with_the_test_key_cannot_skip_the_config(mitm: Proxy, qemu: Device, test_key: bytes,
@@ -324,19 +324,50 @@ def test_a_state_forged_with_the_test_key_cannot_skip_the_config(mitm: Proxy, qe
 
 def test_query_reads_each_state_and_info_once(mitm: Proxy, qemu: Device, test_key: bytes, tmp_path: Path) -> None:
     """With --key-file: STATE once to decide (its nonce signs the CONFIG), once to check the
-    CONFIG; INFO once (connect's, on a board URL; the old host asked it again after the stream).
+    CONFIG, once after the stream (what was charged, issue 39 item 10); INFO once (connect's, on a board URL; the old host asked it again after the stream).
     Without a key or options: BUDGET alone, for the table."""
     x = rows_file(tmp_path, 2)
     r = mitm.cli("query", "--key-file", KEY, "-e", "0.25", "--json", x)
     assert r.returncode == 0, r.stderr
     sent = mitm.sent()
     assert (sent[P.INFO], sent[P.STATE], sent[P.CHALLENGE], sent[P.CONFIG], sent[P.BUDGET], sent[P.QUERY]) == \
-        (1, 2, 0, 1, 0, 2), sent
+        (1, 3, 0, 1, 0, 2), sent  # STATE: to decide, to check the CONFIG, and the spend after the stream
     assert authentic_state(qemu, test_key).epsilon_micro == MICRO // 4
     r = mitm.cli("query", "--json", x)
     assert r.returncode == 0, r.stderr
     sent = mitm.sent()
     assert (sent[P.INFO], sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (1, 1, 0, 0, 2), sent
+
+
+def forged_rate_refusals(f: frames.Frame) -> list[bytes] | None:
+    """A proxy rule: every QUERY answer (charged by the device) swapped for a forged ERR_RATE."""
+    if f.type == P.QUERY | P.RESPONSE:
+        return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_RATE, P.QUERY))]
+    return None
+
+
+def test_forged_refusals_for_charged_answers_are_reported(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                          tmp_path: Path) -> None:
+    """Issue 39 item 10: every charged QUERY answer swapped for a forged ERR_RATE. With --key-file
+    query reads the authenticated STATE after the stream and reports the 5 epsilon charged for
+    answers it never received (exit 7, `charged_not_received` in the JSON error; the old host
+    said 5 rows refused, exit 8, and never looked); without a key it says it cannot check."""
+    x = rows_file(tmp_path, 5)
+    mitm.to_host = forged_rate_refusals
+    r = mitm.cli("query", "--key-file", KEY, "--json", x)
+    assert r.returncode == 7, r.stdout + r.stderr
+    lines = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert [ln["status"] for ln in lines[:-1]] == ["ERR_RATE"] * 5
+    assert lines[-1]["error"] == "ERR_CHARGED_NOT_RECEIVED" and lines[-1]["charged_not_received"] == 5.0, lines[-1]
+    err = r.stderr.splitlines()[-1]
+    assert "5 epsilon was charged for answers it did not receive (5 rows reported refused, 0 lost)" in err, err
+    assert authentic_state(qemu, test_key).daily_spent == 5 * MICRO  # what the device did charge
+    r = mitm.cli("query", x)
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert "5 rows were reported refused or lost; without --key-file this host cannot check" in r.stderr, r.stderr
+    mitm.to_host = lambda f: None  # an honest link: the check passes, nothing more is said
+    r = mitm.cli("query", "--key-file", KEY, "--json", x)
+    assert r.returncode == 0 and "charged" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
