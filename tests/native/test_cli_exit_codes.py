@@ -115,14 +115,24 @@ def test_a_closed_pipe_ends_quietly_before_the_next_charge(native_builds: None, 
 def test_edgedp_toml_gives_target_key_and_epsilon(native_builds: None, tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)
+    (project / ".git").mkdir()  # the search for the project's file ends at the checkout
     (project / "keys").mkdir()
     (project / "keys" / "dev.key").write_text(Path(KEY).read_text())
-    (project / "edgedp.toml").write_text('[defaults]\ntarget = "posix"\nkey_file = "keys/dev.key"\nepsilon = 2.5\n')
+    toml = project / "edgedp.toml"
+    toml.write_text('[defaults]\ntarget = "posix"\nkey_file = "keys/dev.key"\nepsilon = 2.5\n')
     r = run("query", "--json", "-", stdin="0.1,0.9\n", cwd=project / "sub")  # found in a parent folder
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["remaining"] == pytest.approx(1000 - 2.5)
+    # every value taken from the file is named, the signed epsilon included
+    for line in (f"edgedp: target posix from {toml}", f"edgedp: key_file {project}/keys/dev.key from {toml}",
+                 f"edgedp: epsilon 2.5 from {toml}"):
+        assert line + "\n" in r.stderr, r.stderr
     r = run("admin", "reset-budget", "--json", cwd=project)  # key_file from the file, relative to it
     assert r.returncode == 0, r.stderr
+    r = run("-v", "info", "--json", cwd=project / "sub")  # the file in use: named by info and by -v
+    assert r.returncode == 0 and json.loads(r.stdout)["config"] == str(toml), r.stdout + r.stderr
+    assert f"edgedp: configuration file {toml} (project)\n" in r.stderr, r.stderr
+    assert json.loads(run("info", "--json", "--target", "posix", cwd=tmp_path).stdout)["config"] is None
     # the command line, then EDGEDP_TARGET, beat the file
     r = run("info", "--json", cwd=project, env={"EDGEDP_TARGET": "qemu2"})
     assert r.returncode == 2 and "unknown target 'qemu2'" in r.stderr

@@ -21,7 +21,7 @@ from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs, describe_target_model
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
-from .config import config_default
+from .config import config_default, config_path
 from .exit_codes import ExitCode
 from .inputs import check_finite, read_rows
 from .output import Sink, StopRequest, open_sink
@@ -159,12 +159,14 @@ def result_dict(r: QueryResult) -> dict:
 @handle_errors
 def info(target: str | None, as_json: bool) -> None:
     """Board, build, entropy and firmware facts of a device."""
+    config = config_path()
     with open_device(target) as dev:
         i = dev.info()
         model = describe_target_model(dev.target)
     d = {"board": i.board, "build": i.build, "entropy": i.entropy, "firmware_version": i.firmware_version,
          "max_classes": i.max_classes, "tick": i.tick_kind, "tick_hz": i.tick_hz,
-         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model, **rate_dict(i.rate)}
+         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model, **rate_dict(i.rate),
+         "config": None if config is None else str(config)}
     if as_json:
         emit_json(d)
     else:
