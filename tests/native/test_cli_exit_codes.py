@@ -65,6 +65,7 @@ def test_bad_input_and_refusal_codes(native_builds: None) -> None:
     assert [json.loads(x)["status"] for x in r.stdout.splitlines()] == ["ok", "ok", "ERR_BUDGET"]
     wrong = Path("/tmp/edgedp-wrong.key")
     wrong.write_text("00" * 32)
+    wrong.chmod(0o600)  # a key file of one's own: others-readable ones are refused
     json_error(run("admin", "reset-budget", "--target", "posix", "--key-file", str(wrong), "--json"), 7,
                "ERR_NOT_AUTHENTIC", "not authentic")  # the device's tagged state does not check with this key
 

@@ -17,6 +17,7 @@ from ..version import __version__
 from ..device.errors import EdgeDPError
 from . import config, signals
 from .common import fail, set_verbosity
+from .verbosity import warnings_as_notes
 from .exit_codes import ExitCode
 
 
@@ -137,4 +138,5 @@ def main(verbose: int, quiet: bool) -> None:
     if verbose and quiet:
         raise click.UsageError("-v and -q contradict each other")
     set_verbosity(-1 if quiet else min(verbose, 1))
+    warnings_as_notes()
     config.forget()

@@ -11,7 +11,7 @@ from ..device import session
 from ..device.client import load_key
 from ..device.targets.images import ARM_CC, HOST_CC, make, model_file, recorded_model
 from ..model.image import UnknownModel, image_model, model_dict
-from ..paths import build_dir, checkout_root, project_root, test_key_path
+from ..paths import build_dir, checkout_root, project_root
 from .common import emit_json, handle_errors, json_option
 
 DEFAULT_MODEL = "firmware/model/digits_ensemble.c"
@@ -80,7 +80,7 @@ def provision(key_file: str, model_path: str | None, as_json: bool) -> None:
     the image records; never the bundled default unless named: before the first build, --model is
     required. Prints the model and the sha256 of the image it provisions."""
     key = load_key(key_file)
-    if key == load_key(test_key_path()):
+    if key == load_key():  # the test images' key
         raise ValueError(f"refusing the public test key ({key_file}): anyone can sign admin frames with it")
     if key in (bytes(32), bytes([255]) * 32):
         raise ValueError(f"{key_file}: an all-0x00 or all-0xFF key reads as unprovisioned")
