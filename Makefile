@@ -81,6 +81,16 @@ build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu/model.txt firmware/
 	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
+# The test image with the sampling loop in portable C (-DEDP_DLAP_LOOP_C=1, arch/arch.h) instead of
+# the Thumb-2 one, the same bits: `edgedp bench --c-loop` traces it beside build/qemu/edgedp.elf
+# (the loop rule in docs/benchmarks.md).
+build/qemu-cloop/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu-cloop/model.txt firmware/ports/qemu/qemu.ld firmware/sources.mk
+	@mkdir -p $(@D)
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 -DEDP_DLAP_LOOP_C=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
+	  -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
+	$(KEEP_MODEL)
+	arm-none-eabi-size $@
+
 # The production configuration on the QEMU port (no test commands, ticks hidden, answers released at
 # their deadline), with the public test seed: only for measuring the release timing under -icount.
 TIMING_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(EDP_QEMU_SRCS) build/gen/test_keys.c
@@ -110,7 +120,7 @@ build/qemu-model-%/edgedp.elf: $(QEMU_NOMODEL_SRCS) build/gen/models/%.c $(FW_HE
 	arm-none-eabi-size $@
 
 # The production timing image with another bundled model (the release deadline of its INFER,
-# tests/firmware/test_deadline.py and docs/benchmarks.md section 9), or with one of
+# tests/firmware/test_deadline.py and docs/benchmarks.md §5), or with one of
 # build/gen/models/NAME.c (the non-finite model of the deadline test).
 build/qemu-timing-model-%/edgedp.elf: $(filter-out $(MODEL),$(TIMING_SRCS)) firmware/model/%.c $(FW_HEADERS) firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
@@ -188,12 +198,12 @@ posix: build/posix/edgedp build/posix-san/edgedp build/native/test_core build/na
 
 build/native/fuzz_frames: tests/native/fuzz_frames.c firmware/ports/common/ramflash.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/ports/common tests/native/fuzz_frames.c \
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/core/src -Ifirmware/ports/common tests/native/fuzz_frames.c \
 	  firmware/ports/common/ramflash.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/native/test_core: tests/native/test_core.c $(EDP_CORE_SRCS) $(FW_HEADERS)
 	@mkdir -p $(@D)
-	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
+	$(HOST_CC) $(POSIX_CFLAGS) $(SAN_FLAGS) -Ifirmware/core/include -Ifirmware/core/src tests/native/test_core.c $(EDP_CORE_SRCS) -o $@ -lm
 
 build/posix/edgedp: $(POSIX_SRCS) $(FW_HEADERS) build/posix/model.txt firmware/sources.mk
 	@mkdir -p $(@D)

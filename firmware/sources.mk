@@ -55,7 +55,12 @@ EDP_STM32F4_IMAGE_SRCS = $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_CORTEXM_SRCS) $(
 EDP_QEMU_SRCS := firmware/ports/qemu/board.c firmware/ports/common/ramflash.c
 EDP_POSIX_SRCS := firmware/ports/posix/board.c firmware/ports/common/ramflash.c
 
-EDP_INCLUDES := firmware/core/include firmware/ports/common firmware/app
+# firmware/core/include is the core's public API (edgedp/edgedp.h), all an application and a port
+# need (tests/consumer builds one with it alone). firmware/core/src holds the core's internal
+# headers: only this project's own ports reach into them (the stm32f4 rollback shadow reads the
+# store record's sequence, the posix port the store layout, the qemu test port hashes with the
+# core's SHA-256).
+EDP_INCLUDES := firmware/core/include firmware/core/src firmware/ports/common firmware/app
 
 EDP_ARM_CFLAGS := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 \
 	-std=c99 -O2 -g -ffunction-sections -fdata-sections -ffp-contract=off \

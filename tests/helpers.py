@@ -11,9 +11,11 @@ import fcntl
 import os
 import subprocess
 import sysconfig
+import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol
 
 import numpy as np
 import pytest
@@ -34,12 +36,16 @@ TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
 DAY = 86400
 
 
-def require(*modules: str) -> None:
-    """Skip unless every module imports: called at a test module's top (before its imports of
-    them) it skips the whole module, so collection with the base install (``pip install -e .``)
-    never errors; the reason names the extra to install (EXTRA)."""
-    for m in modules:
-        pytest.importorskip(m, reason=f"{m} is not installed (pip install -e '.[{EXTRA[m]}]')")
+def require(module: str, *more: str) -> ModuleType:
+    """Skip unless every module imports, and return the last one. Called at a test module's top
+    (before its imports of them) it skips the whole module, in a conftest.py the folder, in a
+    fixture or test that test, so collection with the base install (``pip install -e .``) never
+    errors; the reason names the extra to install (EXTRA). (Hidden from tracebacks, so a skip
+    is reported at the require call.)"""
+    __tracebackhide__ = True
+    for m in (module, *more):  # (a loop, not a comprehension: that would be a frame of its own)
+        last = pytest.importorskip(m, reason=f"{m} is not installed (pip install -e '.[{EXTRA[m.split('.')[0]]}]')")
+    return last
 
 
 def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
@@ -62,6 +68,35 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
     as text; never raises on a non-zero exit (the test asserts the code it expects)."""
     return subprocess.run([str(EDGEDP), *args], capture_output=True, text=True, input=stdin, cwd=cwd,
                           env=cli_env(env), timeout=timeout)
+
+
+def start_cli(*args: str, env: Mapping[str, str | None] | None = None, **popen: Any) -> subprocess.Popen[str]:
+    """`edgedp ARGS...` started in a child process (environment: ``cli_env(env)``), stdout and
+    stderr piped as text, for a test that signals it, feeds it or reads it while it runs;
+    ``popen``: more subprocess.Popen arguments (``stdin=subprocess.PIPE``, ``process_group=0``...)."""
+    return subprocess.Popen([str(EDGEDP), *args], text=True, env=cli_env(env),
+                            **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen})
+
+
+def signal_taken(p: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Wait until the child has taken the signals sent to it: none is pending any more
+    (/proc/PID/status SigPnd and ShdPnd) and it sleeps again (state S), or it has exited. The
+    `edgedp` command is single-threaded, so it sleeps again only once its Python handler has run:
+    a test can then send the next signal, or release an answer, knowing that this one was seen
+    first (where a fixed sleep only guessed). ``timeout`` is a liveness bound, not a measurement."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status = Path(f"/proc/{p.pid}/status").read_text()
+        except FileNotFoundError:  # reaped
+            return
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+        state = fields["State"].split()[0]
+        if state == "Z" or (state == "S" and not pending):
+            return
+        assert time.monotonic() < deadline, f"pid {p.pid} has not taken its signal in {timeout} s ({fields['State']})"
+        time.sleep(0.01)
 
 
 class _Outcome(Protocol):

@@ -1,5 +1,5 @@
 /* The model linked into this application's image (the application's, not the
- * core's: the core takes the model through edp_device_t.model).
+ * core's: main.c hands it over with edp_device_set_model).
  *
  * Defined by the generated model source (`edgedp deploy`, firmware/model/NAME.c)
  * as `const edp_model_t *const edp_app_model = &model;`, or NULL when the image

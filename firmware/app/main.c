@@ -6,7 +6,6 @@
 #include "edgedp/device.h"
 #include "edgedp/model.h"
 #include "edgedp/options.h"
-#include "edgedp/sha256.h"
 #if EDP_TEST_BUILD
 #include "naive.h"
 #endif
@@ -37,9 +36,9 @@ int main(void)
     int n;
     banner(port);
     edp_device_init(&device, port);
-    device.model = edp_app_model;
+    edp_device_set_model(&device, edp_app_model);
 #if EDP_TEST_BUILD
-    device.naive = edp_naive_laplace;
+    edp_device_set_naive(&device, edp_naive_laplace);
 #endif
     /* buf is wiped once the core has taken it (the core wipes its own copy of
      * a request likewise): a later RAM read finds no past request in it. */

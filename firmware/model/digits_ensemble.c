@@ -3,7 +3,6 @@
  * 19175 float32 weights (76700 bytes of flash), 30 floats of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 30], L1 sensitivity 2.
  * sha256 17a234f8a6fda4d77b0374ac419493e30d6370ce9be490599218b2b2971b2cc8 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const float w0_0[640] = {
@@ -3501,5 +3500,7 @@ static const edp_model_t model = {
     0.0f, 0x1.ep+4f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
     NULL, 30,
+    1, {64},
+    {0x17, 0xa2, 0x34, 0xf8, 0xa6, 0xfd, 0xa4, 0xd7, 0x7b, 0x03, 0x74, 0xac, 0x41, 0x94, 0x93, 0xe3, 0x0d, 0x63, 0x70, 0xce, 0x9b, 0xe4, 0x90, 0x59, 0x92, 0x18, 0xb2, 0xb2, 0x97, 0x1b, 0x2c, 0xc8},
 };
 const edp_model_t *const edp_app_model = &model;

@@ -3,7 +3,6 @@
  * int8: 18880 int8 weights, 21240 bytes of flash, 272 bytes of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 30], L1 sensitivity 2.
  * sha256 7ebda2c4f21b121a0140222c376ae8d9aebdea2db054beb302c85a270cdecf40 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const int8_t w0_0[640] = {
@@ -1649,5 +1648,7 @@ static const edp_model_t model = {
     0.0f, 0x1.ep+4f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
     &s8, 20,
+    1, {64},
+    {0x7e, 0xbd, 0xa2, 0xc4, 0xf2, 0x1b, 0x12, 0x1a, 0x01, 0x40, 0x22, 0x2c, 0x37, 0x6a, 0xe8, 0xd9, 0xae, 0xbd, 0xea, 0x2d, 0xb0, 0x54, 0xbe, 0xb3, 0x02, 0xc8, 0x5a, 0x27, 0x0c, 0xde, 0xcf, 0x40},
 };
 const edp_model_t *const edp_app_model = &model;

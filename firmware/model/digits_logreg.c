@@ -3,7 +3,6 @@
  * 650 float32 weights (2600 bytes of flash), 30 floats of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 2a3ad90dbb74642829ee1ff5065ce7f15788eacdf3bc8365ce82cbc9a00848c5 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const float w0_0[640] = {
@@ -134,5 +133,7 @@ static const edp_model_t model = {
     0.0f, 0x1p+0f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
     NULL, 30,
+    1, {64},
+    {0x2a, 0x3a, 0xd9, 0x0d, 0xbb, 0x74, 0x64, 0x28, 0x29, 0xee, 0x1f, 0xf5, 0x06, 0x5c, 0xe7, 0xf1, 0x57, 0x88, 0xea, 0xcd, 0xf3, 0xbc, 0x83, 0x65, 0xce, 0x82, 0xcb, 0xc9, 0xa0, 0x08, 0x48, 0xc5},
 };
 const edp_model_t *const edp_app_model = &model;

@@ -3,7 +3,6 @@
  * int8: 640 int8 weights, 720 bytes of flash, 272 bytes of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 36e68e438988d97630b1f335361fae9fbed7ee970d9d8f32f236bc63c49db2ff */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const int8_t w0_0[640] = {
@@ -74,5 +73,7 @@ static const edp_model_t model = {
     0.0f, 0x1p+0f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
     &s8, 20,
+    1, {64},
+    {0x36, 0xe6, 0x8e, 0x43, 0x89, 0x88, 0xd9, 0x76, 0x30, 0xb1, 0xf3, 0x35, 0x36, 0x1f, 0xae, 0x9f, 0xbe, 0xd7, 0xee, 0x97, 0x0d, 0x9d, 0x8f, 0x32, 0xf2, 0x36, 0xbc, 0x63, 0xc4, 0x9d, 0xb2, 0xff},
 };
 const edp_model_t *const edp_app_model = &model;

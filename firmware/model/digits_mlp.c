@@ -3,7 +3,6 @@
  * 4810 float32 weights (19240 bytes of flash), 138 floats of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 001dfd05371f01e336ad3a363cd0cbcbb576ffc15b9984fcc59d105172529c24 */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const float w0_0[4096] = {
@@ -832,5 +831,7 @@ static const edp_model_t model = {
     0.0f, 0x1p+0f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
     NULL, 138,
+    1, {64},
+    {0x00, 0x1d, 0xfd, 0x05, 0x37, 0x1f, 0x01, 0xe3, 0x36, 0xad, 0x3a, 0x36, 0x3c, 0xd0, 0xcb, 0xcb, 0xb5, 0x76, 0xff, 0xc1, 0x5b, 0x99, 0x84, 0xfc, 0xc5, 0x9d, 0x10, 0x51, 0x72, 0x52, 0x9c, 0x24},
 };
 const edp_model_t *const edp_app_model = &model;

@@ -3,7 +3,6 @@
  * int8: 4736 int8 weights, 5392 bytes of flash, 400 bytes of scratch RAM.
  * Inputs clamped to [0, 1]; output range [0, 1], L1 sensitivity 2.
  * sha256 e579a01daae8dab6e05fdab3f362b686ee3889f74ea052f59fffea48ea7203cf */
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
 
 static const int8_t w0_0[4096] = {
@@ -358,5 +357,7 @@ static const edp_model_t model = {
     0.0f, 0x1p+0f, 0x1p+1f, EDP_M_AUTO,
     0.0f, 0x1p+0f,
     &s8, 20,
+    1, {64},
+    {0xe5, 0x79, 0xa0, 0x1d, 0xaa, 0xe8, 0xda, 0xb6, 0xe0, 0x5f, 0xda, 0xb3, 0xf3, 0x62, 0xb6, 0x86, 0xee, 0x38, 0x89, 0xf7, 0x4e, 0xa0, 0x52, 0xf5, 0x9f, 0xff, 0xea, 0x48, 0xea, 0x72, 0x03, 0xcf},
 };
 const edp_model_t *const edp_app_model = &model;

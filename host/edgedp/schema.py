@@ -1,5 +1,5 @@
-"""The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:
-do not edit (change the header and regenerate; tests/unit/test_schema.py fails on any drift).
+"""The wire schema, GENERATED from the headers of firmware/core (include/edgedp, src) by `python -m edgedp.schema_gen`:
+do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).
 
 Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.
 """
@@ -13,6 +13,7 @@ from enum import IntEnum
 MAX_CLASSES = 1024
 MAX_TOPK = 32
 MAX_ROUND_DIGITS = 6
+FIRMWARE_VERSION = '0.3.0'
 
 # ---- proto.h
 PROTO_VERSION = 1
@@ -56,12 +57,18 @@ INFER_TICKS = 4
 INFER_TICKS_FMT = struct.Struct('<I')
 # BUDGET's today without a trusted clock
 NO_DAY = 0xFFFFFFFF
-# build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 |
-#   tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32
-INFO_HEAD = 24
-INFO_HEAD_FMT = struct.Struct('<BBBBHBBIIII')
-# each INFO text (version, board): len u8 + at most this many ASCII bytes
+INFO_VERSION = 2
+# info_version u8 | build u8 | store u8 | store_ok u8 | time_ok u8 | tick_kind u8 | max_classes
+#   u16 | tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 | rx_buffer
+#   u32 | noise_entropy u8 | nonce_entropy u8 | model_kind u8 | model_head u8 | model_classes
+#   u16 | model_rank u8 | model_dim0 u16 | model_dim1 u16 | model_dim2 u16 | model_dim3 u16 |
+#   model_sha256 u8[32]
+INFO_HEAD = 75
+INFO_HEAD_FMT = struct.Struct('<BBBBBBHIIIIIBBBBHBHHHH32s')
+# each INFO text (version, board, model name): len u8 + at most this many ASCII bytes
 INFO_TEXT_MAX = 32
+# the model_dim fields
+INFO_MAX_RANK = 4
 # recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 |
 #   lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro
 #   u32 | lo f32 | hi f32 | sensitivity f32 | m i32
@@ -147,9 +154,13 @@ RATE_TARPIT_MAX = 2000
 # the wait when nothing refills the bucket
 RATE_NEVER = 0xFFFFFFFF
 
-# ---- mech.h
-# choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK
+# ---- model.h
+# choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK (src/mech.h)
 M_AUTO = -128
+# most dims of a model's input shape (edp_model_t.in_shape)
+MODEL_MAX_RANK = 4
+
+# ---- mech.h
 # lattice exponents m run EDP_M_MIN..EDP_M_MAX
 M_MIN = -30
 M_MAX = 30
@@ -193,6 +204,8 @@ STORE_SLOT_SIZE = 128
 AUDIT_ENTRIES = 32
 AUDIT_ENTRY_SIZE = 20
 AUDIT_OFFSET = 256
+
+# ---- port.h
 # bytes every port's store holds
 STORE_SIZE = 896
 
@@ -217,9 +230,24 @@ class FrameType(IntEnum):
     CHALLENGE = 0x24
     STATE = 0x25  # authenticated read of the device state, with a fresh nonce
     RATE = 0x26  # authenticated: the rate limit of external answers
-    AUDIT_LOG = 0x27  # authenticated read of the audit log (edgedp/store.h), with a fresh nonce
+    AUDIT_LOG = 0x27  # authenticated read of the audit log (store.h), with a fresh nonce
     ERROR = 0x7F
     RESPONSE = 0x80  # OR-ed into the request type
+
+
+class EntropyHealth(IntEnum):
+    """Health of a randomness source in INFO (proto.h)."""
+
+    OK = 0  # the source's last draw succeeded
+    FAILED = 1  # its last draw failed: what depends on it is refused (EDP_ERR_ENTROPY)
+
+
+class ModelKind(IntEnum):
+    """Kind of the model in INFO (proto.h)."""
+
+    NONE = 0  # no model: INFER answers EDP_ERR_NO_MODEL
+    F32 = 1  # float32 kernels
+    S8 = 2  # int8 kernels (edp_model_t.s8)
 
 
 class ErrorCode(IntEnum):
@@ -239,6 +267,13 @@ class ErrorCode(IntEnum):
     ERR_NO_MODEL = 12  # INFER on an image built without a model
     ERR_TIMING = 13  # the board cannot release answers at a deadline
     ERR_RATE = 14  # rate limit: no token for an external answer yet (the error carries the wait)
+
+
+class ModelHead(IntEnum):
+    """Model heads (model.h)."""
+
+    SOFTMAX = 0  # one net; output = softmax of its logits, range [0, 1]
+    VOTES = 1  # T nets; output c = number of nets whose argmax is class c, range [0, T]
 
 
 class OutputMode(IntEnum):

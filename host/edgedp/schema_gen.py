@@ -1,6 +1,7 @@
 """Generate ``edgedp/schema.py`` from the firmware's C headers: the wire schema has one source.
 
-The C headers (``firmware/core/include/edgedp``) are the source of truth. This module reads
+The C headers (the public ``firmware/core/include/edgedp`` and the core's internal
+``firmware/core/src``) are the source of truth. This module reads
 their object-like ``#define EDP_*`` constants and the enums listed in ``ENUMS`` and writes
 one Python leaf module with the same values under the names without ``EDP_``. A constant
 whose comment starts with ``layout:`` lists its fields (``name type`` separated by ``|``;
@@ -8,7 +9,7 @@ types u8 u16 u32 u64 i8 i16 i32 f32, ``u8[N]`` for N bytes): the generator check
 add up to the constant and writes ``NAME_FMT``, the ``struct.Struct`` of that layout.
 
 ``python -m edgedp.schema_gen`` rewrites the module; ``--check`` exits 1 when it is stale
-(tests/unit/test_schema.py runs the check, so a header change without a regenerated module
+(tests/python/test_schema.py runs the check, so a header change without a regenerated module
 fails the test suite, not a session against QEMU).
 """
 from __future__ import annotations
@@ -25,11 +26,16 @@ from pathlib import Path
 
 from .paths import project_root
 
-HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "mech.h", "dlap.h", "store.h", "port.h")
-"""Headers read, in this order (a constant may use any constant defined before it)."""
-OPTIONS = ("EDP_MAX_CLASSES", "EDP_MAX_TOPK", "EDP_MAX_ROUND_DIGITS")
+HEADERS = ("options.h", "proto.h", "error.h", "budget.h", "model.h", "mech.h", "dlap.h", "store.h", "port.h")
+"""Headers read, in this order (a constant may use any constant defined before it); each is
+looked up in HEADER_DIRS."""
+HEADER_DIRS = ("include/edgedp", "src")
+"""Where the headers are, under firmware/core: the public API, then the internal headers."""
+OPTIONS = ("EDP_MAX_CLASSES", "EDP_MAX_TOPK", "EDP_MAX_ROUND_DIGITS", "EDP_FIRMWARE_VERSION")
 """options.h entries the host relies on (their defaults: an image built with other values
-must say so through INFO, as max_classes does)."""
+must say so through INFO, as max_classes does). EDP_FIRMWARE_VERSION is the project's one
+version: the package's (edgedp.version, pyproject.toml's dynamic version), CMake's and
+library.json's (tests/python/test_version.py)."""
 ENUMS = {
     "edp_frame_type": ("FrameType", "EDP_T_", "frame types (proto.h)"),
     "edp_error": ("ErrorCode", "EDP_", "error codes as carried on the wire: the positive value of EDP_ERR_* (error.h)"),
@@ -37,6 +43,9 @@ ENUMS = {
     "edp_store_state": ("StoreState", "EDP_STORE_", "store state found at boot (store.h)"),
     "edp_tick_kind": ("TickKind", "EDP_TICK_", "tick unit of the answers' ticks (port.h)"),
     "edp_audit_event": ("AuditEvent", "EDP_AUDIT_", "audit log events (store.h)"),
+    "edp_info_entropy": ("EntropyHealth", "EDP_INFO_ENTROPY_", "health of a randomness source in INFO (proto.h)"),
+    "edp_info_model": ("ModelKind", "EDP_INFO_MODEL_", "kind of the model in INFO (proto.h)"),
+    "edp_model_head": ("ModelHead", "EDP_MODEL_", "model heads (model.h)"),
 }
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "f32": "f"}
 OUTPUT = Path(__file__).with_name("schema.py")
@@ -60,7 +69,7 @@ class Field:
 @dataclass
 class Constant:
     name: str           # Python name (C name without EDP_)
-    value: int | float | bytes
+    value: int | float | bytes | str
     comment: str
     header: str
     layout: tuple[Field, ...] | None = None
@@ -89,10 +98,15 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
         ast.RShift: operator.rshift, ast.BitOr: operator.or_}
 
 
-def _evaluate(text: str, env: dict[str, int | float | bytes], where: str) -> int | float | bytes:
-    """The value of a C constant expression of integers, doubles, constants in env, or a
-    brace list of character literals (bytes)."""
+def _evaluate(text: str, env: dict[str, int | float | bytes | str], where: str) -> int | float | bytes | str:
+    """The value of a C constant expression of integers, doubles, constants in env, a brace
+    list of character literals (bytes), or one plain string literal (str: printable ASCII, no
+    escapes)."""
     t = text.strip()
+    if re.fullmatch(r'"[ !#-\[\]-~]*"', t):
+        return t[1:-1]
+    if t.startswith('"'):
+        raise SchemaError(f"{where}: cannot read {text!r} (a string constant is printable ASCII without escapes)")
     chars = re.fullmatch(r"\{\s*('(?:[^'\\]|\\.)'\s*(?:,\s*'(?:[^'\\]|\\.)'\s*)*)\}", t)
     if chars:
         return bytes(ord(ast.literal_eval(c)) for c in re.findall(r"'(?:[^'\\]|\\.)'", chars.group(1)))
@@ -153,21 +167,28 @@ def _comment(rest: str, lines: list[str], i: int) -> tuple[str, str, int]:
     return value.strip(), " ".join(com.partition("*/")[0].split()), i
 
 
-def parse(include_dir: Path | None = None) -> Schema:
-    """The schema as the headers state it."""
-    inc = include_dir or project_root() / "firmware" / "core" / "include" / "edgedp"
-    env: dict[str, int | float | bytes] = {}
+def header_path(core: Path, header: str) -> Path:
+    """Where ``header`` is under the core folder ``core`` (HEADER_DIRS, first match)."""
+    for d in HEADER_DIRS:
+        if (core / d / header).is_file():
+            return core / d / header
+    raise SchemaError(f"{header}: not in {', '.join(str(core / d) for d in HEADER_DIRS)}")
+
+
+def parse(core_dir: Path | None = None) -> Schema:
+    """The schema as the headers under ``core_dir`` (default: firmware/core) state it."""
+    core = core_dir or project_root() / "firmware" / "core"
+    env: dict[str, int | float | bytes | str] = {}
     constants: dict[str, Constant] = {}
     enums: dict[str, Enum] = {}
     for header in HEADERS:
-        text = (inc / header).read_text()
+        text = header_path(core, header).read_text()
         lines = text.splitlines()
         i = 0
         while i < len(lines):
             m = _DEFINE.match(lines[i])
             where = f"{header}:{i + 1}"
-            if m and m.group(2).strip() and not m.group(2).lstrip().startswith('"') and \
-                    (header != "options.h" or m.group(1) in OPTIONS):
+            if m and m.group(2).strip() and (header != "options.h" or m.group(1) in OPTIONS):
                 cname, rest = m.groups()
                 value_text, com, i = _comment(rest, lines, i)
                 if cname in env:
@@ -213,8 +234,8 @@ def _literal(c: Constant) -> str:
 
 def render(schema: Schema) -> str:
     """The text of edgedp/schema.py."""
-    out = ['"""The wire schema, GENERATED from firmware/core/include/edgedp/*.h by `python -m edgedp.schema_gen`:',
-           "do not edit (change the header and regenerate; tests/unit/test_schema.py fails on any drift).",
+    out = ['"""The wire schema, GENERATED from the headers of firmware/core (include/edgedp, src) by `python -m edgedp.schema_gen`:',
+           "do not edit (change the header and regenerate; tests/python/test_schema.py fails on any drift).",
            "",
            "Sizes are in bytes; ``*_FMT`` is the little-endian struct of the layout of the same name.",
            '"""',

@@ -1,9 +1,14 @@
-"""One small, seeded world (digits, quick settings) shared by the analysis tests."""
+"""One small, seeded world (digits, quick settings) shared by the analysis tests, which need the
+analysis extra (the tests of DP-SGD the train extra too: they require it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pytest
+
+from ..helpers import require
+
+require("sklearn", "joblib", "threadpoolctl", "dp_accounting", "matplotlib")
 
 from edgedp import datasets as data
 from edgedp.analysis import populations as models

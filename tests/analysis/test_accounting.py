@@ -181,6 +181,9 @@ def test_cli_account_json_matches_library() -> None:
     assert d["pld"] == pytest.approx(direct_pld(0.2, 100, 1e-5 * math.exp(-slack)) + slack, rel=1e-12)
     assert d["pld"] > direct_pld(0.2, 100, 1e-5)
     assert d["total_delta"] == pytest.approx(1e-5 + 100 * (10 * 2.0 ** -66 + 2.0 ** -40), rel=1e-12)
+    # the published formula is no bound: the JSON says so, as the text output does
+    assert d["advanced_composition_first_term"] < d["advanced"]
+    assert d["advanced_composition_first_term_note"].startswith("not a bound")
 
 
 def test_cli_account_inverse_gives_admin_config() -> None:

@@ -1,5 +1,6 @@
 """audit-config flags each listed configuration error on a bad config, with its computed
-consequence, and passes a good one; exit status 0 (all pass), 1 (a failure), 3 (warnings only)."""
+consequence, and passes a good one; exit status 0 (all pass), 1 (a failure, or a configuration
+it cannot judge), 3 (warnings only)."""
 from __future__ import annotations
 
 import json
@@ -7,6 +8,10 @@ import math
 
 import pytest
 from click.testing import CliRunner
+
+from .. import helpers
+
+helpers.require("jax", "optax")  # edgedp.train: DP-SGD
 
 from edgedp.cli import main
 from edgedp.train import accountant, config_check
@@ -76,7 +81,7 @@ def test_cli_bad_config_fails_each_check_with_canary(tmp_path) -> None:
     r = CliRunner().invoke(main, ["audit-config", str(f), "--json"])
     assert r.exit_code == 1
     d = json.loads(r.stdout)
-    warn_only = {"hyperparameters", "noise_sampler"}
+    warn_only = {"noise_sampler"}
     assert set(d["failed"]) == set(config_check.CHECKS) - warn_only - {"noise"} and set(d["warnings"]) == warn_only
     canary = next(c for c in d["checks"] if c["name"] == "clipping")["values"]["canary"]
     assert not canary["bounded"] and canary["bound_ratio"] > 10
@@ -173,13 +178,32 @@ def test_shuffle_is_accounted_by_the_replace_one_bound() -> None:
 def test_warnings_only_exit_3() -> None:
     code, d = run_cli("--sampling-rate", "0.25", "--delta", "1e-4")
     assert code == 3 and d["warnings"] == ["delta"] and not d["failed"] and d["exit_code"] == 3
-    code, d = run_cli("--sampling-rate", "0.25", "--hyperparameter-trials", "10")
-    assert code == 3 and d["warnings"] == ["hyperparameters"]
-    assert check_of(d, "hyperparameters")["values"]["epsilon_all_trials"] == pytest.approx(
-        accountant.epsilon(NM1, 0.25, 600, 1e-5), rel=1e-3)
     code, d = run_cli("--sampling-rate", "0.25", "--noise-sampler", "float")
     assert code == 3 and d["warnings"] == ["noise_sampler"]
     assert run_cli("--sampling-rate", "0.25")[0] == 0
+
+
+def test_a_search_the_claim_does_not_cover_fails() -> None:
+    # ε claimed for one run, ten runs composed: a claim the configuration does not support fails
+    code, d = run_cli("--sampling-rate", "0.25", "--hyperparameter-trials", "10")
+    assert code == 1 and d["failed"] == ["hyperparameters"] and not d["passed"]
+    e = check_of(d, "hyperparameters")["values"]["epsilon_all_trials"]
+    assert e == pytest.approx(accountant.epsilon(NM1, 0.25, 600, 1e-5), rel=1e-3) and e > 1
+
+
+@pytest.mark.parametrize("line, key", [('preprocessing = "none"', "preprocessing"),
+                                       ('noise_sampler = "laplace"', "noise_sampler"),
+                                       ('epochs = "15"', "epochs")])
+def test_a_config_it_cannot_judge_fails_closed_naming_the_key(tmp_path, line, key) -> None:
+    f = tmp_path / "dpsgd.toml"
+    f.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in GOOD.items() if k != key)
+                 + f"\n{line}\n")
+    r = helpers.run_cli("audit-config", str(f), "--no-canary", "--json")
+    assert r.returncode == 1, r.stderr
+    d = json.loads(r.stdout)
+    assert not d["passed"] and d["failed"] == ["config"] and key in d["error"]
+    r = helpers.run_cli("audit-config", str(f), "--no-canary")
+    assert r.returncode == 1 and r.stdout.startswith("FAIL  config") and key in r.stdout
 
 
 def test_the_trainers_own_manifest_audits_with_warnings_only(tmp_path) -> None:

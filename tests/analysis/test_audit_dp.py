@@ -5,7 +5,6 @@ and on the QEMU test image."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
@@ -17,10 +16,9 @@ from edgedp.cli import main
 from edgedp.mech.lattice import quantize
 from edgedp.mech.modes import Mode
 
-from ..helpers import ROOT, make
+from ..helpers import make, run_cli
 from . import broken_mechanisms as broken
 
-EDGEDP = str(ROOT / ".venv/bin/edgedp")
 TRIALS = 40_000
 MODES = ("full", "label", "topk:3")
 
@@ -80,8 +78,8 @@ def test_half_scale_noise_is_caught(mode: str) -> None:
 
 
 def test_cli_reference_passes_with_the_json_keys() -> None:
-    r = subprocess.run([EDGEDP, "audit-dp", "--target", "reference", "--epsilon", "1", "--mode", "topk:3",
-                        "--trials", "20000", "--json"], capture_output=True, text=True, timeout=120)
+    r = run_cli("audit-dp", "--target", "reference", "--epsilon", "1", "--mode", "topk:3", "--trials", "20000",
+                "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     d = json.loads(r.stdout)
     assert d["epsilon_stated"] == 1.0 and 0 < d["epsilon_lower_bound"] <= 1.0
@@ -98,8 +96,7 @@ def test_cli_exits_1_on_a_broken_mechanism(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_cli_rejects_bad_input_in_one_line() -> None:
-    r = subprocess.run([EDGEDP, "audit-dp", "-t", "reference", "--mode", "nope"], capture_output=True, text=True,
-                       timeout=60)
+    r = run_cli("audit-dp", "-t", "reference", "--mode", "nope", timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
@@ -109,8 +106,8 @@ def test_qemu_device_audit_replays_and_passes() -> None:
     make("build/qemu/edgedp.elf")
     docs = []
     for _ in range(2):
-        r = subprocess.run([EDGEDP, "audit-dp", "--target", "qemu", "--trials", "60", "--seed", "5", "--json",
-                            "--no-progress"], capture_output=True, text=True, timeout=300)
+        r = run_cli("audit-dp", "--target", "qemu", "--trials", "60", "--seed", "5", "--json", "--no-progress",
+                    timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr
         docs.append(json.loads(r.stdout))
     d = docs[0]

@@ -16,6 +16,8 @@ from edgedp.analysis import populations as models, parallel
 from edgedp.analysis.settings import Settings
 from edgedp.cli import main
 
+from ..helpers import require
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]   # about 40 s of CPU; room for a loaded machine
 
 AUDIT = """[audit-train]
@@ -29,7 +31,7 @@ trainings = 8
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    distributed = pytest.importorskip("distributed")
+    distributed = require("dask", "distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                        dashboard_address=None)
     try:

@@ -6,16 +6,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
 
-from ..helpers import ROOT
+from ..helpers import EDGEDP, ROOT, cli_env
 
 README = (ROOT / "README.md").read_text()
-BIN = str(ROOT / ".venv/bin")
+BIN = str(EDGEDP.parent)
+"""Where the installed `edgedp` is: first on the PATH of the README's commands."""
 
 
 def block(first_line: str) -> str:
@@ -34,7 +36,7 @@ def gitlab_commands() -> list[str]:
 
 
 def sh(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]}
+    env = {**cli_env(), "PATH": BIN + os.pathsep + os.environ["PATH"]}
     return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -43,9 +45,8 @@ def ci_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[subproc
     """A checkout with the README's privacy files, after the CI job's commands."""
     work = tmp_path_factory.mktemp("ci")
     (work / "privacy").mkdir()
-    (work / "privacy/policy.toml").write_text(block("# privacy/policy.toml"))
-    (work / "privacy/audit-train.toml").write_text(block("# privacy/audit-train.toml (the keys of "
-                                                         "edgedp.analysis.audit_train.AuditTrainConfig)"))
+    for name in ("policy.toml", "audit-train.toml"):  # the files README says to copy there
+        shutil.copy(ROOT / "examples" / name, work / "privacy" / name)
     return work, [sh(c, work) for c in github_commands()]
 
 
@@ -100,3 +101,47 @@ def test_bad_policy_is_a_one_line_error(tmp_path: Path) -> None:
     assert r.returncode == 4 and "unknown thresholds max_lira_aucc" in r.stderr and "Traceback" not in r.stderr
     r = sh("edgedp report --junit x.xml --out d", tmp_path)
     assert r.returncode == 4 and "go with --check" in r.stderr
+
+
+def junit_cases(path: Path) -> dict[str, ET.Element]:
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    return {tc.get("name", ""): tc for tc in suite.iter("testcase")}
+
+
+@pytest.mark.slow
+def test_an_audit_that_did_not_run_cleanly_fails_the_gate_with_its_message(ci_job) -> None:
+    """Issue 39.17: empty, missing and error audit files each fail the gate (exit 1) with a JUnit
+    error case carrying the audit's own message; the good audit's threshold is still judged."""
+    work, _ = ci_job
+    (work / "empty.json").write_text("")
+    r = sh("edgedp audit-dp --target reference --epsilon 1 --trials -5 --json > failed.json || true", work)
+    failed = json.loads((work / "failed.json").read_text())
+    assert "error" in failed, failed
+    r = sh("edgedp report --from privacy-report/report.json --check privacy/policy.toml --audit audit-dp.json "
+           "--audit empty.json --audit missing.json --audit failed.json --junit gate.xml --json", work)
+    assert r.returncode == 1, r.stderr
+    d = json.loads(r.stdout)["policy"]
+    assert not d["passed"] and {e["file"] for e in d["audit_errors"]} == {"empty.json", "missing.json", "failed.json"}
+    assert all(v["passed"] for v in d["verdicts"])  # every threshold met: the bad files alone fail it
+    cases = junit_cases(work / "gate.xml")
+    for name in ("empty.json", "missing.json", "failed.json"):
+        err = cases[name].find("error")
+        assert err is not None, name
+    assert failed["message"] in (cases["failed.json"].find("error").get("message") or "")
+    assert cases["max_lower_bound_ratio"].find("failure") is None
+    r = sh("edgedp report --from privacy-report/report.json --check privacy/policy.toml --audit empty.json", work)
+    assert r.returncode == 1 and "ERROR empty.json: empty" in r.stdout
+
+
+def test_an_unreadable_policy_or_report_still_writes_junit(tmp_path: Path) -> None:
+    p = tmp_path / "p.toml"
+    p.write_text("max_lira_auc = 0.6\n")
+    r = sh(f"edgedp report --from nothing.json --check {p} --junit gate.xml", tmp_path)
+    assert r.returncode == 4 and "nothing.json" in r.stderr
+    err = junit_cases(tmp_path / "gate.xml")["nothing.json"].find("error")
+    assert err is not None and "no such report file" in (err.get("message") or "")
+    p.write_text("max_lira_aucc = 0.6\n")
+    r = sh(f"edgedp report --from nothing.json --check {p} --junit gate2.xml", tmp_path)
+    assert r.returncode == 4 and "unknown thresholds" in (junit_cases(tmp_path / "gate2.xml")[str(p)]
+                                                            .find("error").get("message") or "")

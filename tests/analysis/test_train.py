@@ -10,6 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from ..helpers import require
+
+require("jax", "optax")  # edgedp.train: DP-SGD
+
 from edgedp.train import model_file as models_io
 from edgedp.cli import main
 from edgedp.train import accountant, canary, dpsgd
@@ -127,23 +131,34 @@ def test_model_file_round_trip_and_tamper_detection(tmp_path) -> None:
 
 
 def test_train_cli_end_to_end(tmp_path) -> None:
+    base = ["train", "--model", "logreg", "--target-epsilon", "3", "--epochs", "5"]
+    r = CliRunner().invoke(main, base + ["--out", str(tmp_path / "private.npz"), "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    p = json.loads(r.stdout)
+    for key in ("epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate", "steps", "accountant",
+                "test_accuracy"):
+        assert key in p
+    assert p["private"] is True and p["epsilon"] <= 3.0 and p["accountant"] == "pld" and p["steps"] == 20
+    assert p["epsilon_pld"] <= p["epsilon_rdp"]
     out = tmp_path / "dp.npz"
-    args = ["train", "--model", "logreg", "--target-epsilon", "3", "--epochs", "5", "--out", str(out),
-            "--seed", "1", "--json", "--no-progress"]
+    args = base + ["--out", str(out), "--seed", "1", "--json", "--no-progress"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    for key in ("epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate", "steps", "accountant",
-                "test_accuracy"):
-        assert key in d
-    assert d["epsilon"] <= 3.0 and d["accountant"] == "pld" and d["steps"] == 20
-    assert d["epsilon_pld"] <= d["epsilon_rdp"]
-    assert d["test_accuracy"] > 0.6
+    assert d["test_accuracy"] > 0.6 and d["noise_multiplier"] == p["noise_multiplier"]
     model, man = models_io.load_checked(out)
     assert man.training["sampling"] == "poisson" and man.training["noise_multiplier"] == d["noise_multiplier"]
-    # a seeded run is reproducible, hence not private, and its manifest says why
+    # a seeded run is reproducible, hence not private: its manifest says why and states no ε anywhere
     assert man.training["private"] is False and man.training["seed"] == 1 and d["private"] is False
     assert "replayable" in man.training["non_private_reason"]
+    for k in ("epsilon", "epsilon_add_remove", "epsilon_replace_one"):
+        assert man.training[k] == "not private"
+    for k in ("epsilon", "epsilon_pld", "epsilon_rdp", "epsilon_replace_one"):
+        assert d[k] == "not private"
+    r = CliRunner().invoke(main, args[:-2] + ["--no-progress"])
+    assert r.exit_code == 0 and r.stdout.startswith("NOT PRIVATE") and "-DP" not in r.stdout, r.output
+    r = CliRunner().invoke(main, ["audit-config", str(models_io.manifest_path(out)), "--json"])
+    assert r.exit_code == 1 and "not private" in json.loads(r.stdout)["error"]
     assert man.data == {"name": "digits", "n_features": 64, "n_classes": 10, "input_range": [0.0, 1.0]}
     d2 = digits(1)
     assert np.mean(model.predict(d2.X_test) == d2.y_test) == pytest.approx(d["test_accuracy"])

@@ -47,5 +47,5 @@ def test_the_stated_delta_is_what_the_tail_cap_is_built_for() -> None:
 
     _, delta_bits = stated()
     assert 4 * 2.0 ** -CAP_BITS <= 2.0 ** -int(delta_bits)
-    header = (ROOT / "firmware/core/include/edgedp/dlap.h").read_text()
+    header = (ROOT / "firmware/core/src/dlap.h").read_text()
     assert re.search(rf"#define EDP_DLAP_CAP_BITS\s+{CAP_BITS}\b", header)

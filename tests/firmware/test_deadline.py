@@ -16,12 +16,15 @@ import subprocess
 import numpy as np
 import pytest
 
+from ..helpers import ROOT, make, overflow_model_source, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from edgedp.datasets import digits_split
 from edgedp.bench.deadline import NONFINITE_CLASSES, WindowProbe, Window, firmware_constants, measure, nonfinite_paths
 from edgedp.bench.trace import Emulator
 from edgedp.device.protocol import MechConfig
 
-from ..helpers import ROOT, make, overflow_model_source
 
 SRC = ROOT / "firmware" / "core" / "src" / "deadline.c"
 QEMU_BOARD = ROOT / "firmware" / "ports" / "qemu" / "board.c"

@@ -7,12 +7,14 @@ import struct
 
 import numpy as np
 
+from ..helpers import ROOT, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from edgedp.bench.infer import model_image
 from edgedp.bench.trace import Emulator
 from edgedp.datasets import digits_split
 from edgedp.model import cgen, reference
-
-from ..helpers import ROOT
 
 
 def test_int8_ensemble_sharing_the_widened_input_is_bit_exact() -> None:

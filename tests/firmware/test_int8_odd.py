@@ -11,19 +11,23 @@ import struct
 
 import numpy as np
 import pytest
+
+from ..helpers import ROOT, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from unicorn import UC_HOOK_BLOCK
 
 from edgedp.bench import peers
 from edgedp.model import cgen, quantize, reference
 from edgedp.model.spec import Dense, DeviceModel, Net, row4
 
-from ..helpers import ROOT
 
 SIZES = (13, 7, 5)
 MARGIN = 1.25   # as tests/firmware/test_deadline.py
 HARNESS = """\
 #include <stdint.h>
-#include "edgedp/deadline.h"
+#include "deadline.h"
 #include "edgedp/model.h"
 extern const edp_model_t *const edp_app_model;
 float peer_x[{n}];

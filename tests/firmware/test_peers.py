@@ -1,6 +1,6 @@
 """The float kernels' peers (edgedp.bench.peers): CMSIS-DSP f32 and emlearn harnesses, cross-compiled
 with the image's flags and run in Unicorn on the bundled models, give the NumPy reference's outputs,
-and the JSON carries what docs/benchmarks.md section 8 reports.
+and the JSON carries what docs/benchmarks.md §6 reports.
 
 CMSIS-DSP's sources come from PyPI (a 2 MB sdist, ``pip download`` into build/peers/cache once, about
 a second; later runs are offline) and emlearn from the ``[peers]`` extra that ``[test]`` includes.

@@ -13,6 +13,11 @@ import struct
 
 import numpy as np
 import pytest
+
+from ..helpers import ROOT, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from unicorn import UC_HOOK_CODE
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3,
                                UC_ARM_REG_R12, UC_ARM_REG_SP)
@@ -22,8 +27,6 @@ from edgedp.bench.trace import RAM_BASE, RAM_SIZE, Emulator, TraceLink
 from edgedp.device.client import Device, load_key
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.model import cgen, reference
-
-from ..helpers import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +91,7 @@ def test_keystream_that_made_the_noise_is_gone_from_ram(logreg_emulator: Emulato
     for after it; the unread rest of the batch is still there (so the search can find words)."""
     emu = logreg_emulator
     img = emu.image
-    drbg = emu.device + img.offset("edp_device_t", "drbg")
+    drbg = emu.device + img.offset("edp_dev_t", "drbg")
     block, word = drbg + img.offset("edp_drbg_t", "block"), drbg + img.offset("edp_drbg_t", "word")
     batch = (word - block) // 4  # words of a batch (the buffer ends where the word index begins)
     dev = Device(TraceLink(emu), timeout=60)

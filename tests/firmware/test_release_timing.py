@@ -2,7 +2,7 @@
 
 build/qemu-timing/edgedp.elf is the production configuration on the QEMU port (no test
 commands, ticks hidden, every QUERY and INFER answer released at its deadline,
-core/include/edgedp/deadline.h). The time measured is from the frame's end (the core calls the
+core/src/deadline.h). The time measured is from the frame's end (the core calls the
 port's window_open once it holds the request's last byte) to the answer's first byte written to
 USART1, in executed instructions, which is QEMU -icount's virtual time (8 ns each at shift=3):
 the same ELF runs instruction by instruction in Unicorn (edgedp.bench.trace) with TIM2's counter
@@ -21,6 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ..helpers import ROOT, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from edgedp.datasets import digits_split
 from edgedp.bench.trace import Emulator, TraceLink
 from edgedp.device.client import Device, load_key
@@ -28,7 +32,6 @@ from edgedp.device.errors import DeviceError, ErrorCode
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget
 
-from ..helpers import ROOT
 
 TIMING_ELF = ROOT / "build" / "qemu-timing" / "edgedp.elf"
 TEST_ELF = ROOT / "build" / "qemu" / "edgedp.elf"
@@ -60,7 +63,7 @@ class Timed:
         return result, self.emu.uart_times[n0] - self.ends[-1]
 
     def overruns(self) -> int:
-        off = self.emu.image.offset("edp_device_t", "overruns")
+        off = self.emu.image.offset("edp_dev_t", "overruns")
         return struct.unpack("<I", self.emu.uc.mem_read(self.emu.device + off, 4))[0]
 
 
@@ -85,7 +88,7 @@ def test_query_release_time_is_one_value_for_two_inputs_and_their_noise(producti
     assert production.overruns() == 0
     # the time is the deadline the firmware computed, plus the counted delay's fixed part
     (released, _), = values.items()
-    off = production.emu.image.offset("edp_device_t", "window_insns")
+    off = production.emu.image.offset("edp_dev_t", "window_insns")
     deadline = struct.unpack("<I", production.emu.uc.mem_read(production.emu.device + off, 4))[0]
     assert 0 < released - deadline < 100, (released, deadline)
 
@@ -151,7 +154,7 @@ def test_budget_refusal_time_does_not_depend_on_the_keystream_position():
     with pytest.raises(DeviceError):  # the day's first refusal also queues its audit-log entry
         t.dev.query(INPUTS[0])        # (written after it left): public, and not measured below
     img = t.emu.image
-    drbg = t.emu.device + img.offset("edp_device_t", "drbg")
+    drbg = t.emu.device + img.offset("edp_dev_t", "drbg")
     times: dict[str, set[int]] = {"query": set(), "infer": set()}
     for blocks in (3, 65535, 65536, 70000):
         for word in (0, 8, 55):

@@ -22,6 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from ..helpers import require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from unicorn.arm_const import UC_ARM_REG_FPSCR
 
 from edgedp.bench.trace import Emulator, TraceLink
@@ -39,7 +44,7 @@ def keystream_residue(emu: Emulator) -> tuple[list[int], int]:
     """Nonzero words of the DRBG's batch before its next unread word (the wiped key words and the
     words read), and acc's bits below its nbits valid ones (drbg.h: both must be zero)."""
     img = emu.image
-    drbg = emu.device + img.offset("edp_device_t", "drbg")
+    drbg = emu.device + img.offset("edp_dev_t", "drbg")
     block, word = drbg + img.offset("edp_drbg_t", "block"), drbg + img.offset("edp_drbg_t", "word")
     used = int(np.frombuffer(emu.uc.mem_read(word, 4), dtype="<u4")[0])
     words = np.frombuffer(emu.uc.mem_read(block, 4 * used), dtype="<u4")

@@ -19,6 +19,11 @@ import zlib
 import numpy as np
 import pytest
 from cobs import cobs
+
+from ..helpers import ROOT, make, require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench runs the image in Unicorn
+
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_MEM_WRITE
 from unicorn.arm_const import UC_ARM_REG_PC, UC_ARM_REG_SP
 
@@ -32,7 +37,6 @@ from edgedp.mech.lattice import MAX_CLASSES
 from edgedp.mech.modes import Mode
 from edgedp.schema import MAX_TOPK
 
-from ..helpers import ROOT, make
 
 HEADER = (ROOT / "firmware/ports/common/stackwipe.h").read_text()
 STACK_MAX = int(re.search(r"#define EDP_STACK_MAX (\d+)u", HEADER).group(1))

@@ -28,14 +28,14 @@ def test_bench_json(tmp_path) -> None:
         assert row["conversion_max_error"] <= 6  # rounding + a possible SysTick wrap handler
         # the production release deadline of the row, above the longest window measured
         assert 0 < row["max_work_instructions"] < row["deadline_instructions"]
-        assert row["deadline_instructions"] < 100_000           # k <= 10 (docs/benchmarks.md section 9)
+        assert row["deadline_instructions"] < 100_000           # k <= 10 (docs/benchmarks.md §5)
         assert row["max_work_instructions"] < row["first_work_instructions"] < row["first_deadline_instructions"]
         # the optimum's estimate lies between the work and the deadline; issue 22's 2x for k >= 10
         assert row["max_work_instructions"] < row["optimum_instructions"] < row["deadline_instructions"]
         assert row["deadline_over_optimum"] <= 2.0 or row["k"] < 10
     assert out["targets"]["query_deadline_at_most_2x_optimum"]["at"]["k"] == 10
     # every bundled model's INFER on its production timing image: the deadline above the longest
-    # window and within 2x the optimum's estimate (docs/benchmarks.md section 9)
+    # window and within 2x the optimum's estimate (docs/benchmarks.md §5)
     models = {row["model"]: row for row in out["infer"]["models"]}
     assert {"digits_mlp", "digits_mlp_int8", "digits_ensemble_int8", "digits_logreg_int8"} <= set(models)
     for name, row in models.items():

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .test_device_session import EDGEDP, KEY, Cli
+from ..helpers import KEY, start_cli
+from .test_device_session import Cli
 
 pytestmark = pytest.mark.hil
 
@@ -35,7 +36,7 @@ def spent(c: Cli) -> float:
 
 def interrupt_after(c: Cli, args: list[str], ready) -> subprocess.CompletedProcess:
     """Run edgedp args, send SIGINT once ready() holds, and wait for it to end."""
-    p = subprocess.Popen([EDGEDP, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=c.env)
+    p = start_cli(*args, env=c.env)
     deadline = time.monotonic() + 60
     while not ready():
         assert p.poll() is None, p.communicate()
@@ -91,9 +92,8 @@ def test_ctrl_c_at_a_terminal_stops_edgedp_not_the_fresh_qemu(tmp_path: Path) ->
     np.save(tmp_path / "x.npy", np.random.default_rng(2).dirichlet(np.ones(10), size=3000))
     out = tmp_path / "y.jsonl"
     env = {**Cli(tmp_path / "state").env}
-    p = subprocess.Popen([EDGEDP, "query", "--target", "qemu", str(tmp_path / "x.npy"), "--out", str(out)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True)  # its own group, as a shell job
+    p = start_cli("query", "--target", "qemu", str(tmp_path / "x.npy"), "--out", str(out), env=env,
+                  stdout=subprocess.DEVNULL, start_new_session=True)  # its own group, as a shell job
     deadline = time.monotonic() + 60
     while lines(out) < 20:
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
@@ -111,8 +111,8 @@ def test_npy_is_a_complete_array_even_after_sigkill(session: Cli, tmp_path: Path
     np.save(tmp_path / "x.npy", np.random.default_rng(3).dirichlet(np.ones(10), size=3000))
     out = tmp_path / "y.npy"
     before = spent(session)
-    p = subprocess.Popen([EDGEDP, "query", str(tmp_path / "x.npy"), "--out", str(out), "-m", "topk:3"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=session.env)
+    p = start_cli("query", str(tmp_path / "x.npy"), "--out", str(out), "-m", "topk:3", env=session.env,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while rows_in(out) < 20:
         assert p.poll() is None and time.monotonic() < deadline

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .test_device_session import EDGEDP, KEY, Cli
+from ..helpers import EDGEDP, KEY
+from .test_device_session import Cli
 
 pytestmark = pytest.mark.hil
 EPS = 0.25
@@ -47,7 +48,7 @@ class Run:
     """edgedp args in a child process, its stdout and stderr read as they come."""
 
     def __init__(self, c: Cli, args: list[str]):
-        self.p = subprocess.Popen([EDGEDP, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        self.p = subprocess.Popen([str(EDGEDP), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env={**c.env, "PYTHONUNBUFFERED": "1"})
         self.out, self.err = bytearray(), bytearray()
         self.readers = [threading.Thread(target=self._read, args=(f, buf), daemon=True)

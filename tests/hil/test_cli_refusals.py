@@ -2,20 +2,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from ..helpers import make
-from .test_device_session import EDGEDP
+from ..helpers import make, run_cli
 
 pytestmark = pytest.mark.hil
 
 
 def test_stm32f4_on_qemu_refuses_once_and_says_why() -> None:
     make("build/stm32f4/edgedp.elf")
-    r = subprocess.run([EDGEDP, "query", "--target", "qemu:stm32f4", "--json", "-"], input="0.2,0.8\n" * 20,
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli("query", "--target", "qemu:stm32f4", "--json", "-", stdin="0.2,0.8\n" * 20)
     assert r.returncode == 8, r.stderr  # cli/exit_codes.py REFUSED
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     # the stream stops at the first refusal: only the rows already on the wire (pipelined) follow it
@@ -32,8 +29,7 @@ def test_stm32f4_on_qemu_without_a_key_refuses_an_epsilon_before_any_row() -> No
     for the ε the device already has (its unauthenticated BUDGET says 1; the old host believed it
     and sent the rows)."""
     make("build/stm32f4/edgedp.elf")
-    r = subprocess.run([EDGEDP, "query", "--target", "qemu:stm32f4", "-e", "1", "--json", "-"],
-                       input="0.2,0.8\n" * 3, capture_output=True, text=True, timeout=120)
+    r = run_cli("query", "--target", "qemu:stm32f4", "-e", "1", "--json", "-", stdin="0.2,0.8\n" * 3)
     assert r.returncode == 8, r.stderr
     [err] = [json.loads(x) for x in r.stdout.splitlines()]  # no row record: nothing was sent
     assert err["error"] == "ERR_AUTH" and "pass --key-file" in err["message"] and err["exit_code"] == 8

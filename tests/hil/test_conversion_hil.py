@@ -11,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ..helpers import require
+
+require("unicorn", "capstone", "elftools")  # edgedp.bench's icount and trace modules
+
 from edgedp.bench import icount
 from edgedp.bench.trace import TraceLink
 from edgedp.device.client import Device, connect

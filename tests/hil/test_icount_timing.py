@@ -8,7 +8,7 @@ from edgedp.device.protocol import Info, Rate
 
 
 def info(kind: str, hz: int = 168_000_000) -> Info:
-    return Info("test", "ok", "loaded", True, 1024, kind, True, hz, "0.1.0", "qemu-netduinoplus2", Rate())
+    return Info("test", "loaded", True, True, kind, 1024, hz, Rate(), 0, "ok", "ok", None, "0.1.0", "qemu-netduinoplus2")
 
 
 def test_systick_under_icount_counts_instructions() -> None:

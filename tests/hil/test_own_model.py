@@ -10,6 +10,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from ..helpers import require
+
+require("sklearn", "joblib")  # the user's model is a scikit-learn one
+
 import joblib
 import numpy as np
 import pytest

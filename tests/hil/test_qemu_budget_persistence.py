@@ -6,6 +6,11 @@ import struct
 
 import numpy as np
 import pytest
+
+from ..helpers import DAY, TEST_EPOCH, require
+
+require("elftools")  # the image's sections
+
 from elftools.elf.elffile import ELFFile
 
 from edgedp import schema as S
@@ -16,7 +21,6 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.device.targets.qemu import QemuTarget, ensure_image
 from edgedp.mech.lattice import MICRO, to_micro
 
-from ..helpers import DAY, TEST_EPOCH
 
 pytestmark = pytest.mark.hil
 X = np.array([0.3, 0.3, 0.4])

@@ -12,6 +12,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from ..helpers import ROOT, TEST_EPOCH, make, require
+
+require("sklearn", "joblib")  # the digits split and the models
+
 from edgedp.datasets import digits_split
 from edgedp.device import protocol as P
 from edgedp.device.client import Device
@@ -23,7 +27,6 @@ from edgedp.mech.modes import Mode
 from edgedp.model import cgen, reference
 from edgedp.model.image import InferReference
 
-from ..helpers import ROOT, TEST_EPOCH, make
 
 pytestmark = pytest.mark.hil
 SPLIT = digits_split(0)

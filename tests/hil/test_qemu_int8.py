@@ -4,11 +4,13 @@ reference, bit for bit; and `edgedp deploy --int8` -> build -> `edgedp query --i
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from ..helpers import ROOT, make, require, run_cli
+
+require("sklearn", "joblib")  # the digits split and the models
 
 import joblib
 import numpy as np
@@ -21,7 +23,6 @@ from edgedp.device.targets.qemu import free_port, qemu_argv, qmp
 from edgedp.model import cgen
 from edgedp.model.image import InferReference
 
-from ..helpers import ROOT, make
 from .test_qemu_infer import MODES, model_target, prepare, raw_mismatches
 
 pytestmark = pytest.mark.hil
@@ -77,9 +78,7 @@ def test_int8_infer_release_is_bit_exact_and_charged(int8_dev: Device, test_key:
 
 
 def edgedp(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "host")}
-    return subprocess.run([str(Path(sys.executable).with_name("edgedp")), *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return run_cli(*args, env={"PYTHONPATH": str(ROOT / "host")}, timeout=600)
 
 
 def test_deploy_int8_build_and_query_infer_end_to_end(tmp_path: Path, test_key: bytes) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from edgedp.device.targets import UrlTarget
 from edgedp.device.targets.qemu import ensure_image, free_port, qemu_argv, qmp
 from edgedp.device.transport import BOARD_IN_FLIGHT
 
+from ..helpers import run_cli
 from ..native.test_pipelined_queries import Recording
 
 pytestmark = pytest.mark.hil
@@ -108,7 +108,7 @@ ATTEMPTS = 12
 once); a polled port misses every one."""
 SYSTICK_SLACK = 8
 """Ticks a measurement may differ by without a received byte: the SysTick phase (1) and one wrap
-interrupt of SysTick's 24-bit counter (cortexm/systick.c: 5 instructions, 7 ticks), which comes
+interrupt of SysTick's 24-bit counter (ports/common/systick.c: 5 instructions, 7 ticks), which comes
 every 2^24 ticks wherever that falls."""
 
 
@@ -147,9 +147,7 @@ def test_the_cli_pipelines_to_a_board_url(tmp_path: Path) -> None:
     try:
         rows = tmp_path / "rows.npy"
         np.save(rows, np.random.default_rng(1).dirichlet(np.ones(10), size=12).astype(np.float32))
-        edgedp = Path(sys.executable).with_name("edgedp")
-        r = subprocess.run([str(edgedp), "query", "--target", board.url, str(rows), "--json"],
-                           capture_output=True, text=True, timeout=120)
+        r = run_cli("query", "--target", board.url, str(rows), "--json")
     finally:
         board.close()
     assert "Traceback" not in r.stderr

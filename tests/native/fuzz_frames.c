@@ -29,12 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgedp/cobs.h"
-#include "edgedp/crc32.h"
-#include "edgedp/device.h"
+#include "cobs.h"
+#include "crc32.h"
+#include "device_state.h"
 #include "edgedp/error.h"
-#include "edgedp/proto.h"
-#include "edgedp/sha256.h"
+#include "proto.h"
+#include "sha256.h"
 #include "ramflash.h"
 
 #define FLASH_SECTOR (28u * EDP_FLOG_RECORD)
@@ -49,7 +49,8 @@ static int store_write_fails;  /* the next store write call fails, writing nothi
 static uint8_t out[2 * EDP_WIRE_MAX];
 static size_t out_len;
 static uint64_t rng_state = 88172645463325252ull;
-static edp_device_t dev;
+static edp_device_t device;  /* the application's storage */
+#define dev (*edp_dev(&device))  /* the core's state in it, which the invariants read */
 
 static uint32_t rnd(void)
 {
@@ -292,7 +293,7 @@ int main(int argc, char **argv)
     iters = atol(argv[2]);
     edp_ramflash_bind(&flash, &flash_model, flash_mem, FLASH_SECTOR);
     edp_ramflash_format(&flash);
-    edp_device_init(&dev, &port);
+    edp_device_init(&device, &port);
     for (it = 0; it < iters; it++) {
         size_t n, w;
         int aq = 0, got, damaged = 0, auth_before = dev.auth_ok;
@@ -301,7 +302,7 @@ int main(int argc, char **argv)
             const edp_rate_config_t rate = dev.rec.rate;
             entropy_fails = (int)(rnd() % 3 == 0);
             if (rnd() % 2) memset(store, 0, sizeof store);
-            edp_device_init(&dev, &port);
+            edp_device_init(&device, &port);
             if (dev.rec.budget.lifetime_spent < before) { printf("FAIL a reboot lowered the spend\n"); return 1; }
             if (memcmp(&rate, &dev.rec.rate, sizeof rate)) { printf("FAIL a reboot changed the rate limit\n"); return 1; }
         }
@@ -328,7 +329,7 @@ int main(int argc, char **argv)
         out_len = 0;
         fuzz_seconds += rnd() % 3;  /* the clock moves on a little between frames */
         store_write_fails = (int)(rnd() % 16 == 0);
-        edp_device_rx(&dev, wire, w);
+        edp_device_rx(&device, wire, w);
         /* chunks actually delimited in what we sent */
         {
             size_t s = 0, i;

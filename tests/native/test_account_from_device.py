@@ -7,11 +7,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from ..helpers import TEST_EPOCH, require
+
+require("dp_accounting")  # edgedp.analysis.accounting
+
 from edgedp.analysis import accounting as acc
 from edgedp.cli import main
 from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
-from ..helpers import TEST_EPOCH
 
 pytestmark = pytest.mark.native
 

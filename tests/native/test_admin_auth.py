@@ -205,7 +205,7 @@ def test_query_decides_on_config_from_one_authenticated_state(posix_device, test
     STATE (with --key-file's key, else the test images'), never from BUDGET, so a forged BUDGET
     cannot make it skip the CONFIG. The STATE it decided from gives the CONFIG its nonce: one
     STATE before, one after to check it."""
-    from edgedp.cli.device import ensure_config
+    from edgedp.cli.query import ensure_config
     dev = posix_device.start()
     _budget_forbidden(dev)
     sent = counted(dev)
@@ -219,7 +219,7 @@ def test_query_decides_on_config_from_one_authenticated_state(posix_device, test
 
 def test_query_without_key_or_options_reads_budget_only(posix_device) -> None:
     """Nothing to sign or skip: the unauthenticated BUDGET serves the table and the clamping warning."""
-    from edgedp.cli.device import ensure_config
+    from edgedp.cli.query import ensure_config
     dev = posix_device.start()
     sent = counted(dev)
     assert ensure_config(dev, None, None, None, None, 10).eps_micro == MICRO
@@ -231,7 +231,7 @@ def test_query_options_without_key_on_a_production_device_need_the_key(posix_dev
     """A device that does not authenticate its state with the test images' key (a production
     image: no key, ERR_AUTH; or its own key, a tag that does not check) gets no CONFIG and no
     query: the one-line NEEDS_KEY refusal (exit 8), whatever BUDGET would have said."""
-    from edgedp.cli.device import ensure_config
+    from edgedp.cli.query import ensure_config
     from edgedp.cli.exit_codes import ExitCode, for_exception
     dev = posix_device.start(**({"EDP_POSIX_KEY": "none"} if device == "unprovisioned" else {}))
     _budget_forbidden(dev)

@@ -4,14 +4,11 @@ challenge, and `edgedp audit-log` prints them (exit 7 when the answer is not aut
 from __future__ import annotations
 
 import json
-import os
 import struct
-import subprocess
 
 import numpy as np
 import pytest
 
-from edgedp import paths
 from edgedp import schema as S
 from edgedp.device import admin, protocol as P
 from edgedp.device.errors import DeviceError, NotAuthentic
@@ -19,11 +16,9 @@ from edgedp.device.protocol import Caps, MechConfig
 from edgedp.mech.lattice import MICRO
 from edgedp.schema import AuditEvent as E
 
-from ..helpers import ROOT, TEST_EPOCH
+from ..helpers import KEY, TEST_EPOCH, run_cli
 
 pytestmark = pytest.mark.native
-EDGEDP = str(ROOT / ".venv/bin/edgedp")
-KEY = str(paths.test_key_path())
 DAY = TEST_EPOCH // 86400
 X = np.array([0.2, 0.8], dtype=np.float32)
 
@@ -104,26 +99,21 @@ def test_audit_log_answers_are_fresh_and_tagged(posix_device, test_key: bytes) -
         dev.request(P.AUDIT_LOG, b"short")
 
 
-def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([EDGEDP, *args, "--target", "posix"], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env})
-
-
 def test_cli_audit_log_json_on_the_host_build(native_builds: None, tmp_path) -> None:
     env = {"EDP_STORE_FILE": str(tmp_path / "store.bin"), "EDP_POSIX_TIME": str(TEST_EPOCH)}
-    assert cli("admin", "reset-budget", "--key-file", KEY, env=env).returncode == 0
-    r = cli("audit-log", "--key-file", KEY, "--json", env=env)
+    assert run_cli("admin", "reset-budget", "--target", "posix", "--key-file", KEY, env=env).returncode == 0
+    r = run_cli("audit-log", "--target", "posix", "--key-file", KEY, "--json", env=env)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["authenticated"] is True and out["total"] == 2 and out["overwritten"] == 0
     assert [(e["seq"], e["event"], e["day"], e["counter"], e["detail"]) for e in out["entries"]] == [
         (1, "store", DAY, 0, "store fresh"), (2, "reset-budget", DAY, 1, "accepted")]
-    r = cli("audit-log", "--key-file", KEY, env=env)
+    r = run_cli("audit-log", "--target", "posix", "--key-file", KEY, env=env)
     assert r.returncode == 0 and "2 events logged, 2 kept (0 overwritten)" in r.stdout and "reset-budget" in r.stdout
     wrong = tmp_path / "wrong.key"
     wrong.write_text("11" * 32)
     wrong.chmod(0o600)  # a key file of one's own: others-readable ones are refused
-    r = cli("audit-log", "--key-file", str(wrong), env=env)
+    r = run_cli("audit-log", "--target", "posix", "--key-file", str(wrong), env=env)
     assert r.returncode == 7 and "not authentic" in r.stderr and "Traceback" not in r.stderr
-    r = cli("audit-log", env=env)
+    r = run_cli("audit-log", "--target", "posix", env=env)
     assert r.returncode == 2 and "--key-file" in r.stderr

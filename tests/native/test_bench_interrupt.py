@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import ROOT
+from edgedp.bench import report
 
-EDGEDP = str(ROOT / ".venv/bin/edgedp")
+from ..helpers import EDGEDP, cli_env
+
 KS, EPSILONS = (1, 10, 100, 1000), (1.0, 10.0)
 GRID = [(k, eps) for eps in EPSILONS for k in KS]
 
@@ -20,15 +21,14 @@ GRID = [(k, eps) for eps in EPSILONS for k in KS]
 def bench_until_first_row(tmp_path: Path, then) -> tuple[subprocess.CompletedProcess, dict]:
     """Start a bench whose grid takes far longer than one row (20,000 queries a point), call
     then(process) once the first point is measured (progress on stderr), and wait for the end."""
-    args = [EDGEDP, "bench", "--target", "posix", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
+    args = [str(EDGEDP), "bench", "--target", "posix", "-n", "20000", "--no-trace", "--no-deadline", "--no-footprint",
             "--plot", str(tmp_path / "b.png"), "--markdown", str(tmp_path / "b.md"), "--json"]
     for k in KS:
         args += ["--k", str(k)]
     for eps in EPSILONS:
         args += ["--epsilon", f"{eps:g}"]
-    env = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
     with open(tmp_path / "out.json", "w+") as out:
-        p = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, text=True, env=env, process_group=0)
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, text=True, env=cli_env(), process_group=0)
         seen = []
         assert p.stderr is not None
         for line in p.stderr:
@@ -52,9 +52,11 @@ def check_partial(tmp_path: Path, res: dict, stopped: str) -> None:
     assert [(m["k"], m["epsilon"]) for m in res["missing"]] == GRID[len(measured):]
     assert "host reference" in res["skipped"] and "host" not in res
     assert all(r["queries"] == 20000 and r["queries_per_second"] > 0 for r in res["rows"])
-    md = (tmp_path / "b.md").read_text()  # the markdown table has the rows measured and says what is missing
-    table = [line.split(" | ")[:2] for line in md.splitlines() if line.startswith("| ")][1:]
-    assert table == [[f"| {k}", f"{e:g}"] for k, e in measured] and f"{len(measured)} points measured" in md
+    # the grid's tables in the markdown have the rows measured and say what is missing
+    md = report.parse((tmp_path / "b.md").read_text())["grid"].body
+    for table in report.tables(md):
+        assert [row[:2] for row in table[1:]] == [[str(k), f"{e:g}"] for k, e in measured]
+    assert f"{len(measured)} points measured" in md
     assert "not measured: " + ", ".join(f"k={k} eps={e:g}" for k, e in GRID[len(measured):]) in md
     assert (tmp_path / "b.png").stat().st_size > 1000
 

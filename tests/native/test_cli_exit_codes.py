@@ -3,7 +3,6 @@ real `edgedp` command (a child process) against the native device build."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,17 +15,10 @@ from click.testing import CliRunner
 from edgedp.cli import main
 from edgedp.cli.exit_codes import ExitCode
 
-from ..helpers import ROOT
+from ..helpers import EDGEDP, KEY, cli_env, run_cli
 
-EDGEDP = str(ROOT / ".venv/bin/edgedp")
-KEY = str(ROOT / "tests/keys/test-device.key")
-
-
-def run(*args: str, stdin: str | None = None, cwd: Path | None = None, env: dict | None = None
-        ) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if k not in ("EDGEDP_TARGET", "EDGEDP_CONFIG")}
-    return subprocess.run([EDGEDP, *args], capture_output=True, text=True, input=stdin, timeout=120,
-                          cwd=cwd, env={**e, **(env or {})})
+FIND_TOML = {"EDGEDP_CONFIG": None}
+"""The environment in which the command looks for edgedp.toml itself (cwd and its parents)."""
 
 
 def json_error(r: subprocess.CompletedProcess, code: int, name: str, reason: str) -> dict:
@@ -55,18 +47,18 @@ def test_usage_errors_are_code_2_and_one_json_object(native_builds: None, args: 
 
 
 def test_bad_input_and_refusal_codes(native_builds: None) -> None:
-    json_error(run("query", "--target", "posix", "--json", "/nonexistent.npy"), 4, "ERR_INPUT", "does not exist")
-    json_error(run("query", "--target", "posix", "--json", "-", stdin="0.2,nan\n"), 4, "ERR_INPUT", "NaN in row 0")
-    json_error(run("query", "--target", "posix", "--json", "--out", "/proc/nope.jsonl", "-", stdin="0.2,0.8\n"), 4,
+    json_error(run_cli("query", "--target", "posix", "--json", "/nonexistent.npy"), 4, "ERR_INPUT", "does not exist")
+    json_error(run_cli("query", "--target", "posix", "--json", "-", stdin="0.2,nan\n"), 4, "ERR_INPUT", "NaN in row 0")
+    json_error(run_cli("query", "--target", "posix", "--json", "--out", "/proc/nope.jsonl", "-", stdin="0.2,0.8\n"), 4,
                "ERR_INPUT", "cannot write /proc/nope.jsonl")  # before the first query: nothing charged
     # The third answer of ε 400 would pass the daily cap of 1000: refused, code 4.
-    r = run("query", "--target", "posix", "--json", "-e", "400", "-", stdin="0.1,0.9\n" * 3)
+    r = run_cli("query", "--target", "posix", "--json", "-e", "400", "-", stdin="0.1,0.9\n" * 3)
     assert r.returncode == 8, r.stderr
     assert [json.loads(x)["status"] for x in r.stdout.splitlines()] == ["ok", "ok", "ERR_BUDGET"]
     wrong = Path("/tmp/edgedp-wrong.key")
     wrong.write_text("00" * 32)
     wrong.chmod(0o600)  # a key file of one's own: others-readable ones are refused
-    json_error(run("admin", "reset-budget", "--target", "posix", "--key-file", str(wrong), "--json"), 7,
+    json_error(run_cli("admin", "reset-budget", "--target", "posix", "--key-file", str(wrong), "--json"), 7,
                "ERR_NOT_AUTHENTIC", "not authentic")  # the device's tagged state does not check with this key
 
 
@@ -74,11 +66,11 @@ def test_an_empty_key_file_is_no_key(native_builds: None) -> None:
     """`--key-file ""` (an edgedp.toml default blanked on the command line) is no key everywhere:
     query runs the device's configuration, or checks -e with the test key on the native device it
     started; an admin command asks for the key (the old query tried to read a key file "")."""
-    r = run("query", "--target", "posix", "--key-file", "", "--json", "-", stdin="0.2,0.8\n")
+    r = run_cli("query", "--target", "posix", "--key-file", "", "--json", "-", stdin="0.2,0.8\n")
     assert r.returncode == 0 and json.loads(r.stdout)["remaining"] == 999.0, r.stderr
-    r = run("query", "--target", "posix", "--key-file", "", "-e", "0.5", "--json", "-", stdin="0.2,0.8\n")
+    r = run_cli("query", "--target", "posix", "--key-file", "", "-e", "0.5", "--json", "-", stdin="0.2,0.8\n")
     assert r.returncode == 0 and json.loads(r.stdout)["remaining"] == 999.5, r.stderr
-    r = run("admin", "reset-budget", "--target", "posix", "--key-file", "")
+    r = run_cli("admin", "reset-budget", "--target", "posix", "--key-file", "")
     assert r.returncode == 2 and "needs the device key: pass --key-file" in r.stderr, r.stderr
 
 
@@ -87,7 +79,7 @@ def test_an_output_that_fails_stops_before_the_next_charge(native_builds: None, 
                                                            suffix: str) -> None:
     full = tmp_path / f"full.{suffix}"
     full.symlink_to("/dev/full")  # every write: ENOSPC, like a full disk
-    r = run("query", "--target", "posix", "--json", "--out", str(full), "-", stdin="0.1,0.9\n" * 50)
+    r = run_cli("query", "--target", "posix", "--json", "--out", str(full), "-", stdin="0.1,0.9\n" * 50)
     err = json_error(r, 4, "ERR_INPUT", "No space left on device")
     assert "stopped before the next query" in err["message"]
     answers = [json.loads(x) for x in r.stdout.splitlines()[:-1]]
@@ -98,8 +90,8 @@ def test_an_output_that_fails_stops_before_the_next_charge(native_builds: None, 
 
 def test_a_closed_pipe_ends_quietly_before_the_next_charge(native_builds: None, tmp_path: Path) -> None:
     out = tmp_path / "y.jsonl"
-    p = subprocess.Popen([EDGEDP, "query", "--target", "posix", "--out", str(out), "-"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([str(EDGEDP), "query", "--target", "posix", "--out", str(out), "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
     assert p.stdin and p.stdout
     p.stdin.write("0.1,0.9\n" * 5000)
     p.stdin.close()
@@ -121,47 +113,47 @@ def test_edgedp_toml_gives_target_key_and_epsilon(native_builds: None, tmp_path:
     (project / "keys" / "dev.key").write_text(Path(KEY).read_text())
     toml = project / "edgedp.toml"
     toml.write_text('[defaults]\ntarget = "posix"\nkey_file = "keys/dev.key"\nepsilon = 2.5\n')
-    r = run("query", "--json", "-", stdin="0.1,0.9\n", cwd=project / "sub")  # found in a parent folder
+    r = run_cli("query", "--json", "-", stdin="0.1,0.9\n", cwd=project / "sub", env=FIND_TOML)  # in a parent folder
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["remaining"] == pytest.approx(1000 - 2.5)
     # every value taken from the file is named, the signed epsilon included
     for line in (f"edgedp: target posix from {toml}", f"edgedp: key_file {project}/keys/dev.key from {toml}",
                  f"edgedp: epsilon 2.5 from {toml}"):
         assert line + "\n" in r.stderr, r.stderr
-    r = run("admin", "reset-budget", "--json", cwd=project)  # key_file from the file, relative to it
-    assert r.returncode == 0, r.stderr
-    r = run("-v", "info", "--json", cwd=project / "sub")  # the file in use: named by info and by -v
+    r = run_cli("-v", "info", "--json", cwd=project / "sub", env=FIND_TOML)  # the file in use: info and -v
     assert r.returncode == 0 and json.loads(r.stdout)["config"] == str(toml), r.stdout + r.stderr
     assert f"edgedp: configuration file {toml} (project)\n" in r.stderr, r.stderr
-    assert json.loads(run("info", "--json", "--target", "posix", cwd=tmp_path).stdout)["config"] is None
+    r = run_cli("admin", "reset-budget", "--json", cwd=project, env=FIND_TOML)  # key_file from the file, relative to it
+    assert r.returncode == 0, r.stderr
     # the command line, then EDGEDP_TARGET, beat the file
-    r = run("info", "--json", cwd=project, env={"EDGEDP_TARGET": "qemu2"})
+    r = run_cli("info", "--json", cwd=project, env={**FIND_TOML, "EDGEDP_TARGET": "qemu2"})
     assert r.returncode == 2 and "unknown target 'qemu2'" in r.stderr
     (project / "edgedp.toml").write_text('[defaults]\nepsilon = "one"\n')
-    json_error(run("query", "--json", "-", cwd=project), 2, "ERR_USAGE", "defaults.epsilon must be a number")
+    json_error(run_cli("query", "--json", "-", cwd=project, env=FIND_TOML), 2, "ERR_USAGE",
+               "defaults.epsilon must be a number")
     (project / "edgedp.toml").write_text('[defaults]\ntraget = "posix"\n')
-    json_error(run("info", "--json", cwd=project), 2, "ERR_USAGE", "unknown key defaults.traget")
+    json_error(run_cli("info", "--json", cwd=project, env=FIND_TOML), 2, "ERR_USAGE", "unknown key defaults.traget")
 
 
 def test_budget_text_shows_dates_and_no_python_none(native_builds: None) -> None:
-    r = run("budget", "--target", "posix")
+    r = run_cli("budget", "--target", "posix")
     assert r.returncode == 0, r.stderr
     assert "None" not in r.stdout and re.search(r"^date +\d{4}-\d\d-\d\d UTC", r.stdout, re.M), r.stdout
     assert re.search(r"^lifetime cap +none$", r.stdout, re.M)
-    d = json.loads(run("budget", "--target", "posix", "--json").stdout)
+    d = json.loads(run_cli("budget", "--target", "posix", "--json").stdout)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", d["date"]) and isinstance(d["day"], int)
 
 
 def test_table_keeps_its_columns_for_wide_logits_and_verbosity(native_builds: None) -> None:
     rows = "12.5,-30.25,45.75\n-99.125,10,3\n"
-    r = run("query", "--target", "posix", "--range", "-100", "100", "-d", "400", "-m", "topk:3", "-", stdin=rows)
+    r = run_cli("query", "--target", "posix", "--range", "-100", "100", "-d", "400", "-m", "topk:3", "-", stdin=rows)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == 3 and len({len(ln) for ln in lines}) == 1, lines
     assert "45.750" in lines[1] and "test image" in r.stderr
-    q = run("-q", "query", "--target", "posix", "-", stdin=rows.replace("-", ""))
+    q = run_cli("-q", "query", "--target", "posix", "-", stdin=rows.replace("-", ""))
     assert q.returncode == 0 and q.stderr == ""
-    v = run("-v", "query", "--target", "posix", "-", stdin="0.1,0.9\n")
+    v = run_cli("-v", "query", "--target", "posix", "-", stdin="0.1,0.9\n")
     assert re.search(r"1 rows in [\d.]+ s \(\d+ rows/s\)", v.stderr), v.stderr
 
 
@@ -170,13 +162,13 @@ def test_an_output_is_replaced_only_once_a_row_is_answered(native_builds: None, 
     old = tmp_path / name
     old.write_text("answers paid for by an earlier run\n")
     # the configuration is refused on the host (its lattice is too fine) after the device was opened
-    r = run("query", "--target", "posix", "-d", "1e-30", "--out", str(old), "-", stdin="0.1,0.9\n")
+    r = run_cli("query", "--target", "posix", "-d", "1e-30", "--out", str(old), "-", stdin="0.1,0.9\n")
     assert r.returncode == 4 and "lattice" in r.stderr, r.stderr
     assert old.read_text() == "answers paid for by an earlier run\n"
     new = tmp_path / ("new" + old.suffix)
-    run("query", "--target", "posix", "-d", "1e-30", "--out", str(new), "-", stdin="0.1,0.9\n")
+    run_cli("query", "--target", "posix", "-d", "1e-30", "--out", str(new), "-", stdin="0.1,0.9\n")
     assert not new.exists()
-    r = run("query", "--target", "posix", "--out", str(old), "-", stdin="0.1,0.9\n")
+    r = run_cli("query", "--target", "posix", "--out", str(old), "-", stdin="0.1,0.9\n")
     assert r.returncode == 0, r.stderr
     if old.suffix == ".npy":
         assert np.load(old).shape == (1, 2)
@@ -190,5 +182,5 @@ def test_admin_commands_never_fall_back_to_the_public_test_key(native_builds: No
                                                               cmd: list[str]) -> None:
     """Without --key-file and without key_file in edgedp.toml an admin command is a usage error:
     nothing is signed with the public test key behind the user's back."""
-    r = run(*cmd, "--target", "posix", "--json", cwd=tmp_path, env={"EDGEDP_CONFIG": "/dev/null"})
+    r = run_cli(*cmd, "--target", "posix", "--json", cwd=tmp_path, env={"EDGEDP_CONFIG": "/dev/null"})
     json_error(r, 2, "ERR_USAGE", "needs the device key")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedp import DeviceError, Mode, open_device
-from edgedp.cli import device as cli_device
+from edgedp.cli import query as cli_query
 from edgedp.cli import main
 
 from ..helpers import ROOT
@@ -70,7 +70,7 @@ def test_wrong_target_fails_at_once_with_the_list() -> None:
 def test_unwritable_out_fails_before_the_first_query(tmp_path, monkeypatch) -> None:
     def no_device(*a, **k):
         raise AssertionError("the device was opened")
-    monkeypatch.setattr(cli_device, "open_device", no_device)
+    monkeypatch.setattr(cli_query, "open_device", no_device)
     one_line_error(run("query", "--out", str(tmp_path / "missing" / "y.npy"), "--target", "posix", "-"),
                    "does not exist")
     one_line_error(run("query", "--out", str(tmp_path), "--target", "posix", "-"), "is a directory")

@@ -8,18 +8,22 @@
  *   test_core dlap INV_T SHIFT    sampler set-up: "J L K KP tail tail_rounds" or "error CODE"
  *   test_core cobs HEX            COBS round trip through edp_cobs_encode/edp_cobs_decode, hex
  *   test_core cobs-edges          edp_cobs_encode against a byte-at-a-time reference; exit 0 iff all pass
+ *   test_core info                INFO version 2 through edp_device_handle on a stub port: every
+ *                                 field, each randomness source failing alone; exit 0 iff all pass
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgedp/cobs.h"
-#include "edgedp/crc32.h"
-#include "edgedp/dlap.h"
-#include "edgedp/drbg.h"
+#include "cobs.h"
+#include "crc32.h"
+#include "edgedp/device.h"
+#include "device_state.h"
+#include "dlap.h"
+#include "drbg.h"
 #include "edgedp/error.h"
-#include "edgedp/proto.h"
-#include "edgedp/sha256.h"
+#include "proto.h"
+#include "sha256.h"
 
 static int failures;
 
@@ -250,9 +254,137 @@ static void cobs_edges(void)
     check(ok, "COBS encoder matches the byte-at-a-time reference (254-runs, zeros, all alignments, max frame)");
 }
 
+/* ---- INFO version 2 on a stub port ---- */
+
+static int stub_noise_fails, stub_nonce_fails;
+static uint8_t stub_store[EDP_STORE_SIZE];
+
+static int stub_entropy(void *ctx, uint8_t key[32])
+{
+    (void)ctx;
+    memset(key, 0x5a, 32);
+    return stub_noise_fails ? EDP_ERR_ENTROPY : EDP_OK;
+}
+
+static int stub_auth_entropy(void *ctx, uint8_t key[32])
+{
+    (void)ctx;
+    memset(key, 0xa5, 32);
+    return stub_nonce_fails ? EDP_ERR_ENTROPY : EDP_OK;
+}
+
+static uint32_t stub_ticks(void *ctx) { (void)ctx; return 0; }
+static void stub_tick_unit(void *ctx, uint32_t *hz, uint8_t *kind) { (void)ctx; *hz = 1000000000u; *kind = EDP_TICK_HOST_NS; }
+static int stub_day(void *ctx, uint32_t *day) { (void)ctx; (void)day; return EDP_ERR_TIME; }
+static int stub_set_time(void *ctx, uint64_t s) { (void)ctx; (void)s; return EDP_ERR_TIME; }
+static int stub_key(void *ctx, const uint8_t **key) { (void)ctx; (void)key; return EDP_ERR_AUTH; }
+static void stub_write(void *ctx, const uint8_t *b, size_t n) { (void)ctx; (void)b; (void)n; }
+
+static int stub_read(void *ctx, uint32_t off, void *buf, uint32_t n)
+{
+    (void)ctx;
+    memcpy(buf, stub_store + off, n);
+    return EDP_OK;
+}
+
+static int stub_store_write(void *ctx, uint32_t off, const void *buf, uint32_t n)
+{
+    (void)ctx;
+    memcpy(stub_store + off, buf, n);
+    return EDP_OK;
+}
+
+static const edp_port_t stub_port = {
+    .entropy = stub_entropy, .ticks = stub_ticks, .tick_unit = stub_tick_unit, .day = stub_day,
+    .set_time = stub_set_time, .store_read = stub_read, .store_write = stub_store_write,
+    .device_key = stub_key, .uart_write = stub_write, .board = "stub-board",
+    .auth_entropy = stub_auth_entropy, .rx_buffer = 1234u,
+};
+
+static const edp_model_s8_t stub_s8;  /* never run: INFO only reads the model's identity */
+static const edp_model_t stub_model = {
+    .name = "probe-model", .head = EDP_MODEL_VOTES, .n_features = 6, .n_classes = 3, .n_nets = 1,
+    .lo = 0.0f, .hi = 1.0f, .sensitivity = 2.0f, .s8 = &stub_s8,
+    .in_rank = 2, .in_shape = {2, 3},
+    .sha256 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+               16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31},
+};
+
+static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static uint32_t rd32(const uint8_t *p) { return rd16(p) | rd16(p + 2) << 16; }
+
+/* INFO's answer body on a device booted with the sources failing as given, or NULL. */
+static const uint8_t *info_body(edp_device_t *d, int noise_fails, int nonce_fails, const edp_model_t *m, size_t *n)
+{
+    uint8_t req[EDP_FRAME_OVERHEAD] = {EDP_PROTO_VERSION, EDP_T_INFO, 7, 0};
+    uint32_t crc;
+    size_t len;
+    stub_noise_fails = noise_fails;
+    stub_nonce_fails = nonce_fails;
+    memset(stub_store, 0xff, sizeof stub_store);
+    edp_device_init(d, &stub_port);
+    edp_device_set_model(d, m);
+    crc = edp_crc32(0, req, EDP_FRAME_HEADER);
+    req[4] = (uint8_t)crc, req[5] = (uint8_t)(crc >> 8), req[6] = (uint8_t)(crc >> 16), req[7] = (uint8_t)(crc >> 24);
+    len = edp_device_handle(d, req, sizeof req);  /* the response without its CRC */
+    if (len < EDP_FRAME_HEADER || ((edp_dev_t *)d)->tx[1] != (EDP_T_INFO | EDP_T_RESPONSE)) return NULL;
+    *n = len - EDP_FRAME_HEADER;
+    return ((edp_dev_t *)d)->tx + EDP_FRAME_HEADER;
+}
+
+/* The text at *off (len u8 + ASCII) equals want; *off moves past it. */
+static int text_is(const uint8_t *b, size_t n, size_t *off, const char *want)
+{
+    size_t len = *off < n ? b[*off] : 0;
+    int ok = *off + 1 + len <= n && len == strlen(want) && memcmp(b + *off + 1, want, len) == 0;
+    *off += 1 + len;
+    return ok;
+}
+
+static void info_v2(void)
+{
+    static edp_device_t d;
+    static const uint8_t zero[32];
+    const uint8_t *b;
+    size_t n = 0, off = EDP_INFO_HEAD;
+    int i, shape_ok = 1;
+    b = info_body(&d, 0, 1, &stub_model, &n);
+    check(b != NULL && n == EDP_INFO_HEAD + 3 + strlen(EDP_FIRMWARE_VERSION) + strlen("stub-board") + strlen("probe-model"),
+          "INFO v2: an answer of the head and three texts");
+    if (!b) return;
+    check(b[0] == EDP_INFO_VERSION && b[0] == 2, "INFO v2: info_version 2 first");
+    check(b[1] == EDP_TEST_BUILD && b[2] == EDP_STORE_FRESH && b[4] == 0 && b[5] == EDP_TICK_HOST_NS &&
+          rd16(b + 6) == EDP_MAX_CLASSES && rd32(b + 8) == 1000000000u, "INFO v2: build, store, clock, tick unit, max_classes");
+    check(rd32(b + 24) == 1234u, "INFO v2: rx_buffer is the port's");
+    check(b[28] == EDP_INFO_ENTROPY_OK && b[29] == EDP_INFO_ENTROPY_FAILED,
+          "INFO v2: the nonce source failing alone shows as nonce_entropy failed, noise ok");
+    check(b[30] == EDP_INFO_MODEL_S8 && b[31] == EDP_MODEL_VOTES && rd16(b + 32) == 3 && b[34] == 2,
+          "INFO v2: model kind int8, votes head, 3 classes, rank 2");
+    for (i = 0; i < 4; i++) shape_ok &= rd16(b + 35 + 2 * i) == (i == 0 ? 2u : i == 1 ? 3u : 0u);
+    check(shape_ok, "INFO v2: input shape 2 x 3, unused dims 0");
+    check(memcmp(b + 43, stub_model.sha256, 32) == 0, "INFO v2: the model's sha256");
+    check(text_is(b, n, &off, EDP_FIRMWARE_VERSION) && text_is(b, n, &off, "stub-board") &&
+          text_is(b, n, &off, "probe-model") && off == n, "INFO v2: version, board, model name texts");
+
+    b = info_body(&d, 1, 0, NULL, &n);
+    check(b != NULL && b[28] == EDP_INFO_ENTROPY_FAILED && b[29] == EDP_INFO_ENTROPY_OK,
+          "INFO v2: the noise source failing alone shows as noise_entropy failed, nonce ok");
+    check(b != NULL && b[30] == EDP_INFO_MODEL_NONE && b[31] == 0 && rd16(b + 32) == 0 && b[34] == 0 &&
+          memcmp(b + 35, zero, 8) == 0 && memcmp(b + 43, zero, 32) == 0 && n == EDP_INFO_HEAD + 3 +
+          strlen(EDP_FIRMWARE_VERSION) + strlen("stub-board") && b[n - 1] == 0,
+          "INFO v2: without a model, zero model fields and an empty name");
+    b = info_body(&d, 1, 1, &stub_model, &n);
+    check(b != NULL && b[28] == EDP_INFO_ENTROPY_FAILED && b[29] == EDP_INFO_ENTROPY_FAILED,
+          "INFO v2: both sources failing");
+}
+
 int main(int argc, char **argv)
 {
     static uint8_t a[8192], b[8192];
+    if (argc == 2 && strcmp(argv[1], "info") == 0) {
+        info_v2();
+        return failures ? 1 : 0;
+    }
     if (argc >= 2 && strcmp(argv[1], "rfc") == 0) {
         chacha12_block();
         chacha12_keystream();

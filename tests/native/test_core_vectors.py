@@ -32,6 +32,15 @@ def test_rfc_known_answers(native_builds: None) -> None:
     assert out.count("ok ") == 13
 
 
+def test_info_v2_fields_on_a_stub_port(native_builds: None) -> None:
+    """INFO version 2 from the core itself (test_core.c, edp_device_handle on a stub port): the
+    port's rx_buffer, each randomness source's health when it alone fails, the model's kind,
+    head, classes, input shape, sha256 and name, and zeros without a model."""
+    out = run("info")
+    assert "FAIL" not in out
+    assert out.count("ok ") == 12
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_chacha_keystream_with_fast_key_erasure_matches_the_block_function(native_builds: None, seed: int) -> None:
     """Batch i: 6 ChaCha12 blocks (counter 6i) of key_i; bytes 0..31 are key_(i+1) and never

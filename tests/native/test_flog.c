@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "edgedp/crc32.h"
+#include "crc32.h"
 #include "edgedp/error.h"
-#include "edgedp/flog.h"
+#include "flog.h"
 #include "ramflash.h"
 
 #define SLOTS 8u

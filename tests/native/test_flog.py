@@ -26,7 +26,7 @@ def output() -> str:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     build = subprocess.run([cc, "-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                             "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                            "-I", str(ROOT / "firmware/core/include"), "-I", str(ROOT / "firmware/ports/common"),
+                            "-I", str(ROOT / "firmware/core/include"), "-I", str(ROOT / "firmware/core/src"), "-I", str(ROOT / "firmware/ports/common"),
                             *(str(ROOT / s) for s in SRCS), "-o", str(OUT)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-4000:]
     run = subprocess.run([str(OUT)], capture_output=True, text=True, timeout=300)

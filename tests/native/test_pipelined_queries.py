@@ -137,7 +137,7 @@ class Buffered(Recording):
 
 
 def test_requests_ahead_stay_within_the_links_bytes(posix_device, test_key: bytes) -> None:
-    """A board buffers bytes, not requests (transport.BOARD_RX_BUFFER): large rows go fewer at a
+    """A board buffers bytes, not requests (INFO's rx_buffer): large rows go fewer at a
     time, small ones up to in_flight, and a row larger than the budget still goes alone."""
     dev = posix_device.start()
     dev.configure(test_key, MechConfig(MICRO), Caps(daily=1000 * MICRO))

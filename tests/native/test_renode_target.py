@@ -219,7 +219,7 @@ def test_renode_ticks_are_virtual_cycles_at_the_platform_mips():
 
     repl = (ROOT / "renode" / "edgedp-stm32f4.repl").read_text()
     assert re.findall(r"PerformanceInMips:\s*(\d+)", repl) == [str(renode_target.PERFORMANCE_IN_MIPS)]
-    info = Info("test", "ok", "loaded", True, 1024, "dwt", True, 168_000_000, "0.1.0", "stm32f4", Rate())
+    info = Info("test", "loaded", True, True, "dwt", 1024, 168_000_000, Rate(), 4096, "ok", "ok", None, "0.1.0", "stm32f4")
     unit = icount.tick_unit(info, "renode")
     assert unit.ticks_per_instruction == pytest.approx(4.0)
     assert unit.instructions(5640) == pytest.approx(1410)

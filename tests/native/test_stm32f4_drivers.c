@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgedp/cobs.h"
+#include "cobs.h"
 #include "edgedp/error.h"
-#include "edgedp/flog.h"
+#include "flog.h"
 #include "edgedp/port.h"
-#include "edgedp/store.h"
+#include "store.h"
 #include "stm32f4.h"
 
 /* ---- tiny harness ---- */

@@ -25,7 +25,7 @@ OUT = ROOT / "build/native/test_stm32f4_drivers"
 CC = shutil.which("gcc") or "cc"
 CFLAGS = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-DEDP_STM32_REG_HOOK",
           "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
-          "-I", str(ROOT / "firmware/core/include"), "-I", str(ROOT / "firmware/ports/stm32f4"),
+          "-I", str(ROOT / "firmware/core/include"), "-I", str(ROOT / "firmware/core/src"), "-I", str(ROOT / "firmware/ports/stm32f4"),
           "-I", str(ROOT / "firmware/ports")]
 EPOCH = dt.date(1970, 1, 1)
 

@@ -31,7 +31,7 @@ RECORD_WORDS = 9  # one 36-byte flash log record
 RESERVE = int(re.search(r"#define EDP_FLOG_RESERVE (\d+)u",
                         (ROOT / "firmware/core/include/edgedp/options.h").read_text()).group(1))
 SLOT, SECTOR = 36, 1008  # the posix port's flash log: 28 slots per sector
-RATE_TAG = 0x52415445    # edgedp/flog.h: XORed into a rate record's check word
+RATE_TAG = 0x52415445    # src/flog.h: XORed into a rate record's check word
 
 
 @pytest.fixture

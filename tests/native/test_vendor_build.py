@@ -1,7 +1,8 @@
-"""The C core as another firmware vendors it: CMake and PlatformIO library descriptions that list
-exactly the core sources, a consumer build (template port + app) through CMake with the host
-compiler and the ARM cross compiler, unique object names in an archive, and floating-point
-contraction pinned off in the sources whatever the build's -std."""
+"""The C core as another firmware vendors it: a public API of a few headers (the rest internal),
+CMake and PlatformIO library descriptions that list exactly the core sources, a consumer build
+(template port + app, with the public headers alone) through CMake with the host compiler and
+the ARM cross compiler, unique object names in an archive, and floating-point contraction
+pinned off in the sources whatever the build's -std."""
 from __future__ import annotations
 
 import fnmatch
@@ -17,6 +18,8 @@ from edgedp.bench.footprint import make_vars
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "firmware" / "core"
+PUBLIC = {"edgedp.h", "device.h", "error.h", "model.h", "options.h", "port.h"}
+"""The public API: firmware/core/include/edgedp/ holds these and nothing else."""
 ARM_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
 FUSED = re.compile(r"\bv(fma|fms|fnma|fnms|mla|mls|nmla|nmls)\.f32\b")
 
@@ -38,11 +41,42 @@ def test_core_base_names_are_unique() -> None:
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
 
 
-def test_cmake_lists_exactly_the_core_sources() -> None:
+def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
+    """CMakeLists.txt names no source of its own: the library it configures is EDP_CORE_SRCS,
+    and a source added to sources.mk reaches it (the archive test below counts the objects)."""
     text = (CORE / "CMakeLists.txt").read_text()
-    block = re.search(r"add_library\(edgedp_core STATIC(.*?)\)", text, re.S)
-    assert block, "CMakeLists.txt has no edgedp_core library"
-    assert sorted(block.group(1).split()) == core_sources()
+    assert not re.findall(r"\bsrc/\S+\.c\b", text), "CMakeLists.txt lists sources: read sources.mk"
+    copy = tmp_path / "firmware"
+    shutil.copytree(CORE, copy / "core", ignore=shutil.ignore_patterns("build*"))
+    mk = (ROOT / "firmware" / "sources.mk").read_text()
+    probe = copy / "core" / "src" / "extra_probe.c"  # (in tmp_path: the copy's own source)
+    probe.write_text("int edp_extra_probe(void) { return 1; }\n")
+    (copy / "sources.mk").write_text(mk.replace("firmware/core/src/budget.c \\",
+                                                "firmware/core/src/budget.c \\\n\tfirmware/core/src/extra_probe.c \\"))
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
+        f"add_subdirectory({copy / 'core'} edgedp)\n"
+        "get_target_property(s edgedp_core SOURCES)\nmessage(STATUS \"EDP_SOURCES=${s}\")\n")
+    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    listed = re.search(r"EDP_SOURCES=(.*)", out)
+    assert listed
+    got = sorted(str(Path(s).relative_to(copy / "core")) for s in listed.group(1).split(";"))
+    assert got == sorted([*core_sources(), str(probe.relative_to(copy / "core"))])
+
+
+def test_cmake_project_version_is_the_headers(tmp_path: Path) -> None:
+    """The configured project's version is EDP_FIRMWARE_VERSION (options.h), the one version."""
+    from edgedp import schema as S
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
+        f"add_subdirectory({CORE} edgedp)\nget_directory_property(v DIRECTORY {CORE} DEFINITION PROJECT_VERSION)\n"
+        'message(STATUS "EDP_VERSION=${v}")\n')
+    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    assert f"EDP_VERSION={S.FIRMWARE_VERSION}\n" in out
 
 
 def test_library_json_selects_exactly_the_core_sources() -> None:
@@ -59,11 +93,41 @@ def test_library_json_selects_exactly_the_core_sources() -> None:
     assert "-ffp-contract=off" in build["flags"]
 
 
+def test_the_public_api_is_a_few_headers() -> None:
+    """include/edgedp holds the API alone; its headers include only each other (the internal
+    headers are in src/, beside the sources), and edgedp.h names every one."""
+    inc = CORE / "include" / "edgedp"
+    assert {p.name for p in inc.iterdir()} == PUBLIC
+    umbrella = (inc / "edgedp.h").read_text()
+    for h in sorted(PUBLIC):
+        for name in re.findall(r'#include "([^"]+)"', (inc / h).read_text()):
+            assert name.startswith("edgedp/") and name[len("edgedp/"):] in PUBLIC, f"{h} includes {name}"
+        assert h == "edgedp.h" or f'#include "edgedp/{h}"' in umbrella, f"edgedp.h does not include {h}"
+
+
+@pytest.mark.parametrize("defs", [[], ["-DEDP_TEST_BUILD=1", "-DEDP_MAX_CLASSES=256"]])
+def test_an_application_builds_on_the_public_headers_alone(tmp_path: Path, defs: list[str]) -> None:
+    """The application allocates the device statically from the API (EDP_DEVICE_SIZE, opaque) and
+    calls it, with -I of include/ only; the core, built with the same options, checks that its
+    state fits that storage (device.c), on the host and on the Cortex-M4."""
+    app = tmp_path / "app.c"
+    app.write_text('#include "edgedp/edgedp.h"\n'
+                   "static edp_device_t device;\n"
+                   "void app(const edp_port_t *port, const edp_model_t *model)\n"
+                   "{ edp_device_init(&device, port); edp_device_set_model(&device, model); }\n")
+    run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *defs, f"-I{CORE / 'include'}",
+         "-c", str(app), "-o", str(tmp_path / "app.o")], tmp_path)
+    for cc in (["gcc"], ["arm-none-eabi-gcc", *ARM_FLAGS]):
+        run([*cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", *defs, f"-I{CORE / 'include'}",
+             "-c", str(CORE / "src" / "device.c"), "-o", str(tmp_path / "device.o")], tmp_path)
+
+
 def cmake_build(tmp: Path, *options: str, target: str | None = None) -> Path:
     if shutil.which("cmake") is None:
         pytest.fail("cmake not found: `make setup` installs it")
     out = tmp / "build"
-    run(["cmake", "-S", str(ROOT / "tests" / "consumer"), "-B", str(out), *options], tmp)
+    run(["cmake", "-S", str(ROOT / "tests" / "consumer"), "-B", str(out), "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+         *options], tmp)
     run(["cmake", "--build", str(out), "-j", "2", *(["--target", target] if target else [])], tmp)
     return out
 
@@ -84,6 +148,11 @@ def defined_symbols(obj_archive: Path, nm: str) -> dict[str, set[str]]:
 def test_consumer_links_the_template_port_with_the_host_compiler(tmp_path: Path) -> None:
     out = cmake_build(tmp_path, "-DCMAKE_BUILD_TYPE=Release")
     assert (out / "template_image").is_file()
+    app = [c for c in json.loads((out / "compile_commands.json").read_text())
+           if "/firmware/core/" not in c["file"]]
+    assert {Path(c["file"]).name for c in app} == {"board.c", "main.c", "none.c"}
+    for c in app:  # the application and its port see the public headers alone
+        assert str(CORE / "include") in c["command"] and str(CORE / "src") not in c["command"], c["command"]
     members = defined_symbols(out / "edgedp" / "libedgedp_core.a", "nm")
     assert len(members) == len(core_sources())  # one object per source, none overwritten
     assert {"edp_dlap_noisy", "edp_dlap_setup"} <= members["dlap_portable.c"] | members["dlap.c"]

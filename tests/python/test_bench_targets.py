@@ -1,5 +1,5 @@
 """`edgedp bench`'s targets: evaluated on the DP step with its keystream amortised when every row
-has it (docs/benchmarks.md section 12), else on the windowed figures."""
+has it (docs/benchmarks.md §2, "Amortised"), else on the windowed figures."""
 from __future__ import annotations
 
 from edgedp.bench.run import check_targets, describe_targets

@@ -333,14 +333,15 @@ def test_platformio_environments():
 
 
 def test_pio_check_filter_covers_the_image_and_no_test_port():
-    """`pio check` analyses the production image's sources, never a test port (they #error)."""
+    """`pio check` analyses the production image's sources, never a test port (they #error).
+    It matches check_src_filters against the project root, not src_dir (CppcheckCheckTool.check:
+    get_project_target_files(project_dir, ...))."""
     pytest.importorskip("platformio")
     from platformio.fs import match_src_files
 
     config = project_config()
     filters = config.get("env", "check_src_filters")
-    src_dir = ROOT / "firmware"
-    checked = {f"firmware/{s}" for s in match_src_files(str(src_dir), filters, ["c", "h"])}
+    checked = set(match_src_files(str(ROOT), filters, ["c", "h"]))
     build = load_pio_build().stm32f4_build(str(ROOT))
     assert set(build.srcs) <= checked
     test_ports = [s for s in checked if s.split("/")[2] in ("posix", "qemu", "template") or "ramflash" in s]

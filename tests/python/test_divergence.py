@@ -12,6 +12,10 @@ import dataclasses
 import random
 from fractions import Fraction
 
+from ..helpers import require
+
+require("mpmath")  # exact arithmetic
+
 import mpmath
 import numpy as np
 import pytest
@@ -20,7 +24,7 @@ from scipy import stats
 from edgedp.mech import divergence as dv
 from edgedp.mech.exactness import deviation
 from edgedp.mech import dlap
-from edgedp.mech.lattice import ConfigError, make_lattice
+from edgedp.mech.lattice import ConfigError, make_lattice, to_micro
 from edgedp.mech.reference import TEST_SEED, BitStream, dlap_sample
 
 TWO = mpmath.mpf(2)
@@ -28,7 +32,7 @@ ALPHA = 1e-3
 
 
 def lattice(k: int, epsilon: float, sensitivity: float = 2.0, m: int | None = None, tail_rounds: int | None = None):
-    lat = make_lattice(k, round(epsilon * 1e6), sensitivity, 0.0, 1.0, m)
+    lat = make_lattice(k, to_micro(epsilon), sensitivity, 0.0, 1.0, m)
     return lat if tail_rounds is None else dataclasses.replace(lat, tail_rounds=tail_rounds)
 
 
@@ -77,7 +81,7 @@ def test_restricted_sum_is_the_full_sum(epsilon: float, sensitivity: float, m: i
     top = int(lat.shift)
     shifts = range(1, top + 1) if top < 40 else [*range(1, top, 63), top]
     sv, _ = pmf.spreads()
-    eps = [mpmath.mpf(dv.epsilon_of_shift(lat, round(epsilon * 1e6), s)) for s in shifts]
+    eps = [mpmath.mpf(dv.epsilon_of_shift(lat, to_micro(epsilon), s)) for s in shifts]
     brute = dv.brute_force(pmf, list(zip(shifts, eps)))
     values = []
     for s, e, (fwd, bwd) in zip(shifts, eps, brute):
@@ -110,7 +114,7 @@ GRID = [(k, eps, 2.0, None) for eps in (0.1, 1.0, 10.0) for k in (1, 10, 100, 10
 def test_exact_delta_per_coordinate_is_below_2_to_the_minus_64(k: int, epsilon: float, sensitivity: float,
                                                              m: int | None) -> None:
     lat = lattice(k, epsilon, sensitivity, m)
-    mic = round(epsilon * 1e6)
+    mic = to_micro(epsilon)
     d = dv.delta(lat, mic, dv.worst_shifts(lat))
     assert d.delta <= TWO ** -64
     assert d.delta <= deviation(lat).delta          # the exact value is below the upper bound
@@ -151,7 +155,7 @@ def test_the_old_fixed_cap_of_13_rounds_violates(epsilon: float, sensitivity: fl
     """What the configuration-dependent cap fixed: with R' = 13 the same function finds delta
     above 2^-64 at large epsilon, and the device's cap brings it below."""
     lat = lattice(1, epsilon, sensitivity, m)
-    mic = round(epsilon * 1e6)
+    mic = to_micro(epsilon)
     old = dv.delta(dataclasses.replace(lat, tail_rounds=13), mic, dv.worst_shifts(lat, 0))
     assert TWO ** low < old.delta <= TWO ** high
     assert dv.delta(lat, mic, dv.worst_shifts(lat, 0)).delta <= TWO ** -64

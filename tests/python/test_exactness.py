@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import pytest
 
+from ..helpers import require
+
+require("mpmath")  # edgedp.mech.exactness
+
 from edgedp.mech.exactness import deviation
-from edgedp.mech.lattice import CAP_BITS, ConfigError, Lattice, dlap_tables, make_lattice
+from edgedp.mech.lattice import CAP_BITS, ConfigError, Lattice, dlap_tables, make_lattice, to_micro
 
 
 @pytest.mark.parametrize("epsilon, k", [(0.01, 1000), (0.1, 1000), (1.0, 10), (1.0, 1000), (10.0, 1), (100.0, 1)])
 def test_configured_lattices(epsilon: float, k: int) -> None:
-    d = deviation(make_lattice(k, round(epsilon * 1e6), 2.0, 0.0, 1.0))
+    d = deviation(make_lattice(k, to_micro(epsilon), 2.0, 0.0, 1.0))
     assert d.spread < 2 ** -38
     assert d.delta <= 2 ** -66
 

@@ -1,5 +1,5 @@
-"""One direction of dependency in the host package (ARCHITECTURE.md, "The layering rule"): every
-module's imports, function-local ones included, point to its own layer or below, and no two
+"""One direction of dependency in the host package (LAYERS below; ARCHITECTURE.md, "The layering
+rule", quotes it): every module's imports, function-local ones included, point to its own layer or below, and no two
 modules import each other through any chain."""
 from __future__ import annotations
 
@@ -8,17 +8,28 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "host" / "edgedp"
 
-# Layer of each top-level part of the package: a module imports its own layer and lower ones
-# (parts of one layer may use each other; a circle between them is still refused below).
-LAYERS: dict[str, int] = {
-    "paths": 0, "schema": 0, "schema_gen": 0, "version": 0, "trust": 0, "datasets": 0,
-    "mech": 1,
-    "device": 2,
-    "model": 3, "train": 3,
-    "analysis": 4, "bench": 4,
-    "cli": 5,
-    "": 6,  # edgedp/__init__.py: the public API re-exports
-}
+LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("paths", "schema", "schema_gen", "version", "trust", "datasets"),
+     "leaves: paths, the wire schema and its generator, the version, whose files to trust, the records"),
+    (("mech",), "the mechanism: types, lattice, modes, law, keystream (chacha), reference"),
+    (("device",), "the wire and its user: frames, protocol, links, targets, client"),
+    (("model", "train"), "models for the device; DP-SGD"),
+    (("analysis", "bench"), "what is measured about them"),
+    (("cli",), "the command line"),
+    (("",), "edgedp/__init__.py: the public API (re-exports)"),
+)
+"""The layering rule, lowest layer first: a module imports its own layer and lower ones (parts of
+one layer may use each other; a circle between them is still refused below). This table is the
+rule's one statement; ARCHITECTURE.md quotes it as `layer_table()` renders it
+(tests/docs/test_layering.py keeps the quote equal)."""
+
+LAYER: dict[str, int] = {part: i for i, (parts, _) in enumerate(LAYERS) for part in parts}
+
+
+def layer_table() -> str:
+    """LAYERS as ARCHITECTURE.md quotes it: one line per layer, lowest first."""
+    return "\n".join(f"{i}  {', '.join(p or 'edgedp' for p in parts):<45} {what}"
+                     for i, (parts, what) in enumerate(LAYERS)) + "\n"
 
 
 def module_name(path: Path) -> str:
@@ -57,7 +68,7 @@ def part(name: str) -> str:
 
 
 def test_every_part_has_a_layer() -> None:
-    assert {part(m) for m in MODULES} <= set(LAYERS), sorted({part(m) for m in MODULES} - set(LAYERS))
+    assert {part(m) for m in MODULES} <= set(LAYER), sorted({part(m) for m in MODULES} - set(LAYER))
 
 
 def test_no_upward_import() -> None:
@@ -65,7 +76,7 @@ def test_no_upward_import() -> None:
     for name, targets in GRAPH.items():
         for target in targets:
             a, b = part(name), part(target)
-            if a != b and LAYERS[b] > LAYERS[a]:
+            if a != b and LAYER[b] > LAYER[a]:
                 bad.append(f"{name} -> {target}")
     assert bad == []
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..helpers import require
+
+require("sklearn", "joblib")  # the models converted
+
 import joblib
 import numpy as np
 import pytest

@@ -1,9 +1,12 @@
 """The typed wire schema: sizes checked on both sides, one answer type for device and reference."""
 from __future__ import annotations
 
+import ast
 import hashlib
 import hmac
+import re
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,10 +115,17 @@ def test_state_and_admin_answers_are_checked_against_the_key() -> None:
 
 
 def test_info_parses_and_rejects_cut_text() -> None:
-    body = P.Info.FMT.pack(1, 0, 1, 1, 1024, 0, 1, 168_000_000, 3, 60, 0) + b"\x050.1.0" + b"\x04qemu"
+    sha = bytes(range(32))
+    body = P.Info.FMT.pack(2, 1, 1, 1, 0, 0, 1024, 168_000_000, 3, 60, 0, 4096, 0, 1, 2, 1, 10, 2, 8, 8, 0, 0, sha) + \
+        b"\x050.4.0" + b"\x04qemu" + b"\x05probe"
     i = P.Info.parse(body)
-    assert (i.build, i.store, i.firmware_version, i.board, i.max_classes) == ("test", "fresh", "0.1.0", "qemu", 1024)
-    assert i.rate == P.Rate(3, 60, 0)
+    assert (i.build, i.store, i.firmware_version, i.board, i.max_classes) == ("test", "fresh", "0.4.0", "qemu", 1024)
+    assert i.rate == P.Rate(3, 60, 0) and i.rx_buffer == 4096
+    assert (i.noise_entropy, i.nonce_entropy, i.entropy) == ("ok", "failed", "failed")
+    assert i.model == P.ModelInfo("probe", "int8", "votes", (8, 8), 10, sha.hex()) and i.model.n_features == 64
+    v1 = struct.pack("<BBBBHBBIIII", 1, 0, 1, 1, 1024, 0, 1, 168_000_000, 3, 60, 0) + b"\x050.3.0" + b"\x04qemu"
+    with pytest.raises(TransportError, match="INFO version 1 .firmware 0.3.0 or older.; this host reads version 2"):
+        P.Info.parse(v1)
     for bad in (body[:-1], body + b"x", body[:P.Info.FMT.size + 1]):
         with pytest.raises(TransportError, match="INFO"):
             P.Info.parse(bad)
@@ -145,3 +155,33 @@ def test_config_equality_is_the_devices() -> None:
 
 def test_epsilon_conversion() -> None:
     assert to_micro(0.1) == 100_000 and to_micro(1.0000004) == MICRO and to_epsilon(1_500_000) == 1.5
+
+
+def _hand_conversions(source: str) -> list[str]:
+    """Expressions in `source` that convert between epsilon and micro-epsilon by hand: a product or
+    quotient with MICRO, an epsilon amount (a name saying micro, eps, spent or cap) multiplied or
+    divided by 10^6."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            sides = (node.left, node.right)
+            micro = any(isinstance(s, ast.Name) and s.id == "MICRO" or
+                        isinstance(s, ast.Attribute) and s.attr == "MICRO" for s in sides)
+            million = any(isinstance(s, ast.Constant) and s.value == 10**6 for s in sides)
+            amount = any(re.search(r"micro|eps|spent|cap", ast.unparse(s), re.I) for s in sides
+                         if not isinstance(s, ast.Constant))
+            if micro or million and amount:
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_epsilon_is_converted_only_by_to_micro_and_to_epsilon() -> None:
+    """mech.lattice's to_micro and to_epsilon are the one conversion (the same rounding everywhere);
+    no other module multiplies or divides by MICRO or 10^6 on an epsilon amount."""
+    assert sorted(_hand_conversions("a = round(epsilon * 1_000_000)\nb = spent / 1e6\nc = q * e / MICRO\n")) == \
+        ["epsilon * 1000000", "q * e / MICRO", "spent / 1000000.0"]
+    assert _hand_conversions("hz / 1e6\ns * 1e6\n1_000_000 // k\n5 * k\n") == []
+    pkg = Path(P.__file__).resolve().parents[1]
+    bad = {str(f.relative_to(pkg)): hits for f in sorted(pkg.rglob("*.py"))
+           if f != pkg / "mech" / "lattice.py" and (hits := _hand_conversions(f.read_text()))}
+    assert bad == {}

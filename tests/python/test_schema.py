@@ -13,7 +13,7 @@ from edgedp.device.errors import MEANING
 from edgedp.mech import modes
 
 ROOT = Path(__file__).resolve().parents[2]
-INCLUDE = ROOT / "firmware" / "core" / "include" / "edgedp"
+CORE = ROOT / "firmware" / "core"
 DOC = (ROOT / "docs" / "protocol.md").read_text()
 
 
@@ -25,8 +25,12 @@ def test_generated_module_matches_the_headers() -> None:
 
 @pytest.fixture()
 def headers(tmp_path: Path) -> Path:
+    """A copy of the core's headers (firmware/core/include/edgedp and src) to edit."""
     for h in schema_gen.HEADERS:
-        shutil.copy(INCLUDE / h, tmp_path / h)
+        src = schema_gen.header_path(CORE, h)
+        dst = tmp_path / src.relative_to(CORE)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dst)
     return tmp_path
 
 
@@ -37,19 +41,19 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 def test_a_header_change_shows_as_drift(headers: Path) -> None:
-    _edit(headers / "proto.h", "EDP_T_CHALLENGE = 0x24,", "EDP_T_CHALLENGE = 0x25,")
-    _edit(headers / "error.h", "EDP_ERR_TIMING    = -13,", "EDP_ERR_TIMING    = -13,\n    EDP_ERR_NEW = -14,")
-    _edit(headers / "dlap.h", "#define EDP_DLAP_CAP_BITS         69", "#define EDP_DLAP_CAP_BITS         70")
+    _edit(headers / "src" / "proto.h", "EDP_T_CHALLENGE = 0x24,", "EDP_T_CHALLENGE = 0x25,")
+    _edit(headers / "include" / "edgedp" / "error.h", "EDP_ERR_TIMING    = -13,", "EDP_ERR_TIMING    = -13,\n    EDP_ERR_NEW = -14,")
+    _edit(headers / "src" / "dlap.h", "#define EDP_DLAP_CAP_BITS         69", "#define EDP_DLAP_CAP_BITS         70")
     text = schema_gen.render(schema_gen.parse(headers))
     assert text != schema_gen.render(schema_gen.parse())
     assert "    CHALLENGE = 0x25" in text and "    ERR_NEW = 14" in text and "DLAP_CAP_BITS = 70" in text
 
 
 def test_a_layout_must_add_up_to_its_size(headers: Path) -> None:
-    _edit(headers / "proto.h", "#define EDP_CONFIG_PAYLOAD 36u", "#define EDP_CONFIG_PAYLOAD 35u")
+    _edit(headers / "src" / "proto.h", "#define EDP_CONFIG_PAYLOAD 36u", "#define EDP_CONFIG_PAYLOAD 35u")
     with pytest.raises(schema_gen.SchemaError, match="EDP_CONFIG_PAYLOAD adds up to 36 bytes"):
         schema_gen.parse(headers)
-    _edit(headers / "proto.h", "#define EDP_CONFIG_PAYLOAD 35u /* layout: eps_micro u32",
+    _edit(headers / "src" / "proto.h", "#define EDP_CONFIG_PAYLOAD 35u /* layout: eps_micro u32",
           "#define EDP_CONFIG_PAYLOAD 36u /* layout: eps_micro u31")
     with pytest.raises(schema_gen.SchemaError, match="bad layout field"):
         schema_gen.parse(headers)

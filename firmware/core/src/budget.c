@@ -1,4 +1,4 @@
-#include "edgedp/budget.h"
+#include "budget.h"
 #include "edgedp/error.h"
 
 int edp_budget_roll(edp_budget_t *b, uint32_t today)

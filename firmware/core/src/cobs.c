@@ -1,4 +1,4 @@
-#include "edgedp/cobs.h"
+#include "cobs.h"
 #include "edgedp/error.h"
 #include "le.h"
 

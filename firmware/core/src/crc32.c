@@ -1,10 +1,10 @@
-#include "edgedp/crc32.h"
+#include "crc32.h"
 #include "le.h"
 
 /* Slicing-by-4 (Intel's "slicing-by-N"): table[k][b] is the CRC register after
  * byte b followed by k zero bytes, so four input bytes are folded with four
  * lookups. 4 KiB of flash; about 3.5 instructions per byte on the Cortex-M4
- * against 10 for the 64-byte nibble table it replaces (docs/benchmarks.md). */
+ * against 10 for the 64-byte nibble table it replaces (docs/history/benchmarks-2026.md). */
 static const uint32_t crc_table[4][256] = {
     {
         0x00000000u, 0x77073096u, 0xEE0E612Cu, 0x990951BAu, 0x076DC419u, 0x706AF48Fu,

@@ -1,6 +1,6 @@
 #include "edgedp/options.h"  /* first: EDP_CONFIG may override the constants below */
-#include "edgedp/deadline.h"
-#include "edgedp/mech.h"
+#include "deadline.h"
+#include "mech.h"
 #include "arch/arch.h"  /* EDP_ARCH_ARMV7M_FPU: which dense loops the model runs */
 #include "util.h"
 

@@ -1,21 +1,34 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
-#include "edgedp/device.h"
-#include "edgedp/cobs.h"
-#include "edgedp/crc32.h"
-#include "edgedp/deadline.h"
+#include "device_state.h"
+#include "cobs.h"
+#include "crc32.h"
+#include "deadline.h"
 #include "edgedp/error.h"
-#include "edgedp/frame.h"
-#include "edgedp/sha256.h"
+#include "frame.h"
+#include "sha256.h"
 #include "le.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <string.h>
 
+/* edp_device_t (edgedp/device.h) is the application's storage of the state:
+ * it must hold it, without wasting much, at its alignment. A change to the
+ * state that fails these updates EDP_DEVICE_FIXED (the fixed part's bytes
+ * besides its five pointers) in edgedp/device.h. */
+struct edp_dev_align { char c; edp_dev_t s; };
+struct edp_device_align { char c; edp_device_t s; };
+EDP_STATIC_ASSERT(device_frame, EDP_DEVICE_FRAME == EDP_FRAME_MAX);
+EDP_STATIC_ASSERT(device_fits, sizeof(edp_dev_t) <= EDP_DEVICE_SIZE);
+EDP_STATIC_ASSERT(device_tight, EDP_DEVICE_SIZE - sizeof(edp_dev_t) < 32u);
+EDP_STATIC_ASSERT(device_aligned, offsetof(struct edp_dev_align, s) <= offsetof(struct edp_device_align, s));
 EDP_STATIC_ASSERT(rx_holds_response, EDP_WIRE_MAX >= EDP_COBS_MAX(EDP_FRAME_MAX));
 EDP_STATIC_ASSERT(audit_fits, EDP_AUDIT_HEAD + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY + EDP_AUTH_TAG <= EDP_BODY_MAX);
 EDP_STATIC_ASSERT(audit_entry_is_stored_entry, EDP_AUDIT_ENTRY + 2u == EDP_AUDIT_ENTRY_SIZE);  /* edp_audit_pack */
 EDP_STATIC_ASSERT(rate_error_body, EDP_RATE_ERROR_BODY == EDP_ERROR_BODY + 4u);
+EDP_STATIC_ASSERT(info_shape_is_the_models, EDP_INFO_MAX_RANK == EDP_MODEL_MAX_RANK);
+EDP_STATIC_ASSERT(info_fits, EDP_INFO_HEAD + 3u * (1u + EDP_INFO_TEXT_MAX) <= EDP_BODY_MAX);
 
 static uint8_t *wrs(uint8_t *o, const char *s)
 {
@@ -39,7 +52,7 @@ static void default_record(edp_record_t *r)
     r->mech.m = EDP_M_AUTO;
 }
 
-static void reseed(edp_device_t *d)
+static void reseed(edp_dev_t *d)
 {
     uint8_t key[32];
     d->entropy_ok = d->port->entropy(d->port->ctx, key) >= 0;
@@ -48,13 +61,13 @@ static void reseed(edp_device_t *d)
     edp_wipe(key, sizeof key);
 }
 
-static void new_nonce(edp_device_t *d)
+static void new_nonce(edp_dev_t *d)
 {
     uint32_t i;
     for (i = 0; i < EDP_AUTH_NONCE; i += 4) (void)edp_wr32(d->nonce + i, edp_drbg_word(&d->auth_drbg));
 }
 
-static void auth_seed(edp_device_t *d)
+static void auth_seed(edp_dev_t *d)
 {
     uint8_t key[32];
     int (*src)(void *, uint8_t *) = d->port->auth_entropy ? d->port->auth_entropy : d->port->entropy;
@@ -86,7 +99,7 @@ static uint64_t reserved(uint64_t v, uint64_t reserve, uint64_t cap)
 /* Raise the flash mark to cover r before r is committed and acted on. A charge
  * the mark does not cover yet raises it `reserve` micro-epsilon above r's spend
  * (within the caps): the next answers up to the mark write no flash. */
-static int mark_raise(edp_device_t *d, const edp_record_t *r, uint64_t reserve)
+static int mark_raise(edp_dev_t *d, const edp_record_t *r, uint64_t reserve)
 {
     edp_flog_mark_t m = mark_of(r);
     const edp_flog_mark_t *have = &d->flog.mark;
@@ -103,7 +116,7 @@ static int mark_raise(edp_device_t *d, const edp_record_t *r, uint64_t reserve)
 /* Lift the counter of the record to at least the flash mark, and its spend
  * too when the store did not load (lost, torn or corrupt): the mark holds
  * reservations, which a loaded store has no need of. */
-static void mark_restore(edp_device_t *d)
+static void mark_restore(edp_dev_t *d)
 {
     const edp_flog_mark_t *m = &d->flog.mark;
     edp_budget_t *b = &d->rec.budget;
@@ -129,7 +142,7 @@ static void mark_restore(edp_device_t *d)
  * is made to hold the limit the device runs, at the lifted counter (a store
  * written before the log kept limits, or a RATE cut between its flash record
  * and its commit, whose answer never left): a later loss restores that one. */
-static void rate_restore(edp_device_t *d, uint64_t record_counter)
+static void rate_restore(edp_dev_t *d, uint64_t record_counter)
 {
     const edp_flog_rate_t *have = &d->flog.rate;
     edp_flog_rate_t run;
@@ -146,7 +159,7 @@ static void rate_restore(edp_device_t *d, uint64_t record_counter)
 
 /* Record the rate limit of r, set by the RATE of counter r->auth_counter, in
  * the flash log before r is committed and acted on (the counter mark rises with it). */
-static int rate_raise(edp_device_t *d, const edp_record_t *r)
+static int rate_raise(edp_dev_t *d, const edp_record_t *r)
 {
     edp_flog_rate_t fr;
     if (!d->port->flash) return EDP_OK;
@@ -164,7 +177,7 @@ static int rate_raise(edp_device_t *d, const edp_record_t *r)
  * write fails too, the flash log is closed until the next boot (every answer
  * and admin command then fails), whose rate_restore writes the running limit
  * at the lifted counter. */
-static void rate_unwind(edp_device_t *d, uint64_t counter)
+static void rate_unwind(edp_dev_t *d, uint64_t counter)
 {
     edp_flog_rate_t run;
     if (!d->port->flash || !d->flog_ok) return;
@@ -173,10 +186,10 @@ static void rate_unwind(edp_device_t *d, uint64_t counter)
     if (edp_flog_set_rate(&d->flog, &run) != EDP_OK) d->flog_ok = 0;
 }
 
-static int today(edp_device_t *d, uint32_t *day);
+static int today(edp_dev_t *d, uint32_t *day);
 
 /* Append an audit entry (store.h) now. A failed write loses the entry, nothing else. */
-static void audit_write(edp_device_t *d, uint32_t event, uint32_t arg)
+static void audit_write(edp_dev_t *d, uint32_t event, uint32_t arg)
 {
     edp_audit_entry_t e;
     if (today(d, &e.day) != 0) e.day = EDP_NO_DAY;
@@ -190,20 +203,21 @@ static void audit_write(edp_device_t *d, uint32_t event, uint32_t arg)
 /* Log an event of this frame once its answer has left (audit_flush): the write
  * never delays an answer or a refusal, and a power cut during it loses only
  * the entry. At most one event per frame. */
-static void audit(edp_device_t *d, uint32_t event, uint32_t arg)
+static void audit(edp_dev_t *d, uint32_t event, uint32_t arg)
 {
     d->audit_event = (uint8_t)event;
     d->audit_arg = (uint8_t)arg;
 }
 
-static void audit_flush(edp_device_t *d)
+static void audit_flush(edp_dev_t *d)
 {
     if (d->audit_event) audit_write(d, d->audit_event, d->audit_arg);
     d->audit_event = 0;
 }
 
-void edp_device_init(edp_device_t *d, const edp_port_t *port)
+void edp_device_init(edp_device_t *dev, const edp_port_t *port)
 {
+    edp_dev_t *const d = edp_dev(dev);
     memset(d, 0, sizeof *d);
     d->port = port;
     d->flog_ok = !port->flash || edp_flog_open(&d->flog, port->flash) >= 0;
@@ -240,13 +254,13 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port)
 
 /* ---- commands ---- */
 
-static int today(edp_device_t *d, uint32_t *day)
+static int today(edp_dev_t *d, uint32_t *day)
 {
     int err = d->port->day(d->port->ctx, day);
     return err < 0 ? err : EDP_OK;
 }
 
-static int ensure_plan(edp_device_t *d, uint32_t k)
+static int ensure_plan(edp_dev_t *d, uint32_t k)
 {
     int err;
     if (d->plan_valid && d->plan.k == k) return EDP_OK;
@@ -260,7 +274,7 @@ static int ensure_plan(edp_device_t *d, uint32_t k)
 
 /* Parse mode u8 | arg u8 | k u16 | k x f32 into d->xin (finite values). The mode is
  * checked by the caller against the length of the vector it releases. */
-static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg, uint32_t *k)
+static int parse_vector(edp_dev_t *d, const uint8_t *b, size_t n, uint32_t *mode, uint32_t *arg, uint32_t *k)
 {
     uint32_t i, nonfinite = 0;
     if (n < EDP_VECTOR_HEAD) return EDP_ERR_LEN;
@@ -283,7 +297,7 @@ static int parse_vector(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *m
  * the configuration and the clock only, read once (port.h: day() is
  * seconds() / 86400). A bucket restored after a store loss (rate_restore)
  * starts refilling at the first clock read, also when it refuses. */
-static int rate_and_day(edp_device_t *d, edp_rate_t *bucket, uint32_t *day)
+static int rate_and_day(edp_dev_t *d, edp_rate_t *bucket, uint32_t *day)
 {
     uint64_t now;
     int err;
@@ -300,7 +314,7 @@ static int rate_and_day(edp_device_t *d, edp_rate_t *bucket, uint32_t *day)
  * refusal is decided first, before the reseed, whose turn depends on how much
  * keystream past answers used: a refusal's time depends on the request, the
  * clock and the record only. */
-static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, uint32_t arg)
+static int charge(edp_dev_t *d, const edp_mech_plan_t *plan, uint32_t mode, uint32_t arg)
 {
     uint32_t day;
     edp_record_t next;
@@ -347,7 +361,7 @@ static int charge(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t mode, u
 
 /* The DP step on x and the answer: remaining u64 | ticks u32 | m i8 | mode u8 |
  * k u16 | extra (elen bytes, already written by the caller) | mode payload. */
-static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
+static int release(edp_dev_t *d, const edp_mech_plan_t *plan, const float *x,
                    uint32_t mode, uint32_t arg, size_t elen, uint8_t **o)
 {
     /* The output's place and room, and the noise's arguments, in registers
@@ -377,7 +391,7 @@ static int release(edp_device_t *d, const edp_mech_plan_t *plan, const float *x,
 /* Arm the release of an external answer (EDP_RELEASE_DEADLINE): its first
  * byte leaves when the window that finish_frame opened reaches the bound for
  * this request (n_in values in, k out), whatever follows (send_part). */
-static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_in, uint32_t mode,
+static int arm_release(edp_dev_t *d, const edp_mech_plan_t *plan, uint32_t n_in, uint32_t mode,
                        uint32_t arg, uint32_t model_insns)
 {
     if (!EDP_RELEASE_DEADLINE) return EDP_OK;
@@ -391,7 +405,7 @@ static int arm_release(edp_device_t *d, const edp_mech_plan_t *plan, uint32_t n_
 
 /* Zero the request's values and the lattice vector (k of each, as parsed)
  * before the answer leaves: a later RAM read finds neither input nor noise. */
-static void wipe_values(edp_device_t *d, uint32_t n_in, uint32_t n_work)
+static void wipe_values(edp_dev_t *d, uint32_t n_in, uint32_t n_work)
 {
     if (n_in > EDP_MAX_CLASSES) n_in = EDP_MAX_CLASSES;
     if (n_work > EDP_MAX_CLASSES) n_work = EDP_MAX_CLASSES;
@@ -399,7 +413,7 @@ static void wipe_values(edp_device_t *d, uint32_t n_in, uint32_t n_work)
     memset(d->work, 0, 4 * (size_t)n_work);
 }
 
-static int query(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8_t **o)
+static int query(edp_dev_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8_t **o)
 {
     uint32_t mode, arg;
     int err = parse_vector(d, b, n, &mode, &arg, k);
@@ -413,7 +427,7 @@ static int query(edp_device_t *d, const uint8_t *b, size_t n, uint32_t *k, uint8
     return release(d, &d->plan, d->xin, mode, arg, 0, o);
 }
 
-static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_query(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t k = 0;
     int err = query(d, b, n, &k, o);
@@ -423,7 +437,7 @@ static int cmd_query(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 
 /* ---- INFER: the model's output goes straight into the mechanism ---- */
 
-static int ensure_infer_plan(edp_device_t *d, const edp_model_t *m)
+static int ensure_infer_plan(edp_dev_t *d, const edp_model_t *m)
 {
     edp_mech_config_t c = d->rec.mech;
     int err;
@@ -464,7 +478,7 @@ EDP_NOINLINE static const float *finite_output(const edp_model_t *m, const float
  * comes before the model runs: no error depends on what it computes. A non-
  * finite output is replaced by the fixed vector lo + (hi - lo) / n_classes in
  * every class and released like any other, charged and noised. */
-static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t n, uint32_t *k,
+static int infer(edp_dev_t *d, const edp_model_t *m, const uint8_t *b, size_t n, uint32_t *k,
                  uint8_t **o)
 {
     uint32_t mode, arg, t0, ticks;
@@ -488,7 +502,7 @@ static int infer(edp_device_t *d, const edp_model_t *m, const uint8_t *b, size_t
     return release(d, &d->infer_plan, y, mode, arg, EDP_INFER_TICKS, o);
 }
 
-static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_infer(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     const edp_model_t *m = d->model;
     uint32_t k = 0;
@@ -500,8 +514,21 @@ static int cmd_infer(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     return err;
 }
 
-int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
+void edp_device_set_model(edp_device_t *dev, const edp_model_t *model)
 {
+    edp_dev(dev)->model = model;
+}
+
+#if EDP_TEST_BUILD
+void edp_device_set_naive(edp_device_t *dev, edp_naive_fn naive)
+{
+    edp_dev(dev)->naive = naive;
+}
+#endif
+
+int edp_device_local(edp_device_t *dev, const float *x, uint32_t k, int32_t *out)
+{
+    edp_dev_t *const d = edp_dev(dev);
     int err = edp_mech_check_values(x, k);
     if (err) return err;
     if ((err = ensure_plan(d, k))) return err;
@@ -513,8 +540,9 @@ int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out)
     return EDP_OK;
 }
 
-int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const float **y)
+int edp_device_infer_local(edp_device_t *dev, const float *x, uint32_t n, const float **y)
 {
+    edp_dev_t *const d = edp_dev(dev);
     const edp_model_t *m = d->model;
     if (!m) return EDP_ERR_NO_MODEL;
     if (n != m->n_features) return EDP_ERR_LEN;
@@ -526,13 +554,13 @@ int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const fl
 }
 
 #if EDP_TEST_BUILD
-static int cmd_infer_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_infer_local(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k, i, best = 0;
     const float *y;
     int err = parse_vector(d, b, n, &mode, &arg, &k);
     if (err) return err;
-    if ((err = edp_device_infer_local(d, d->xin, k, &y)) ||
+    if ((err = edp_device_infer_local(edp_device_of(d), d->xin, k, &y)) ||
         (err = edp_mech_mode_check(mode, arg, d->model->n_classes)))
         return err;
     k = d->model->n_classes;
@@ -544,18 +572,18 @@ static int cmd_infer_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t 
     return EDP_OK;
 }
 
-static int cmd_local(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_local(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k;
     int err = parse_vector(d, b, n, &mode, &arg, &k);
     if (err || (err = edp_mech_mode_check(mode, arg, k))) return err;
-    if ((err = edp_device_local(d, d->xin, k, d->work))) return err;
+    if ((err = edp_device_local(edp_device_of(d), d->xin, k, d->work))) return err;
     *o = edp_wr16(*o, edp_mech_argmax(d->work, k));
     *o = edp_wr32(*o, edp_crc32(0, d->work, 4 * (size_t)k));
     return EDP_OK;
 }
 
-static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_sample(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     edp_mech_config_t c;
     uint32_t k, count, i;
@@ -579,7 +607,7 @@ static int cmd_sample(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
     return EDP_OK;
 }
 
-static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_naive(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     uint32_t mode, arg, k, t0, t1, i;
     float scale;
@@ -600,34 +628,49 @@ static int cmd_naive(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
 }
 #endif
 
-static uint8_t *write_rate(const edp_device_t *d, uint8_t *o)
+static uint8_t *write_rate(const edp_dev_t *d, uint8_t *o)
 {
     o = edp_wr32(o, d->rec.rate.burst);
     o = edp_wr32(o, d->rec.rate.per_minute);
     return edp_wr32(o, d->rec.rate.tarpit_ms);
 }
 
-static int cmd_info(edp_device_t *d, uint8_t **o)
+/* INFO, version 2 (proto.h EDP_INFO_HEAD, docs/protocol.md): never depends on
+ * entropy, clock or budget, and draws nothing. */
+static int cmd_info(edp_dev_t *d, uint8_t **o)
 {
-    uint32_t day, tick_hz;
+    const edp_model_t *m = d->model;
+    uint32_t day, tick_hz, i;
     uint8_t tick_kind;
     d->port->tick_unit(d->port->ctx, &tick_hz, &tick_kind);
+    *o = edp_wr8(*o, EDP_INFO_VERSION);
     *o = edp_wr8(*o, EDP_TEST_BUILD ? 1 : 0);
-    *o = edp_wr8(*o, d->entropy_ok ? 0 : 1);
     *o = edp_wr8(*o, d->store_state);
-    *o = edp_wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
-    *o = edp_wr16(*o, EDP_MAX_CLASSES);
-    *o = edp_wr8(*o, tick_kind);
     *o = edp_wr8(*o, d->store_ok);
+    *o = edp_wr8(*o, today(d, &day) == EDP_OK ? 1 : 0);
+    *o = edp_wr8(*o, tick_kind);
+    *o = edp_wr16(*o, EDP_MAX_CLASSES);
     *o = edp_wr32(*o, tick_hz);
     *o = write_rate(d, *o);
+    *o = edp_wr32(*o, d->port->rx_buffer);
+    *o = edp_wr8(*o, d->entropy_ok ? EDP_INFO_ENTROPY_OK : EDP_INFO_ENTROPY_FAILED);
+    *o = edp_wr8(*o, d->auth_ok ? EDP_INFO_ENTROPY_OK : EDP_INFO_ENTROPY_FAILED);
+    *o = edp_wr8(*o, !m ? EDP_INFO_MODEL_NONE : (m->s8 ? EDP_INFO_MODEL_S8 : EDP_INFO_MODEL_F32));
+    *o = edp_wr8(*o, m ? m->head : 0);
+    *o = edp_wr16(*o, m ? m->n_classes : 0);
+    *o = edp_wr8(*o, m ? m->in_rank : 0);
+    for (i = 0; i < EDP_INFO_MAX_RANK; i++) *o = edp_wr16(*o, m && i < m->in_rank ? m->in_shape[i] : 0);
+    if (m) memcpy(*o, m->sha256, sizeof m->sha256);
+    else memset(*o, 0, sizeof m->sha256);
+    *o += sizeof m->sha256;
     *o = wrs(*o, EDP_FIRMWARE_VERSION);
     *o = wrs(*o, d->port->board);
+    *o = wrs(*o, m ? m->name : "");
     return EDP_OK;
 }
 
 /* The BUDGET fields (docs/protocol.md), as of today; also the body of STATE. */
-static uint8_t *write_budget(edp_device_t *d, uint8_t *o)
+static uint8_t *write_budget(edp_dev_t *d, uint8_t *o)
 {
     edp_budget_t b = d->rec.budget;
     uint32_t day;
@@ -650,7 +693,7 @@ static uint8_t *write_budget(edp_device_t *d, uint8_t *o)
     return edp_wr32(o, (uint32_t)d->rec.mech.m);
 }
 
-static int cmd_budget(edp_device_t *d, uint8_t **o)
+static int cmd_budget(edp_dev_t *d, uint8_t **o)
 {
     *o = write_budget(d, *o);
     return EDP_OK;
@@ -663,7 +706,7 @@ static void hmac_begin(edp_hmac_t *h, const uint8_t *key, const uint8_t domain[E
 }
 
 /* The device key and a keyed nonce generator (retried here if boot could not key it). */
-static int auth_ready(edp_device_t *d, const uint8_t **key)
+static int auth_ready(edp_dev_t *d, const uint8_t **key)
 {
     int err;
     if ((err = d->port->device_key(d->port->ctx, key)) < 0) return err;
@@ -673,7 +716,7 @@ static int auth_ready(edp_device_t *d, const uint8_t **key)
 
 /* Whether the admin body b[0..n) (counter u64 | payload | tag) carries
  * HMAC(key, "EDP2" | type | nonce | counter | payload) for the current nonce. */
-static int admin_tag_valid(const edp_device_t *d, const uint8_t *key, uint32_t type, const uint8_t *b, size_t n)
+static int admin_tag_valid(const edp_dev_t *d, const uint8_t *key, uint32_t type, const uint8_t *b, size_t n)
 {
     static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ADMIN;
     uint8_t tag[EDP_AUTH_TAG], t8 = (uint8_t)type;
@@ -692,7 +735,7 @@ static int admin_tag_valid(const edp_device_t *d, const uint8_t *key, uint32_t t
 
 /* Apply an authenticated admin command (counter u64 | payload): check the counter
  * and the payload, commit the change with the counter, then act. */
-static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t plen)
+static int admin_apply(edp_dev_t *d, uint32_t type, const uint8_t *b, size_t plen)
 {
     const uint8_t *p = b + EDP_AUTH_COUNTER;
     uint64_t counter = edp_rd64(b), secs = 0;
@@ -765,7 +808,7 @@ static int admin_apply(edp_device_t *d, uint32_t type, const uint8_t *b, size_t 
  * signed for this nonce: a man in the middle can neither forge it nor move it
  * to another frame. A frame without a valid tag changes nothing (not even the
  * nonce); a frame with one uses the nonce up, whatever its outcome. */
-static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_admin(edp_dev_t *d, uint32_t type, const uint8_t *b, size_t n, uint8_t **o)
 {
     static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_ANSWER;
     static const uint8_t no_tag[EDP_AUTH_TAG];
@@ -799,7 +842,7 @@ static int cmd_admin(edp_device_t *d, uint32_t type, const uint8_t *b, size_t n,
  * fresh nonce (the previous one can no longer sign anything): the tag lets the
  * host trust the counter it will sign (a man in the middle cannot make it sign
  * a future one). */
-static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
+static int cmd_challenge(edp_dev_t *d, size_t n, uint8_t **o)
 {
     static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_CHALLENGE;
     const uint8_t *key;
@@ -821,7 +864,7 @@ static int cmd_challenge(edp_device_t *d, size_t n, uint8_t **o)
 /* STATE: challenge[16] in; nonce (fresh, as CHALLENGE) | the BUDGET fields |
  * HMAC(key, "EDPS" | challenge | nonce | fields) out. The host's random
  * challenge makes the answer fresh: an old one cannot be replayed. */
-static int cmd_state(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_state(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_STATE;
     const uint8_t *key;
@@ -845,7 +888,7 @@ static int cmd_state(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
  * entries (seq u32 | day u32 | counter u64 | event u8 | arg u8, oldest first) |
  * HMAC(key, "EDPL" | challenge | everything before the tag) out. total is the
  * number of events ever logged: total - count were overwritten (or torn). */
-static int cmd_audit_log(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **o)
+static int cmd_audit_log(edp_dev_t *d, const uint8_t *b, size_t n, uint8_t **o)
 {
     static const uint8_t domain[EDP_AUTH_DOMAIN_LEN] = EDP_AUTH_DOMAIN_AUDIT;
     const uint8_t *key;
@@ -879,7 +922,7 @@ static int cmd_audit_log(edp_device_t *d, const uint8_t *b, size_t n, uint8_t **
 
 /* The ERR_RATE error with the wait in seconds, after the tarpit delay (a fixed
  * configuration value: it tells nothing about the noise or the model). */
-static size_t rate_refusal(edp_device_t *d, uint32_t type, uint32_t seq)
+static size_t rate_refusal(edp_dev_t *d, uint32_t type, uint32_t seq)
 {
     size_t len = edp_frame_error(d->tx, type, seq, EDP_ERR_RATE);
     uint32_t hz, t0;
@@ -894,8 +937,9 @@ static size_t rate_refusal(edp_device_t *d, uint32_t type, uint32_t seq)
     return len + (EDP_RATE_ERROR_BODY - EDP_ERROR_BODY);  /* the error body, then wait_s u32 */
 }
 
-size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
+size_t edp_device_handle(edp_device_t *dev, uint8_t *frame, size_t n)
 {
+    edp_dev_t *const d = edp_dev(dev);
     edp_frame_t fr;
     const uint8_t *f;
     uint8_t *o;
@@ -940,7 +984,7 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n)
  * window_close). */
 static void send_part(void *ctx, const uint8_t *p, size_t n)
 {
-    edp_device_t *d = ctx;
+    edp_dev_t *d = ctx;
     const edp_port_t *port = d->port;
     if (d->window_pending) {
         d->window_pending = 0;
@@ -949,7 +993,7 @@ static void send_part(void *ctx, const uint8_t *p, size_t n)
     port->uart_write(port->ctx, p, n);
 }
 
-static void finish_frame(edp_device_t *d)
+static void finish_frame(edp_dev_t *d)
 {
     size_t len;
     int n;
@@ -960,7 +1004,7 @@ static void finish_frame(edp_device_t *d)
         len = edp_frame_error(d->tx, 0, 0, EDP_ERR_LEN);
     } else {
         n = edp_cobs_decode(d->rx, d->rx_len);
-        len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(d, d->rx, (size_t)n);
+        len = n < 0 ? edp_frame_error(d->tx, 0, 0, EDP_ERR_CRC) : edp_device_handle(edp_device_of(d), d->rx, (size_t)n);
     }
     /* The request (decoded in place) is not kept: zeroed before its answer leaves. */
     memset(d->rx, 0, d->rx_len);
@@ -974,8 +1018,9 @@ static void finish_frame(edp_device_t *d)
     d->rx_overflow = 0;
 }
 
-void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n)
+void edp_device_rx(edp_device_t *dev, const uint8_t *bytes, size_t n)
 {
+    edp_dev_t *const d = edp_dev(dev);
     /* The fill position lives in a register (byte stores may alias *d); the
      * inner loops copy one run of non-zero bytes that fits the buffer, a word
      * at a time while its four bytes are all non-zero, then byte by byte. */

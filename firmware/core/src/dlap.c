@@ -1,4 +1,4 @@
-#include "edgedp/dlap.h"
+#include "dlap.h"
 #include "edgedp/error.h"
 #include "arch/arch.h"
 #include "util.h"

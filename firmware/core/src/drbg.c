@@ -1,5 +1,5 @@
-#include "edgedp/drbg.h"
-#include "edgedp/sha256.h"
+#include "drbg.h"
+#include "sha256.h"
 
 static uint32_t load_le32(const uint8_t *p)
 {

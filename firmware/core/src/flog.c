@@ -1,5 +1,5 @@
-#include "edgedp/flog.h"
-#include "edgedp/crc32.h"
+#include "flog.h"
+#include "crc32.h"
 #include "edgedp/error.h"
 #include "le.h"
 

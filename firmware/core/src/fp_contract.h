@@ -5,7 +5,7 @@
  * operation rounded on its own. ISO C modes (-std=c99) keep contraction off,
  * but GNU modes (-std=gnu11, a common IDE default) let GCC fuse a*b + c into
  * vfma.f32, which changes the low bits. The pragma pins the rule in the source,
- * whatever the build's flags; tests/test_vendor_build.py compiles these files
+ * whatever the build's flags; tests/native/test_vendor_build.py compiles these files
  * with -std=gnu11 and fails on any fused instruction. */
 #ifndef EDGEDP_FP_CONTRACT_H
 #define EDGEDP_FP_CONTRACT_H

@@ -1,6 +1,6 @@
-#include "edgedp/frame.h"
-#include "edgedp/cobs.h"
-#include "edgedp/crc32.h"
+#include "frame.h"
+#include "cobs.h"
+#include "crc32.h"
 #include "edgedp/error.h"
 #include "le.h"
 

@@ -1,7 +1,7 @@
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
-#include "edgedp/mech.h"
-#include "edgedp/deadline.h"
+#include "mech.h"
+#include "deadline.h"
 #include "edgedp/error.h"
 #include "le.h"
 #include "util.h"

@@ -123,11 +123,12 @@ static int8_t requant(int32_t acc, int32_t mult, uint32_t s)
 }
 
 /* Output j of layer l from its sum: requantised into y (a hidden layer) or
- * dequantised into z (the last, y NULL). */
+ * dequantised into z (the last, y NULL). Exactly one of y and z is non-NULL
+ * (edp_model_run_s8), which cppcheck does not follow (nullPointer). */
 static inline void put_s8(const edp_dense_s8_t *l, uint32_t j, int32_t acc, int8_t *y, float *z)
 {
     if (y) y[j] = requant(acc, l->mult[j], l->shift[j]);
-    else z[j] = (float)acc * l->scale[j];
+    else z[j] = (float)acc * l->scale[j];  /* cppcheck-suppress nullPointer */
 }
 
 /* One layer on x (row(in) int8 values): hidden layers write int8 y, the last

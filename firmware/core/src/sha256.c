@@ -1,4 +1,4 @@
-#include "edgedp/sha256.h"
+#include "sha256.h"
 
 #include <string.h>
 

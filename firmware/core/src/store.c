@@ -1,9 +1,12 @@
-#include "edgedp/store.h"
-#include "edgedp/crc32.h"
+#include "store.h"
+#include "crc32.h"
 #include "edgedp/error.h"
 #include "le.h"
+#include "util.h"
 
 #include <string.h>
+
+EDP_STATIC_ASSERT(store_size, EDP_AUDIT_OFFSET + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY_SIZE == EDP_STORE_SIZE);
 
 void edp_store_pack(const edp_record_t *r, uint8_t out[EDP_STORE_RECORD])
 {

@@ -11,7 +11,7 @@
 #define EDGEDP_RAMFLASH_H
 #include <stdint.h>
 
-#include "edgedp/flog.h"
+#include "edgedp/port.h"  /* edp_flash_t */
 
 typedef struct {
     uint8_t *mem;          /* 2 * sector_size bytes */

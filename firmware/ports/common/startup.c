@@ -32,9 +32,11 @@ __attribute__((naked, noreturn)) void edp_reset_handler(void)
 
 __attribute__((noreturn, used)) void edp_c_start(void)
 {
+    /* _sdata/_edata and _sbss/_ebss are the linker script's bounds of one section each,
+     * which cppcheck sees as distinct objects (comparePointers). */
     uint32_t *src = &_sidata, *dst = &_sdata;
-    while (dst < &_edata) *dst++ = *src++;
-    for (dst = &_sbss; dst < &_ebss;) *dst++ = 0;
+    while (dst < &_edata) *dst++ = *src++;  /* cppcheck-suppress comparePointers */
+    for (dst = &_sbss; dst < &_ebss;) *dst++ = 0;  /* cppcheck-suppress comparePointers */
     main();
     for (;;) {
     }

@@ -14,9 +14,10 @@
  *                       program call lands and then reports EDP_ERR_STORE, once
  *                       (a busy-flag timeout after the write took)
  *   EDP_POSIX_TIME       fixed unix seconds for the clock; "unset" = no trusted time
- *   EDP_POSIX_ENTROPY    "fail" makes the entropy source fail; "fail:N" fails its
- *                       first N calls, then works
+ *   EDP_POSIX_ENTROPY    "fail" makes the entropy source (the noise DRBG's) fail;
+ *                       "fail:N" fails its first N calls, then works
  * The admin nonce generator is keyed from /dev/urandom (fresh at every start).
+ *   EDP_POSIX_AUTH_ENTROPY  the same for that source (the nonce generator's)
  *   EDP_POSIX_KEY        "none" = no device key provisioned
  * Test builds only: the DRBG is keyed with the documented test seed. */
 #define _POSIX_C_SOURCE 200809L
@@ -29,7 +30,7 @@
 
 #include "board.h"
 #include "edgedp/error.h"
-#include "edgedp/store.h"
+#include "store.h"  /* the record layout (core/src): the project's own port */
 #include "ramflash.h"
 #include "test_keys.h"
 
@@ -45,7 +46,16 @@ static edp_ramflash_t flash_model;
 static edp_flash_t flash_model_ops;
 static const char *flash_path;
 static int flash_fd = -1;
-static long entropy_failures;
+static long entropy_failures;      /* calls of entropy() still to fail; -1: all */
+static long auth_entropy_failures; /* the same for auth_entropy() */
+
+/* An EDP_POSIX_*ENTROPY value: "fail" -1 (every call fails), "fail:N" N, else 0. */
+static long failures(const char *v)
+{
+    if (v && strcmp(v, "fail") == 0) return -1;
+    if (v && strncmp(v, "fail:", 5) == 0) return atol(v + 5);
+    return 0;
+}
 static const char *store_path;
 static int store_fd = -1;
 static long cut_after = -1;
@@ -67,9 +77,14 @@ static int entropy(void *ctx, uint8_t key[32])
 
 static int auth_entropy(void *ctx, uint8_t key[32])
 {
-    FILE *f = fopen("/dev/urandom", "rb");
+    FILE *f;
     size_t got = 0;
     (void)ctx;
+    if (auth_entropy_failures) {
+        if (auth_entropy_failures > 0) auth_entropy_failures--;
+        return EDP_ERR_ENTROPY;
+    }
+    f = fopen("/dev/urandom", "rb");
     if (f) {
         got = fread(key, 1, 32, f);
         fclose(f);
@@ -264,8 +279,8 @@ const edp_port_t *edp_board_init(void)
     load(store_path, store, sizeof store, EDP_AUDIT_OFFSET);
     if (c) cut_after = atol(c);
     if ((c = getenv("EDP_STORE_FAIL_AFTER"))) fail_after = atol(c);
-    if (e && strcmp(e, "fail") == 0) entropy_failures = -1;
-    else if (e && strncmp(e, "fail:", 5) == 0) entropy_failures = atol(e + 5);
+    entropy_failures = failures(e);
+    auth_entropy_failures = failures(getenv("EDP_POSIX_AUTH_ENTROPY"));
     flash_path = getenv("EDP_FLASH_FILE");
     edp_ramflash_bind(&flash_model_ops, &flash_model, flash_mem, EDP_POSIX_FLASH_SECTOR);
     edp_ramflash_format(&flash_model_ops);

@@ -23,8 +23,7 @@
 
 #include "board.h"
 #include "edgedp/error.h"
-#include "edgedp/sha256.h"
-#include "edgedp/store.h"
+#include "sha256.h"  /* the core's SHA-256 (core/src: this test port is the project's own) */
 #include "nvic.h"
 #include "ramflash.h"
 #include "stackwipe.h"
@@ -271,7 +270,7 @@ const edp_port_t *edp_board_init(void)
 
 /* Sleep until a byte arrives or SysTick wraps (WFI), instead of polling: every SR read is an
  * MMIO access under QEMU's global lock, which its main loop needs to hand over the next received
- * byte, so polling without a pause starved it (docs/benchmarks.md section 10), and an idle
+ * byte, so polling without a pause starved it (docs/history/benchmarks-2026.md §10), and an idle
  * firmware kept a host core busy. With PRIMASK set a pending interrupt wakes WFI without being
  * taken; USART1's is enabled in the NVIC only meanwhile (its pending bit cleared first, so a
  * byte that came before is seen by the SR read and one that comes after pends it), and

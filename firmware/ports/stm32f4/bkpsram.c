@@ -18,7 +18,7 @@
 #include "stm32f4.h"
 
 #include "edgedp/error.h"
-#include "edgedp/store.h"
+#include "store.h"  /* edp_store_parse, the slot layout (core/src): the rollback shadow reads the record's sequence */
 
 #define STORE_BYTES EDP_STORE_SIZE  /* the two slots and the audit ring */
 

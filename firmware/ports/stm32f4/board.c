@@ -163,7 +163,7 @@ static int device_key(void *ctx, const uint8_t **key)
 #endif
 }
 
-/* The console's vector (cortexm/startup.c names it weakly); in SRAM, as is
+/* The console's vector (common/startup.c names it weakly); in SRAM, as is
  * edp_stm32_uart_irq, so it runs while a flash sector erases (flash.c). */
 void CONSOLE_HANDLER(void);
 EDP_STM32_RAMFUNC void CONSOLE_HANDLER(void)
@@ -178,7 +178,7 @@ static void uart_write(void *ctx, const uint8_t *buf, size_t n)
     edp_stm32_uart_write(CONSOLE, buf, n, EDP_STM32_SPIN_TX);
 }
 
-/* The vector table in SRAM (cortexm/vectors.h's edp_vectors, copied): an
+/* The vector table in SRAM (common/vectors.h's edp_vectors, copied): an
  * exception entry reads its vector through VTOR, and a read from flash stalls
  * while a sector erases. VTOR needs the table aligned to its size rounded up
  * to a power of two (98 words: 512 bytes). */
@@ -288,6 +288,7 @@ static const edp_port_t port = {
     .device_key = device_key,
     .uart_write = uart_write,
     .board = "stm32f4",
+    .rx_buffer = EDP_STM32_RX_RING,  /* the console's receive ring (INFO: the host pipelines within it) */
     .auth_entropy = EDP_TEST_BUILD ? rng_entropy : 0,  /* production: the RNG, through entropy() */
     .flash = &flog_flash,
     .window_open = window_open,

@@ -1,5 +1,5 @@
 /* Cycle counter for the measured ticks of the DP step: DWT CYCCNT when it
- * counts, otherwise the caller falls back to SysTick (cortexm/systick.c).
+ * counts, otherwise the caller falls back to SysTick (common/systick.c).
  * QEMU has no DWT (CYCCNT reads 0); Renode's reads 0 unless its platform adds
  * a DWT peripheral. Both are caught by checking that the count moves. */
 #include "stm32f4.h"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edgedp/flog.h"
+#include "edgedp/port.h"  /* edp_flash_t */
 #include "stm32f4_regs.h"
 
 /* Code that must run while a flash sector erases (the erase's busy-wait, the
@@ -117,14 +117,13 @@ void edp_stm32_uart_write(edp_usart_regs_t *u, const uint8_t *buf, size_t n, uin
  * drained by the frame loop (edp_stm32_rx_read): EDP_STM32_RX_RING bytes =
  * 75 QUERY requests of k = 10 (54 B), room for the host's 8 in flight of up
  * to 512 B each. Each slot is 16 bits (the byte and its loss flags), so the
- * ring takes 2 x EDP_STM32_RX_RING = 8 KiB of the 128 KiB SRAM. The host
- * pipelines at most this many bytes of requests to this firmware beyond the
- * first (host/edgedp/device/transport.py, BOARD_RX_BUFFER); the first request
- * goes alone when nothing is outstanding, so a maximal frame (EDP_WIRE_MAX =
- * 4,138 B, larger than the ring) streams through while the frame loop drains
- * it. A power of two. Not a build option: the host knows this size by the
- * firmware version INFO reports, so a different ring is a different version
- * (EDP_FIRMWARE_VERSION) and a new BOARD_RX_BUFFER entry. */
+ * ring takes 2 x EDP_STM32_RX_RING = 8 KiB of the 128 KiB SRAM. The port
+ * reports it as edp_port_t.rx_buffer, which INFO carries: the host pipelines at
+ * most this many bytes of requests beyond the first
+ * (host/edgedp/device/transport.py, SerialLink.learn_rx_buffer); the first
+ * request goes alone when nothing is outstanding, so a maximal frame
+ * (EDP_WIRE_MAX = 4,138 B, larger than the ring) streams through while the
+ * frame loop drains it. A power of two. */
 #define EDP_STM32_RX_RING 4096u
 #if EDP_STM32_RX_RING & (EDP_STM32_RX_RING - 1u)
 #error "EDP_STM32_RX_RING must be a power of two"
@@ -310,7 +309,7 @@ int edp_stm32_bkpsram_enable(edp_stm32_bkd_t *b, uint32_t spin);
 int edp_stm32_store_read(edp_stm32_bkd_t *b, uint32_t off, void *buf, uint32_t n);
 int edp_stm32_store_write(edp_stm32_bkd_t *b, uint32_t off, const void *buf, uint32_t n);
 
-/* ---- flash.c: the flash high-water log's two sectors (edgedp/flog.h) ---- */
+/* ---- flash.c: the flash high-water log's two sectors (src/flog.h) ---- */
 
 /* Log sectors: 9 and 10 (128 KiB each, 0x080A0000-0x080DFFFF), reserved by
  * stm32f4.ld; code lives in sectors 0-8, the device key in sector 11. */

@@ -1,5 +1,7 @@
 /* Template port: copy this folder to start a new board. Every function must
- * return in bounded time; return the EDP_ERR_* named in port.h on failure. */
+ * return in bounded time; return the EDP_ERR_* named in port.h on failure.
+ * A port needs the core's public headers only (edgedp/port.h through board.h,
+ * edgedp/error.h; tests/consumer builds this one with nothing else). */
 #include "board.h"
 #include "edgedp/error.h"
 
@@ -26,7 +28,7 @@ static const edp_port_t port = {
     .uart_write = uart_write,
     .board = "template",
     .auth_entropy = 0,  /* NULL: the admin nonce key comes from entropy() (a hardware RNG) */
-    .flash = 0,         /* or two flash sectors for the high-water log (edgedp/flog.h) */
+    .flash = 0,         /* or two flash sectors for the high-water log (edp_flash_t, port.h) */
     .window_open = 0,   /* release timing (port.h): without both, a production build */
     .window_close = 0,  /* refuses QUERY and INFER with EDP_ERR_TIMING */
     .window_fixed = 0,  /* the fixed part of a window, measured on the board (port.h) */

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from dp_accounting.pld import privacy_loss_distribution
 from scipy.stats import binom
 
-from ..mech.lattice import DELTA_BITS, MICRO, SLACK_BITS, auto_exponent, to_micro
+from ..mech.lattice import DELTA_BITS, SLACK_BITS, auto_exponent, to_epsilon, to_micro
 
 DEFAULT_DELTA = 1e-6
 DEFAULT_CLASSES = 10        # the softmax / ensemble mechanisms of the analysis: k = 10, Delta = 2
@@ -110,6 +110,10 @@ def advanced(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> floa
             + queries * epsilon * math.expm1(epsilon))
 
 
+FIRST_TERM_NOTE = ("not a bound: ε·√(2N ln(1/δ)), advanced composition without its Nε(e^ε−1) term, "
+                   "the formula the source documents publish; it understates the total")
+
+
 def advanced_composition_first_term(epsilon: float, queries: int, delta: float = DEFAULT_DELTA) -> float:
     """The published eps * sqrt(2 N ln(1/delta)): the advanced bound without its N eps (e^eps - 1) term.
 
@@ -130,7 +134,7 @@ def pld_interval(epsilon: float, queries: int) -> float:
 def lattice_sensitivity(epsilon: float, classes: int = DEFAULT_CLASSES,
                         sensitivity: float = DEFAULT_SENSITIVITY, exponent: int | None = None) -> tuple[float, int]:
     """The device's discrete Laplace for one answer: (1/t, S) with S = Delta * 2^m + k lattice steps
-    (m given, or ``edgedp.lattice``'s automatic exponent) and 1/t = eps / S."""
+    (m given, or ``edgedp.mech.lattice``'s automatic exponent) and 1/t = eps / S."""
     S = Mechanism(classes, sensitivity, exponent).lattice_steps
     return epsilon / S, S
 
@@ -242,7 +246,8 @@ class Composition:
         return min(self.basic, self.advanced, self.pld)
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "best": self.best, "total_delta": self.total_delta}
+        return {**asdict(self), "best": self.best, "total_delta": self.total_delta,
+                "advanced_composition_first_term_note": FIRST_TERM_NOTE}
 
 
 def compose(epsilon: float, queries: int, delta: float = DEFAULT_DELTA, mech: Mechanism = DEVICE) -> Composition:
@@ -331,7 +336,7 @@ def plan_daily_queries(epsilon: float, target_epsilon: float, days: int, delta: 
     return Plan(epsilon=epsilon, target_epsilon=target_epsilon, days=days, delta=delta, method=method,
                 daily_queries=q, total_queries=q * days,
                 achieved_epsilon=total(epsilon, q * days, delta, method, mech) if q else 0.0,
-                daily_cap=q * eps_micro / MICRO, lifetime_cap=q * days * eps_micro / MICRO)
+                daily_cap=to_epsilon(q * eps_micro), lifetime_cap=to_epsilon(q * days * eps_micro))
 
 
 def tpr_bound(epsilon: float, fpr: float, delta: float = 0.0) -> float:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..mech import fast, modes
-from ..mech.lattice import Lattice, make_lattice, to_epsilon
+from ..mech.lattice import Lattice, make_lattice, to_epsilon, to_micro
 from .accounting import CAP_DELTA
 from ..mech.modes import MODE_BUCKET, MODE_LABEL, MODE_TOPK, Mode
 from . import epsilon_lower_bound
@@ -59,7 +59,7 @@ class Mechanism:
 
     @property
     def lattice(self) -> Lattice:
-        return make_lattice(self.k, round(self.epsilon * 1_000_000), self.sensitivity, self.lo, self.hi, self.m)
+        return make_lattice(self.k, to_micro(self.epsilon), self.sensitivity, self.lo, self.hi, self.m)
 
     @property
     def delta(self) -> float:
@@ -265,7 +265,7 @@ def prepare_device(dev, key: bytes, k: int, spend_micro: int, epsilon: float | N
     from ..device.protocol import Caps, MechConfig
 
     b = dev.state(key).budget
-    eps_micro = b.epsilon_micro if epsilon is None else round(epsilon * 1_000_000)
+    eps_micro = b.epsilon_micro if epsilon is None else to_micro(epsilon)
     need = spend_micro * eps_micro
     try:
         if epsilon is not None or b.daily_cap < need:

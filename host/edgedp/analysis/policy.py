@@ -13,12 +13,15 @@ gate on):
 * ``min_accuracy``: top-1 test accuracy of the single model's answers at the configured mode and ε.
 
 A threshold whose measurement is missing (no audit file given, say) is violated: a gate that
-cannot be checked does not pass."""
+cannot be checked does not pass. An audit file that is missing, empty, not JSON, holds a failed
+run's error (``{"error": …, "message": …}``) or lacks the bound is an ``AuditError``: it fails
+the gate and is a JUnit ``<error>`` case carrying the audit's own message."""
 from __future__ import annotations
 
 import json
 import math
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -62,6 +65,46 @@ def read_json(path: str | Path, what: str) -> dict:
 
 
 @dataclass(frozen=True)
+class AuditError:
+    """An input of the gate that cannot be used — an audit result (the audit's own message if it
+    left one), or the policy or report file itself — and why."""
+    path: str
+    message: str
+
+    def line(self) -> str:
+        return f"ERROR {self.path}: {self.message}"
+
+    def as_dict(self) -> dict:
+        return {"file": self.path, "message": self.message}
+
+
+def read_audit(path: str | Path) -> tuple[str, dict] | AuditError:
+    """An audit-dp / audit-train --json result, or why it is not one (never raises for a bad file)."""
+    name = str(path)
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return AuditError(name, "no such file: the audit did not run")
+    except (OSError, UnicodeDecodeError) as exc:
+        return AuditError(name, f"cannot be read ({exc})")
+    if not text.strip():
+        return AuditError(name, "empty: the audit printed no result (it failed before its JSON; see its log)")
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return AuditError(name, f"not JSON ({exc.msg})")
+    if not isinstance(d, dict):
+        return AuditError(name, "not a JSON object")
+    if "error" in d:
+        return AuditError(name, f"the audit failed: {d.get('message') or d['error']}")
+    try:
+        float(d["epsilon_lower_bound"]), float(d["epsilon_stated"])
+    except (KeyError, TypeError, ValueError):
+        return AuditError(name, "not an audit-dp / audit-train JSON (needs epsilon_lower_bound and epsilon_stated)")
+    return name, d
+
+
+@dataclass(frozen=True)
 class Measured:
     value: float | None   # None: not measured
     source: str           # what it is, in words
@@ -94,14 +137,8 @@ def measurements(report: dict, audits: list[tuple[str, dict]]) -> dict[str, Meas
     out["min_accuracy"] = (Measured(trade[0]["accuracy"], f"test accuracy, {cell}") if trade
                            else Measured(None, f"no accuracy for {cell}"))
     if audits:
-        ratios = []
-        for name, a in audits:
-            try:
-                lb, st = float(a["epsilon_lower_bound"]), float(a["epsilon_stated"])
-            except (KeyError, TypeError, ValueError):
-                raise ValueError(f"{name}: not an audit-dp / audit-train JSON (needs epsilon_lower_bound and "
-                                 f"epsilon_stated)") from None
-            ratios.append((lb / st, name, lb, st))
+        ratios = [(float(a["epsilon_lower_bound"]) / float(a["epsilon_stated"]), name,
+                   float(a["epsilon_lower_bound"]), float(a["epsilon_stated"])) for name, a in audits]
         r, name, lb, st = max(ratios)
         out["max_lower_bound_ratio"] = Measured(r, f"empirical ε lower bound {lb:.4g} / stated {st:g} ({name})")
     else:
@@ -140,10 +177,12 @@ def check(policy: dict[str, float], report: dict, audits: list[tuple[str, dict]]
     return [Verdict(k, policy[k], m[k]) for k in THRESHOLDS if k in policy]
 
 
-def junit(verdicts: list[Verdict], suite: str = "edgedp privacy policy") -> str:
-    """JUnit XML: one test case per threshold, a <failure> for each violated one."""
+def junit(verdicts: Sequence[Verdict], errors: Sequence[AuditError] = (), suite: str = "edgedp privacy policy") -> str:
+    """JUnit XML: one test case per threshold, a <failure> for each violated one, and one test case
+    with an <error> per audit file that could not be used (``errors``)."""
     fails = [v for v in verdicts if not v.passed]
-    ts = ET.Element("testsuite", name=suite, tests=str(len(verdicts)), failures=str(len(fails)), errors="0",
+    n = len(verdicts) + len(errors)
+    ts = ET.Element("testsuite", name=suite, tests=str(n), failures=str(len(fails)), errors=str(len(errors)),
                     skipped="0")
     for v in verdicts:
         tc = ET.SubElement(ts, "testcase", classname="edgedp.policy", name=v.threshold)
@@ -151,7 +190,10 @@ def junit(verdicts: list[Verdict], suite: str = "edgedp privacy policy") -> str:
             ET.SubElement(tc, "failure", message=v.line(), type="PolicyViolation").text = v.line()
         else:
             ET.SubElement(tc, "system-out").text = v.line()
-    root = ET.Element("testsuites", tests=str(len(verdicts)), failures=str(len(fails)))
+    for e in errors:
+        tc = ET.SubElement(ts, "testcase", classname="edgedp.policy.audit", name=e.path)
+        ET.SubElement(tc, "error", message=e.message, type="AuditError").text = e.line()
+    root = ET.Element("testsuites", tests=str(n), failures=str(len(fails)), errors=str(len(errors)))
     root.append(ts)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

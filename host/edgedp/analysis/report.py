@@ -510,13 +510,16 @@ def _deployments(doc: dict) -> list[str]:
         L.append("## Trained model and its privacy manifest\n")
         if tm.get("non_private"):
             L.append(f"**Not a private model** (reported with `--allow-non-private`): {tm['non_private']}. "
-                     f"The ε below does not hold for it.\n")
+                     f"It has no (ε, δ).\n")
+        claim = (f"(ε = {mt['epsilon']:.4g}, δ = {mt['delta']:g}) by {mt['accountant'].upper()}"
+                 if isinstance(mt["epsilon"], (int, float)) else "not private")
         L.append(f"`{tm['path']}` ({tm['kind']}): SHA-256 matches its manifest. Trained with DP-SGD: "
-                 f"(ε = {mt['epsilon']:.4g}, δ = {mt['delta']:g}) by {mt['accountant'].upper()}, noise multiplier "
+                 f"{claim}, noise multiplier "
                  f"{mt['noise_multiplier']:.4g}, C = {mt['clip_norm']:g}, {mt['sampling']} sampling at q = "
                  f"{mt['sampling_rate']:g}, {mt['steps']} steps, {mt['n_train']} records"
                  + (f"; neighbouring relation: {mt['neighbouring']}, replace-one ε = "
-                    f"{mt['epsilon_replace_one']:.4g}" if "epsilon_replace_one" in mt else "")
+                    f"{mt['epsilon_replace_one']:.4g}" if isinstance(mt.get("epsilon_replace_one"), (int, float))
+                    else "")
                  + (f"; test accuracy here {_pct(tm['test_accuracy_here'])}" if "test_accuracy_here" in tm else "")
                  + (f"; deployment: {tm['manifest']['deployment']}" if tm["manifest"].get("deployment") else "")
                  + ".\n")

@@ -15,7 +15,7 @@ Unicorn, what those constants must cover:
   depend on nchunks only, so one call measures it exactly;
 - ``less_than``: a comparison over n limbs, run with a keystream forced equal to the limbs so that
   it goes through every one (its longest path);
-- ``refill``: edp_drbg_next_block (4 ChaCha12 blocks and the key erasure: no data-dependent branch);
+- ``refill``: edp_drbg_next_block (EDP_DRBG_BATCH_BLOCKS = 6 ChaCha12 blocks and the key erasure: no data-dependent branch);
 - ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L;
 - :func:`nonfinite_paths`: device.c's finite_output (the check of a model's outputs, the fixed
   vector for a non-finite one) by class count, its longest path, and its call site.
@@ -36,6 +36,7 @@ from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
 
 from ..device.client import Device, load_key
 from ..device.protocol import Caps, MechConfig
+from ..mech.lattice import MICRO
 from .trace import Emulator, TraceLink
 
 LOOP = "edp_dlap_noisy"
@@ -124,7 +125,7 @@ def _counted(emu: Emulator, name: str, *args: int) -> int:
 def _configure(emu: Emulator, cfg: int, log2_t: float) -> None:
     """epsilon 1, m = 20, k = 1 and sensitivity for t ~ 2^log2_t."""
     sens = 2.0 ** (log2_t - 20)
-    emu.uc.mem_write(cfg, struct.pack("<Ifffi", 1_000_000, 0.0, 1.0, sens, 20))
+    emu.uc.mem_write(cfg, struct.pack("<Ifffi", MICRO, 0.0, 1.0, sens, 20))
 
 
 def measure(elf: str | Path, max_chunks: int = 6) -> WorstPaths:
@@ -186,7 +187,7 @@ class Window:
     work: int = 0          # instructions from window_open to window_close, the largest seen
     noise: int = 0         # the noise's share of the largest work (edp_dlap_noisy and its callees)
     rest: int = 0          # the largest non-noise part (everything else in the window)
-    deadline: int = 0      # the window's bound (edp_device_t.window_insns)
+    deadline: int = 0      # the window's bound (edp_dev_t.window_insns, the device state)
     runs: int = 0
 
     def add(self, work: int, noise: int, deadline: int) -> None:
@@ -212,8 +213,8 @@ class WindowProbe:
         self.opens, self.closes = self.emu.watch("window_open"), self.emu.watch("window_close")
         self.noise_in, self.noise_out = self.emu.watch(LOOP), self.emu.watch("edp_mech_output")
         self.dev = Device(TraceLink(self.emu), timeout=60)
-        self._insns = self.emu.device + self.emu.image.offset("edp_device_t", "window_insns")
-        self._blocks = self.emu.device + self.emu.image.offset("edp_device_t", "drbg") + \
+        self._insns = self.emu.device + self.emu.image.offset("edp_dev_t", "window_insns")
+        self._blocks = self.emu.device + self.emu.image.offset("edp_dev_t", "drbg") + \
             self.emu.image.offset("edp_drbg_t", "blocks_since_seed")
 
     def configure(self, cfg: MechConfig) -> None:
@@ -281,7 +282,7 @@ def _noise_bound(probe: WindowProbe, plan_field: str) -> int:
     """The noise part of the release deadline of the device's cached plan (`plan` for QUERY,
     `infer_plan` for INFER): edp_mech_plan_t.noise_insns, set when the plan was prepared."""
     img = probe.emu.image
-    plan = probe.emu.device + img.offset("edp_device_t", plan_field)
+    plan = probe.emu.device + img.offset("edp_dev_t", plan_field)
     return struct.unpack("<I", probe.emu.uc.mem_read(plan + img.offset("edp_mech_plan_t", "noise_insns"), 4))[0]
 
 

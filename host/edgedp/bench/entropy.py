@@ -6,7 +6,7 @@ A sample of the discrete Laplace law with scale t lattice steps carries
 
 (-sum p log2 p in closed form: P(z) = (1 - r) / (1 + r) r^|z|, E|z| = 2 r / (1 - r^2)). No sampler
 can use fewer keystream bits on average, and every bit costs the generator's instructions per bit:
-one batch (edp_drbg_next_block, four ChaCha12 blocks and the key erasure) counted in Unicorn on
+one batch (edp_drbg_next_block: EDP_DRBG_BATCH_BLOCKS, six, ChaCha12 blocks and the key erasure) counted in Unicorn on
 the image, over the words it outputs (the batch's words after the next key's). The limit per class adds 4 operations (load the input,
 round it, add the noise, store the value):
 
@@ -48,7 +48,7 @@ def drbg_batch(elf: str | Path) -> DrbgBatch:
     """One keystream batch, counted in Unicorn on this image."""
     emu = Emulator(elf)
     img = emu.image
-    drbg = emu.device + img.offset("edp_device_t", "drbg")
+    drbg = emu.device + img.offset("edp_dev_t", "drbg")
     before, blocks = emu.count, emu.chacha_blocks
     emu.call("edp_drbg_next_block", drbg)
     insns = emu.count - before

@@ -18,6 +18,9 @@ runs of the same vector are measured:
   the step with the keystream batches that fell inside the measured queries replaced by the
   bits they read at the batch's cost per bit, the figure the per-class targets use;
 - ``queries_per_second``: end-to-end QUERY round trips through the UART link;
+- with ``c_loop``: the same DP queries traced on the test image whose sampling loop is the
+  portable C one (build/qemu-cloop/edgedp.elf), ``c_loop_per_class_amortised`` beside the
+  Thumb-2 loop's ``dp_per_class_amortised`` and ``asm_loop_reduction`` (1 - Thumb-2 / C);
 - the host reference's bit-exact and vectorised samples per second, and the footprint.
 """
 from __future__ import annotations
@@ -54,7 +57,12 @@ TARGET_K10_NAIVE = 0.8            # issue 22: the DP step at most 0.8x the naive
 TARGET_ENTROPY_RATIO = 2.5        # and at most 2.5x the entropy limit everywhere (bench.entropy)
 TARGET_DEADLINE_RATIO = 2.0      # issue 22: QUERY's release deadline within 2x the optimum, k >= 10
 TARGET_FLASH = 8 * 1024
+"""The DP core's flash budget in bytes (drbg, dlap, mech, budget as linked in the production image):
+the one statement of the limit; bench's targets and tests/firmware/test_trace.py read it."""
 TARGET_RAM = 1024
+"""The DP core's RAM budget in bytes, besides the per-configuration p_j table."""
+TARGET_ASM_REDUCTION = 0.10       # issue 38 item 9: hand-written assembly only if 10 % below C
+C_LOOP_IMAGE = "qemu-cloop"       # the test image with the portable C sampling loop (Makefile)
 STEP_PARTS = ("chacha", "drbg", "sampler", "mechanism", "timer")
 
 
@@ -68,6 +76,7 @@ class BenchConfig:
     footprint: bool = True
     reference_samples: int = 20000
     key_file: str | None = None
+    c_loop: bool = False
     seed: int = 1
 
 
@@ -92,12 +101,13 @@ def git_commit() -> str:
 
 
 class _Tracer:
-    """The same firmware in Unicorn, driven with the same frames as the target."""
+    """The same firmware in Unicorn, driven with the same frames as the target (``image``: the
+    QEMU test image, or another build of it such as ``qemu-cloop``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, image: str = "qemu") -> None:
         from ..device.targets.qemu import ensure_image
         from .trace import Emulator, TraceLink
-        self.elf = ensure_image("qemu")
+        self.elf = ensure_image(image)
         self.emu = Emulator(self.elf)
         self.dev = Device(TraceLink(self.emu), timeout=60.0)
 
@@ -190,6 +200,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
         key = load_key(cfg.key_file)
         dev.set_time_if_unset(key)
         tracer = _Tracer() if cfg.trace else None
+        ctracer = _Tracer(C_LOOP_IMAGE) if cfg.c_loop and tracer else None  # two traces, or none
         lockstep = tracer is not None and t_handle.name == "qemu"
         rows: list[dict] = []
         try:
@@ -199,14 +210,15 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
                 say(f"epsilon {eps:g}: configure")
                 mech = MechConfig(to_micro(eps))
                 dev.configure(key, mech, BENCH_CAPS)
-                if tracer:
-                    tracer.run(lambda d, mech=mech: d.configure(key, mech, BENCH_CAPS))
+                for t in (tracer, ctracer):
+                    if t:
+                        t.run(lambda d, mech=mech: d.configure(key, mech, BENCH_CAPS))
                 for k in cfg.ks:
                     if stop():  # before the next point's warm-up query
                         raise _Stop
                     say(f"epsilon {eps:g}, k {k}")
                     rows.append(_measure(dev, tracer, unit, lockstep, k, eps,
-                                         cfg.queries.get(k, 3), cfg.seed, stop))
+                                         cfg.queries.get(k, 3), cfg.seed, stop, ctracer))
                     say(f"epsilon {eps:g}, k {k}: measured ({len(rows)} of {len(grid)} points)")
         except _Stop:
             stopped = "interrupted"
@@ -226,6 +238,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
             "tick": {"kind": unit.kind, "hz": unit.hz, "emulated": unit.emulated,
                      "ticks_per_instruction": unit.ticks_per_instruction, "meaning": unit.describe()},
             "trace": {"elf": str(tracer.elf.relative_to(project_root())) if tracer else None,
+                      "c_loop_elf": str(ctracer.elf.relative_to(project_root())) if ctracer else None,
                       "lockstep": lockstep, "timing": "ARM DDI 0439B Table 3-1 (Cortex-M4 TRM r0p1)",
                       "pipeline_refill": timing.P_NOMINAL,
                       "flash_wait_states_168mhz": timing.FLASH_WAIT_STATES_168MHZ,
@@ -242,7 +255,7 @@ def run(target: str | None = None, cfg: BenchConfig | None = None, progress=None
     parts = [("deadlines", cfg.deadline, "release deadlines (production timing image, Unicorn)",
               lambda: _add_deadlines(rows, cfg)),
              ("entropy limits", tracer is not None, None,
-              lambda: _add_entropy_limits(rows, tracer.elf) if tracer else None),
+              lambda: _add_entropy_limits(rows, tracer.elf, ctracer.elf if ctracer else None) if tracer else None),
              ("host reference", True, "host reference rates",
               lambda: result.update(host=reference_rates(cfg.reference_samples))),
              ("footprint", cfg.footprint, "footprint", lambda: result.update(footprint=_footprint()))]
@@ -294,11 +307,16 @@ def _same_answer(r, r2) -> None:
 
 
 def _dp_queries(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool, x: np.ndarray,
-                n: int, stop: Callable[[], bool]) -> tuple[_Runs, int | None]:
-    """n measured queries after one warm-up (which builds the table); returns the runs and the
-    traced instructions of the warm-up frame."""
+                n: int, stop: Callable[[], bool],
+                ctracer: _Tracer | None = None) -> tuple[_Runs, int | None, list]:
+    """n measured queries after one warm-up (which builds the table); returns the runs, the
+    traced instructions of the warm-up frame and the steps of the same queries on ``ctracer``
+    (the C loop's image: its answers must be the Thumb-2 trace's, bit for bit)."""
     dev.query(x)
     setup_frame = tracer.run(lambda d: d.query(x))[2] if tracer else None
+    if ctracer:
+        ctracer.run(lambda d: d.query(x))
+    c_steps: list = []
     runs = _Runs()
     for _ in range(n):
         if stop():
@@ -315,7 +333,13 @@ def _dp_queries(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lock
             if lockstep:
                 _same_answer(r, r2)
                 runs.errors.append(unit.counted_instructions(r.ticks) - steps[-1].instructions)
-    return runs, setup_frame
+            if ctracer:
+                r3, csteps, _ = ctracer.run(lambda d: d.query(x))
+                if not np.array_equal(r2.lattice, r3.lattice):
+                    raise EdgeDPError("the C loop's image and the Thumb-2 one disagree on a query's output",
+                                      "ERR_BENCH")
+                c_steps.append(csteps[-1])
+    return runs, setup_frame, c_steps
 
 
 def _naive_runs(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool, x: np.ndarray,
@@ -394,23 +418,30 @@ def _per_class(row: dict, k: int) -> dict:
 
 
 def _measure(dev: Device, tracer: _Tracer | None, unit: icount.TickUnit, lockstep: bool,
-             k: int, eps: float, n: int, seed: int, stop: Callable[[], bool] = _never) -> dict:
-    """One benchmark row: n DP queries and n NAIVE runs at (eps, k), measured and traced
-    (raises _Stop between two of them once stop() is true)."""
+             k: int, eps: float, n: int, seed: int, stop: Callable[[], bool] = _never,
+             ctracer: _Tracer | None = None) -> dict:
+    """One benchmark row: n DP queries and n NAIVE runs at (eps, k), measured and traced, and
+    the same queries traced on the C loop's image if ``ctracer`` (raises _Stop between two of
+    them once stop() is true)."""
     if n < 1:
         raise ValueError(f"k {k}: at least one measured query per point, not {n}")
     x = bench_input(k, seed)
-    dp, setup_frame = _dp_queries(dev, tracer, unit, lockstep, x, n, stop)
+    dp, setup_frame, c_steps = _dp_queries(dev, tracer, unit, lockstep, x, n, stop, ctracer)
     naive = _naive_runs(dev, tracer, unit, lockstep, x, SENSITIVITY / eps, n, stop)
     row: dict = {"k": k, "epsilon": eps, "queries": n, **_measured(unit, dp, naive)}
     if tracer:
         row.update(_traced(dp, naive, setup_frame, k, lockstep))
+    if c_steps:
+        row.update({"c_loop_trace_instructions": _mean([s.instructions for s in c_steps]),
+                    "c_loop_chacha_blocks": _mean([s.chacha_blocks for s in c_steps]),
+                    "c_loop_keystream_bits": None if any(s.keystream_bits is None for s in c_steps)
+                    else _mean([s.keystream_bits for s in c_steps])})
     row.update(_per_class(row, k))
     return row
 
 
 def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
-    """Each row's release deadline on the production image (docs/benchmarks.md section 9): the
+    """Each row's release deadline on the production image (docs/benchmarks.md §5): the
     same configuration and input in build/qemu-timing/edgedp.elf under Unicorn, the plan ready
     (`deadline_instructions`), with the longest window measured (`max_work_instructions`: the
     row's query count, up to 3, the first with a forced reseed), the optimum's estimate
@@ -432,15 +463,23 @@ def _add_deadlines(rows: list[dict], cfg: BenchConfig) -> None:
                   "deadline_over_optimum": w["warm"]["deadline"] / optimum})
 
 
-def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
+def _amortised(instructions: float, keystream_bits: float, chacha_blocks: float, batch, k: int) -> float:
+    """A traced step per class with its keystream amortised: less the batches generated inside
+    it, plus the bits it read at the batch's cost per bit."""
+    return (instructions + keystream_bits * batch.per_bit - chacha_blocks / batch.blocks * batch.instructions) / k
+
+
+def _add_entropy_limits(rows: list[dict], elf: Path, c_loop_elf: Path | None = None) -> None:
     """Each row's entropy limit per class (edgedp.bench.entropy) at the image's DRBG cost per bit,
     the DP step per class over it, and the step with its keystream amortised: the traced
     instructions less the batches that happened to be generated inside the traced steps, plus
     the bits those steps read at the batch's cost per bit (the long-run cost of those bits; a
     60-query window holds a handful of batches of about 3,200 instructions each, so one batch
-    more or less moves the windowed figure by about 5 per class at k = 10)."""
+    more or less moves the windowed figure by about 5 per class at k = 10). With ``c_loop_elf``
+    the C loop's steps are amortised the same way, at its image's own batch cost."""
     from .entropy import drbg_batch, limit_per_class
     batch = drbg_batch(elf)
+    c_batch = drbg_batch(c_loop_elf) if c_loop_elf else None
     for r in rows:
         r["drbg_instructions_per_bit"] = batch.per_bit
         r.update(limit_per_class(r["k"], r["epsilon"], batch.per_bit, MechConfig(to_micro(r["epsilon"]))))
@@ -450,13 +489,17 @@ def _add_entropy_limits(rows: list[dict], elf: Path) -> None:
             # from the trace alone: its queries are the ones whose bits and batches were counted
             # (on QEMU the same as the target's, in lockstep; on Renode the target's keystream differs)
             k = r["k"]
-            amortised = (r["trace_instructions"] + r["keystream_bits"] * batch.per_bit
-                         - r["chacha_blocks"] / batch.blocks * batch.instructions) / k
+            amortised = _amortised(r["trace_instructions"], r["keystream_bits"], r["chacha_blocks"], batch, k)
             naive = r.get("naive_trace_instructions")
             r["keystream_bits_per_class"] = r["keystream_bits"] / k
             r["dp_per_class_amortised"] = amortised
             r["dp_over_naive_amortised"] = amortised * k / naive if naive else None
             r["dp_over_entropy_limit_amortised"] = amortised / r["entropy_limit_per_class"]
+            if c_batch is not None and r.get("c_loop_keystream_bits") is not None:
+                c = _amortised(r["c_loop_trace_instructions"], r["c_loop_keystream_bits"],
+                               r["c_loop_chacha_blocks"], c_batch, k)
+                r["c_loop_per_class_amortised"] = c
+                r["asm_loop_reduction"] = 1.0 - amortised / c
 
 
 def check_targets(result: dict) -> dict:
@@ -501,6 +544,16 @@ def check_targets(result: dict) -> dict:
             "worst_ratio": worst_row["deadline_over_optimum"],
             "at": {"k": worst_row["k"], "epsilon": worst_row["epsilon"]},
             "ok": worst_row["deadline_over_optimum"] <= TARGET_DEADLINE_RATIO}
+    cl = [r for r in rows if r.get("asm_loop_reduction") is not None]
+    if cl:
+        worst_row = max(cl, key=lambda r: r["c_loop_per_class_amortised"])
+        out["thumb2_loop_at_least_10pct_below_c"] = {
+            "reduction": worst_row["asm_loop_reduction"],
+            "thumb2_per_class": worst_row["dp_per_class_amortised"],
+            "c_per_class": worst_row["c_loop_per_class_amortised"],
+            "least_reduction": min(r["asm_loop_reduction"] for r in cl),
+            "at": {"k": worst_row["k"], "epsilon": worst_row["epsilon"]},
+            "ok": worst_row["asm_loop_reduction"] >= TARGET_ASM_REDUCTION}
     fp = result.get("footprint") or {}
     if "dp_flash_linked" in fp:
         out["dp_flash_at_most_8k"] = {"bytes": fp["dp_flash_linked"], "ok": fp["dp_flash_linked"] <= TARGET_FLASH,
@@ -618,6 +671,11 @@ _TARGET_LINES = {
                                             f"at k={v['at']['k']}, eps={v['at']['epsilon']:g} ({v['basis']})"),
     "k1000_at_most_150_per_class": lambda v: f"k=1000 at most 150 instructions per class: worst "
                                              f"{v['worst_per_class']:.1f} ({v['basis']})",
+    "thumb2_loop_at_least_10pct_below_c": lambda v: (
+        f"Thumb-2 sampling loop at least 10% below the C loop at the grid's worst point: "
+        f"{v['thumb2_per_class']:.1f} against {v['c_per_class']:.1f} amortised per class, "
+        f"{100 * v['reduction']:.1f}% lower at k={v['at']['k']}, eps={v['at']['epsilon']:g} "
+        f"(least over the grid {100 * v['least_reduction']:.1f}%)"),
     "query_deadline_at_most_2x_optimum": lambda v: (f"QUERY release deadline at most 2x the optimum (k >= 10): "
                                                     f"worst {v['worst_ratio']:.2f} at k={v['at']['k']}, "
                                                     f"eps={v['at']['epsilon']:g} (against the optimum's "
@@ -625,15 +683,19 @@ _TARGET_LINES = {
 }
 
 
-def describe_targets(result: dict) -> list[str]:
+def target_results(result: dict) -> list[tuple[str, str, bool]]:
+    """Each target evaluated in this run: (its name in the JSON, what was measured against it, met)."""
     t = result["targets"]
-    lines = [f"{line(t[name])} {'OK' if t[name]['ok'] else 'MISSED'}"
-             for name, line in _TARGET_LINES.items() if name in t]
+    out = [(name, line(t[name]), bool(t[name]["ok"])) for name, line in _TARGET_LINES.items() if name in t]
     if "dp_flash_at_most_8k" in t:
         v = t["dp_flash_at_most_8k"]
-        lines.append(f"DP core flash <= 8 KiB: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "
-                     f"({v['with_soft_double_runtime']} B with the soft-double set-up runtime)")
+        out.append(("dp_flash_at_most_8k", f"DP core flash <= {TARGET_FLASH / 1024:g} KiB: {v['bytes']} B "
+                    f"({v['with_soft_double_runtime']} B with the soft-double set-up runtime)", bool(v["ok"])))
         v = t["dp_ram_at_most_1k"]
-        lines.append(f"DP core RAM <= 1 KiB plus table: {v['bytes']} B {'OK' if v['ok'] else 'MISSED'} "
-                     f"+ {v['plus_table_bytes']} B table per configuration")
-    return lines
+        out.append(("dp_ram_at_most_1k", f"DP core RAM <= {TARGET_RAM / 1024:g} KiB plus table: {v['bytes']} B "
+                    f"+ {v['plus_table_bytes']} B table per configuration", bool(v["ok"])))
+    return out
+
+
+def describe_targets(result: dict) -> list[str]:
+    return [f"{text} {'OK' if ok else 'MISSED'}" for _, text, ok in target_results(result)]

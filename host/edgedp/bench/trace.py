@@ -286,7 +286,7 @@ class Emulator:
         if port_name is None:
             raise TraceError("no static port struct in the image (main.c)")
         self.port = img.symbol(port_name)
-        self._drbg = self.device + img.offset("edp_device_t", "drbg")
+        self._drbg = self.device + img.offset("edp_dev_t", "drbg")
         self._drbg_batch_words = (img.offset("edp_drbg_t", "word") - img.offset("edp_drbg_t", "block")) // 4
         self._rx = bytearray()           # bytes received on USART1, not yet read (main=True)
         self._main_pc: int | None = None  # where main's frame loop waits for input (main=True)
@@ -501,7 +501,7 @@ class Emulator:
         self.uc.hook_add(UC_HOOK_CODE, self._on_ticks_entry, begin=ticks_fn & ~1, end=ticks_fn & ~1)
         self.call("edp_device_init", self.device, self.port)
         if "edp_naive_laplace" in self.image.symbols:   # test builds
-            naive_off = self.image.offset("edp_device_t", "naive")
+            naive_off = self.image.offset("edp_dev_t", "naive")
             self.uc.mem_write(self.device + naive_off, struct.pack("<I", self.image.symbol("edp_naive_laplace")))
 
     def _boot_main(self) -> None:
@@ -540,9 +540,10 @@ class Emulator:
         self._main_pc = pc
 
     def install_model(self) -> None:
-        """What main() does after edp_device_init: device.model = edp_app_model."""
+        """What main() does after edp_device_init: edp_device_set_model(&device, edp_app_model)
+        (the model field of the device's state, edp_dev_t)."""
         ptr = self.uc.mem_read(self.image.symbol("edp_app_model"), 4)
-        self.uc.mem_write(self.device + self.image.offset("edp_device_t", "model"), bytes(ptr))
+        self.uc.mem_write(self.device + self.image.offset("edp_dev_t", "model"), bytes(ptr))
 
     def write(self, data: bytes) -> None:
         """Feed received bytes to edp_device_rx (in scratch-sized pieces), or with main=True to

@@ -30,17 +30,17 @@ class Entry:
 
 
 COMMANDS: dict[str, Entry] = {
-    "info": Entry("device", "info", "Board, build, entropy and firmware facts of a device."),
-    "query": Entry("device", "query", "Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) "
+    "info": Entry("state", "info", "Board, build, entropy and firmware facts of a device."),
+    "query": Entry("query", "query", "Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) "
                                       "through the device."),
-    "sample": Entry("device", "sample", "Raw noise samples from the device (test builds), before output clamping."),
-    "budget": Entry("device", "budget", "The privacy budget: today's and lifetime spend, caps, and the store's "
-                                        "state."),
-    "audit-log": Entry("device", "audit_log", "The device's audit log: admin commands, time sets, budget "
-                                              "exhaustion, store loss, entropy failures and rate-limit trips, "
-                                              "each with its day and admin counter."),
-    "admin": Entry("device", "admin", "Authenticated administration (HMAC-SHA256 with the device key)."),
-    "device": Entry("device_session", "device", "A long-lived emulated device that keeps its state between commands."),
+    "sample": Entry("query", "sample", "Raw noise samples from the device (test builds), before output clamping."),
+    "budget": Entry("state", "budget", "The privacy budget: today's and lifetime spend, caps, and the store's "
+                                       "state."),
+    "audit-log": Entry("state", "audit_log", "The device's audit log: admin commands, time sets, budget "
+                                             "exhaustion, store loss, entropy failures and rate-limit trips, "
+                                             "each with its day and admin counter."),
+    "admin": Entry("admin", "admin", "Authenticated administration (HMAC-SHA256 with the device key)."),
+    "device": Entry("device", "device", "A long-lived emulated device that keeps its state between commands."),
     "verify": Entry("verify", "verify", "Replay N varied queries bit for bit and test >= 1e5 noise samples "
                                         "(test builds)."),
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "

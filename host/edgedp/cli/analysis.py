@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import numpy as np
@@ -22,7 +22,7 @@ from ..analysis.parallel import default_jobs
 from ..analysis.settings import Settings, estimate_seconds
 from .common import (dask_option, emit_json, handle_errors, json_option, note, progress as show_progress,
                      target_option)
-from .device import key_option
+from .keys import key_option
 from .output import StopRequest
 
 
@@ -118,7 +118,7 @@ def _device_mechanism(target: str | None, classes: int | None,
     in the middle can rewrite. The last value is True only if all of it was authenticated (a key
     and --classes); the text says which part was not."""
     from ..device.client import load_key, open_device
-    from ..mech.lattice import MICRO
+    from ..mech.lattice import to_epsilon
 
     with open_device(target) as dev:
         b = dev.state(load_key(key_file)).budget if key_file else dev.budget()
@@ -126,12 +126,13 @@ def _device_mechanism(target: str | None, classes: int | None,
     mech = accounting.Mechanism(k, float(b.sensitivity), b.m)
     how = "authenticated (STATE)" if key_file else \
         "unauthenticated (BUDGET, which a man in the middle can rewrite: pass --key-file)"
-    return b.epsilon_micro / MICRO, mech, (f"read from the device, {how}: ε = {b.epsilon_micro / MICRO:g}, "
-                                           f"Δ = {float(b.sensitivity):g}, lattice "
-                                           f"{'automatic' if b.m is None else f'2^-{b.m}'}"
-                                           + ("" if classes is not None else
-                                              f", k = {k} (its largest answer, from the unauthenticated INFO: "
-                                              f"give --classes)")), \
+    eps = to_epsilon(b.epsilon_micro)
+    return eps, mech, (f"read from the device, {how}: ε = {eps:g}, "
+                       f"Δ = {float(b.sensitivity):g}, lattice "
+                       f"{'automatic' if b.m is None else f'2^-{b.m}'}"
+                       + ("" if classes is not None else
+                          f", k = {k} (its largest answer, from the unauthenticated INFO: "
+                          f"give --classes)")), \
         bool(key_file) and classes is not None
 
 
@@ -602,10 +603,24 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
         raise ValueError("--from, --audit and --junit go with --check POLICY.toml")
     if (out_dir is None) == (from_json is None):
         raise ValueError("give --out DIR (compute a report) or --check with --from REPORT.json (check an earlier one)")
-    thresholds = pol.read_policy(policy_path) if policy_path else None
-    audits = [(a, pol.read_json(a, "audit result")) for a in audit_paths]
+    def gate_input_failed(source: str, exc: ValueError) -> NoReturn:
+        """The policy or report cannot be read: the JUnit file still says so, then the error ends the command."""
+        if junit_path:
+            Path(junit_path).write_text(pol.junit([], [pol.AuditError(source, str(exc))]))
+        raise exc
+
+    try:
+        thresholds = pol.read_policy(policy_path) if policy_path else None
+    except ValueError as exc:
+        gate_input_failed(str(policy_path), exc)
+    read = [pol.read_audit(a) for a in audit_paths]
+    audits = [r for r in read if not isinstance(r, pol.AuditError)]
+    audit_errors = [r for r in read if isinstance(r, pol.AuditError)]
     if from_json is not None:
-        doc = pol.read_json(from_json, "report")
+        try:
+            doc = pol.read_json(from_json, "report")
+        except ValueError as exc:
+            gate_input_failed(from_json, exc)
         out = {}
     else:
         assert out_dir is not None  # the check above: one of the two
@@ -638,19 +653,23 @@ def report(out_dir: str | None, mode: str, epsilon: float, daily_cap: float, lif
         try:
             verdicts = pol.check(thresholds, doc, audits)
         except (KeyError, TypeError):
-            raise ValueError(f"{from_json}: not a report.json written by `edgedp report`") from None
+            gate_input_failed(str(from_json), ValueError(f"{from_json}: not a report.json written by `edgedp report`"))
         if junit_path:
-            Path(junit_path).write_text(pol.junit(verdicts))
-        out["policy"] = {"file": policy_path, "passed": all(v.passed for v in verdicts),
-                         "verdicts": [v.as_dict() for v in verdicts]}
+            Path(junit_path).write_text(pol.junit(verdicts, audit_errors))
+        passed = all(v.passed for v in verdicts) and not audit_errors
+        out["policy"] = {"file": policy_path, "passed": passed, "verdicts": [v.as_dict() for v in verdicts],
+                         "audit_errors": [e.as_dict() for e in audit_errors]}
         if not as_json:
             failed = [v for v in verdicts if not v.passed]
             for v in failed:
                 click.echo(v.line())
-            click.echo(f"policy {policy_path}: {len(verdicts) - len(failed)} of {len(verdicts)} thresholds met")
+            for e in audit_errors:
+                click.echo(e.line())
+            click.echo(f"policy {policy_path}: {len(verdicts) - len(failed)} of {len(verdicts)} thresholds met"
+                       + (f"; {len(audit_errors)} audit file(s) unusable: the gate fails" if audit_errors else ""))
     if as_json:
         emit_json(finite_json(out))
-    if verdicts is not None and not all(v.passed for v in verdicts):
+    if verdicts is not None and not out["policy"]["passed"]:
         sys.exit(1)
 
 

@@ -1,12 +1,14 @@
 """edgedp bench: instruction counts, cycle estimates and footprint of the DP step against the naive baseline."""
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import click
 
 from ..device.errors import EdgeDPError
+from ..device.protocol import shown
 from . import signals
 from .common import emit_json, fail, handle_errors, json_option, note, progress, progress_option, target_option
 from .exit_codes import ExitCode, for_exception
@@ -29,7 +31,9 @@ from .params import CLASSES, EPSILON, check_writable
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="PNG of cost against k [default: build/bench/bench.png].")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the table as markdown to this file.")
+              help="Also write the tables of docs/benchmarks.md, each between markers that name the commit "
+                   "and this command: into FILE's own markers if it has any (its prose is kept), else as a new "
+                   "file of the tables alone (edgedp.bench.report).")
 @click.option("--key-file", type=click.Path(dir_okay=False), default=None,
               help="Device HMAC key for CONFIG [default: tests/keys/test-device.key].")
 @click.option("--models", "models_n", type=int, default=0, metavar="N",
@@ -43,6 +47,10 @@ from .params import CLASSES, EPSILON, check_writable
               help="Also run the bundled float models on CMSIS-DSP f32 and emlearn kernels (from PyPI, built "
                    "into build/peers/ with the image's flags) beside edgedp's, on N digits images, in Unicorn "
                    "(instructions, flash, RAM, outputs against the reference; edgedp.bench.peers).")
+@click.option("--c-loop", is_flag=True,
+              help="Also trace the same queries on the test image whose sampling loop is portable C "
+                   "(build/qemu-cloop/edgedp.elf) and compare it with the Thumb-2 loop (the rule in "
+                   "docs/benchmarks.md: assembly only if 10% below C at the grid's worst point).")
 @click.option("--check", is_flag=True,
               help="Exit with code 1 if a speed or size target is MISSED (for CI; the JSON's \"missed\" lists them).")
 @json_option
@@ -50,7 +58,8 @@ from .params import CLASSES, EPSILON, check_writable
 @handle_errors
 def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, ...], epsilons: tuple[float, ...],
           no_trace: bool, no_footprint: bool, no_deadline: bool, plot_path: str | None, md_path: str | None, key_file: str | None,
-          models_n: int, e2e_n: int, peers_n: int, check: bool, as_json: bool, no_progress: bool) -> None:
+          models_n: int, e2e_n: int, peers_n: int, c_loop: bool, check: bool, as_json: bool,
+          no_progress: bool) -> None:
     """Cost of the exact DP step vs the naive rand()+logf baseline for k in 1..1000 and three epsilons.
 
     Reconfigures the device (per-query epsilon, large daily cap) with the test key; one warm-up
@@ -62,8 +71,10 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     measured, marked "partial" with the "missing" ones (exit 130 for Ctrl-C). See docs/benchmarks.md."""
     from ..bench import run as bench_run
 
+    if c_loop and no_trace:
+        raise click.UsageError("--c-loop compares two Unicorn traces: drop --no-trace")
     cfg = bench_run.BenchConfig(trace=not no_trace, deadline=not no_deadline, footprint=not no_footprint,
-                                key_file=key_file)
+                                key_file=key_file, c_loop=c_loop)
     if quick:
         cfg.queries = dict(bench_run.QUICK_QUERIES)
         cfg.reference_samples = 5000
@@ -109,15 +120,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         # markdown before the plot, and a file that fails to write loses only itself.
         result["missed"] = [name for name, v in result["targets"].items() if not v["ok"]]
         if md_path:
-            extra = "\n\n" + bench_infer.markdown(result["infer"]) if "infer" in result else ""
-            if "e2e" in result:
-                extra += "\n\n" + bench_e2e.markdown(result["e2e"])
-            if "peers" in result:
-                extra += "\n\n" + bench_peers.markdown(result["peers"])
-            try:
-                Path(md_path).write_text(bench_run.markdown(result) + extra + "\n")
-            except OSError as exc:
-                note(f"warning: the markdown was not written ({exc}); the results follow")
+            _write_markdown(Path(md_path), result, _command(click.get_current_context()))
         try:
             result["plot"] = str(bench_run.plot(result, Path(plot_path) if plot_path else
                                                 bench_run.default_plot_path()))
@@ -129,7 +132,7 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
         _end(result, cause, stop)
         _check(check, result["missed"])
         return
-    click.echo(f"edgedp bench on {result['board']} ({result['target']}), commit {result['commit']}")
+    click.echo(f"edgedp bench on {shown(result['board'])} ({result['target']}), commit {result['commit']}")
     click.echo(f"ticks: {result['tick']['meaning']}")
     if result["trace"]["elf"]:
         click.echo(f"cycles: {result['trace']['timing']}, {result['trace']['assumption']}")
@@ -165,6 +168,46 @@ def bench(target: str | None, quick: bool, queries: int | None, ks: tuple[int, .
     sys.stdout.flush()
     _end(result, cause, stop)
     _check(check, result["missed"])
+
+
+def _command(ctx: click.Context) -> str:
+    """This bench command as a user would type it: the options given, long names, in the
+    command's order (the markers of the generated sections carry it)."""
+    args = ["edgedp", "bench"]
+    for p in ctx.command.params:
+        if (not isinstance(p, click.Option) or not p.expose_value or p.name is None  # --timeout: the link's
+                or p.name in ("as_json", "no_progress")):  # not the figures'
+            continue
+        value = ctx.params[p.name]
+        if value in (None, False, (), 0) or value == p.default:
+            continue
+        opt = max(p.opts, key=len)
+        if p.is_flag:
+            args.append(opt)
+            continue
+        for v in value if p.multiple else (value,):
+            args += [opt, f"{v:g}" if isinstance(v, float) else str(v)]
+    return shlex.join(args)
+
+
+def _write_markdown(path: Path, result: dict, command: str) -> None:
+    """The generated sections into path (edgedp.bench.report): a document with markers keeps its
+    prose; a failure to write loses only the file (a warning, the results still follow)."""
+    from ..bench import report
+    new = report.sections(result, command)
+    try:
+        old = path.read_text() if path.exists() else ""
+        if report.parse(old):
+            text, unplaced, kept = report.update(old, new)
+            if unplaced:
+                note(f"warning: {path} has no markers for {', '.join(unplaced)}: not written there")
+            if kept:
+                note(f"{path} keeps its sections {', '.join(kept)} from an earlier run (this one did not measure them)")
+        else:
+            text = "\n\n".join(s.text() for s in new) + "\n"
+        path.write_text(text)
+    except (OSError, UnicodeDecodeError, report.ReportError) as exc:
+        note(f"warning: the markdown was not written ({exc}); the results follow")
 
 
 def _end(result: dict, cause: EdgeDPError | None, stop: StopRequest) -> None:

@@ -37,8 +37,8 @@ def _set_timeout(ctx: click.Context, param: click.Parameter, value: float | None
 timeout_option = click.option(
     "--timeout", type=click.FloatRange(min=0.1, max=3600), default=None, envvar=TIMEOUT_ENV, expose_value=False,
     callback=_set_timeout, metavar="SECONDS",
-    help=f"Seconds to wait for each device answer and for the device to boot (default {DEFAULT_TIMEOUT:g}; "
-         f"env {TIMEOUT_ENV}). Raise it under heavy load or on Renode.")
+    help=f"Seconds to wait for each device answer (a deadline: stale frames do not restart it) and for the "
+         f"device to boot (default {DEFAULT_TIMEOUT:g}; env {TIMEOUT_ENV}). Raise it under heavy load or on Renode.")
 
 _target_option = click.option(
     "--target", "-t", default=config_default("target"), metavar="T", envvar="EDGEDP_TARGET",

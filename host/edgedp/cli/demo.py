@@ -10,12 +10,13 @@ import numpy as np
 
 from ..device.client import Device, open_device
 from ..device.errors import DeviceError
-from ..device.protocol import Caps, MechConfig
+from ..device.protocol import Caps, MechConfig, shown
 from ..mech.lattice import to_epsilon, to_micro
 from .common import handle_errors, target_option
-from .device import budget_dict, resolve_key
+from .keys import resolve_key
 from .output import StopRequest
 from .params import DAILY_CAP, EPSILON
+from .state import budget_dict
 
 
 def bundled_sample() -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +68,7 @@ def demo(target: str | None, epsilon: float, daily_cap: float, rows: int, images
     # (the device is closed before the handlers are put back: a first signal only stops the queries)
     with contextlib.ExitStack() as deferred, open_device(target) as dev:
         info = dev.info()
-        click.echo(f"device: {info.board}, firmware {info.firmware_version}, {info.build} build, "
+        click.echo(f"device: {shown(info.board)}, firmware {shown(info.firmware_version)}, {info.build} build, "
                    f"entropy {info.entropy}, store {info.store}")
         key = resolve_key(dev, None)
         dev.configure(key, MechConfig(to_micro(epsilon)), Caps(to_micro(daily_cap)))

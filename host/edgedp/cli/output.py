@@ -8,6 +8,7 @@ before the next row is sent."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import struct
 from collections.abc import Callable, Iterator
@@ -78,8 +79,7 @@ class _OutputFile:
         return self._f
 
     def failed(self, exc: OSError) -> OutputError:
-        return OutputError(f"cannot write {self.path} ({exc.strerror or exc}): stopped before the next query; "
-                           f"{self.saved} answers are in it")
+        return OutputError(f"cannot write {self.path} ({exc.strerror or exc}): stopped before the next query")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -90,19 +90,28 @@ class _OutputFile:
 
 
 class JsonlSink(_OutputFile):
-    """One JSON line per row (answers and refusals), flushed as it arrives."""
+    """One JSON line per row (answers and refusals), written whole as it arrives: a write that
+    fails (a full disk) is cut back to the last complete line, so the file never ends in part of
+    one."""
 
     def __init__(self, path: Path, dumps: Callable[[dict], str]):
-        super().__init__(path, binary=False)
+        super().__init__(path, binary=True)
         self._dumps = dumps
+        self._end = 0  # bytes of complete lines
 
     def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
+        data = (self._dumps(record) + "\n").encode()
+        left = memoryview(data)
         try:
             f = self.file()
-            f.write(self._dumps(record) + "\n")
-            f.flush()
+            while left:
+                n = os.write(f.fileno(), left)  # unbuffered: what failed is known to the byte
+                left = left[n:]
         except OSError as exc:
+            with contextlib.suppress(OSError):  # the part that was written goes: room is freed
+                os.ftruncate(self.file().fileno(), self._end)
             raise self.failed(exc) from None
+        self._end += len(data)
         self.saved += answer is not None
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import click
 import numpy as np
 
-from ..mech.lattice import MAX_CLASSES, MICRO, to_micro
+from ..device.protocol import MAX_UNIX_TIME
+from ..mech.lattice import MAX_CLASSES, MICRO, to_epsilon, to_micro
 from ..mech.modes import MODE_TOPK, Mode
 
 U32, U64 = 2**32 - 1, 2**64 - 1
@@ -47,7 +48,7 @@ class _Number(click.ParamType):
                 self.fail(f"{self.what} must be at least 1e-6 (the device counts micro-epsilon), not {value}",
                           param, ctx)
             if micro > self.micro_max:
-                self.fail(f"{self.what} must be at most {self.micro_max / MICRO:.6f} (the device's "
+                self.fail(f"{self.what} must be at most {to_epsilon(self.micro_max):.6f} (the device's "
                           f"{'32' if self.micro_max == U32 else '64'}-bit micro-epsilon), not {value}", param, ctx)
         elif not v <= self.high:
             self.fail(f"{self.what} must be at most {self.high:g}, not {value}", param, ctx)
@@ -67,7 +68,8 @@ DAILY_CAP = _Number("the daily cap", 0.0, math.inf, micro_max=U64)
 LIFETIME_CAP = _Number("the lifetime cap", 0.0, math.inf, zero_ok=True, micro_max=U64)
 SENSITIVITY = _Number("the sensitivity", float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max))
 """L1 sensitivity: a positive normal float32 (the device stores it as one)."""
-UNIX_TIME = click.IntRange(0, U64)
+UNIX_TIME = click.IntRange(0, MAX_UNIX_TIME)
+"""--unix: seconds from 1970 to the end of 9999-12-31 UTC (the device does not check the range)."""
 SAMPLES = click.IntRange(1, None)
 CLASSES = click.IntRange(1, MAX_CLASSES)
 

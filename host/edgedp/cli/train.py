@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import warnings
+from typing import NoReturn
 
 import click
 
+from .exit_codes import ExitCode
 from .common import emit_json, handle_errors, json_option, note, progress as show_progress
 from .params import positive
 
@@ -93,13 +95,26 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
     if not s["private"]:
         click.echo(f"NOT PRIVATE: {s['non_private_reason']}; deploy and report refuse it without "
                    f"--allow-non-private")
-    click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
-               f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g}) for adding or "
-               f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
+        click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): not private (no (ε, δ): the seed "
+                   f"replays it)")
+    else:
+        click.echo(f"DP-SGD {kind} on {s['data']} ({s['n_train']} records): ({s['epsilon']:.4g}, {delta:g})-DP by "
+                   f"{accountant.upper()} (PLD {s['epsilon_pld']:.4g}, RDP {s['epsilon_rdp']:.4g}) for adding or "
+                   f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
     click.echo(f"  noise multiplier {s['noise_multiplier']:.4g}, C = {clip_norm:g}, q = {sampling_rate:g} (Poisson, "
                f"expected batch {s['n_train'] * sampling_rate:.0f}), {s['steps']} steps; {s['randomness']}")
     click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records")
     click.echo(f"  wrote {out_path} and {models_io.manifest_path(out_path).name}")
+
+
+def _cannot_judge(exc: Exception, as_json: bool) -> NoReturn:
+    """A configuration the audit cannot judge fails closed: exit 1 with the key named, never a pass."""
+    if as_json:
+        emit_json({"passed": False, "failed": ["config"], "warnings": [], "exit_code": int(ExitCode.FAILED),
+                   "error": f"cannot judge the configuration: {exc}", "checks": []})
+    else:
+        click.echo(f"FAIL  config          cannot judge the configuration: {exc}")
+    raise SystemExit(ExitCode.FAILED)
 
 
 @click.command("audit-config")
@@ -133,19 +148,26 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
 def audit_config(config: str | None, no_canary: bool, as_json: bool, **flags) -> None:
     """Check a DP-SGD configuration (TOML/JSON file, an `edgedp train` NAME.manifest.json, and/or
     flags) for the errors that make its ε wrong.  Exit status 0: every check passes; 1: a check
-    fails (the stated ε is wrong); 3: only warnings."""
+    fails (the stated ε is wrong) or the configuration cannot be judged (an unknown or misspelt
+    key, a value outside its choices: it fails closed, the key named); 3: only warnings."""
     from ..analysis.jsonable import finite_json
     from ..train import config_check
     from ..datasets import digits
 
-    d = config_check.read_config(config) if config else {}
+    try:
+        d = config_check.read_config(config) if config else {}
+    except config_check.CannotJudge as exc:
+        _cannot_judge(exc, as_json)
     if flags.get("rdp_orders") is not None:
         try:
             flags["rdp_orders"] = [float(a) for a in flags["rdp_orders"].split(",") if a.strip()]
         except ValueError:
             raise ValueError(f"--rdp-orders must be comma-separated numbers, got {flags['rdp_orders']!r}") from None
     d.update({k: v for k, v in flags.items() if v is not None})
-    cfg = config_check.TrainingConfig.from_mapping(d)
+    try:
+        cfg = config_check.TrainingConfig.from_mapping(d)
+    except config_check.CannotJudge as exc:
+        _cannot_judge(exc, as_json)
     td = None if no_canary else digits(0)
     checks = config_check.audit(cfg, *((td.X_train, td.y_train, td.n_classes) if td else ()))
     failed = [c.name for c in checks if c.status == "fail"]

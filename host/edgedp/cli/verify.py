@@ -12,7 +12,7 @@ from ..device.verify import VerifyResult, noise_fit, replay
 from .common import emit_json, handle_errors, json_option, progress, progress_option, target_option
 from ..mech.dlap import ChiSquare
 from ..mech.lattice import to_epsilon
-from .device import key_option, resolve_key
+from .keys import key_option, resolve_key
 from .output import StopRequest
 
 

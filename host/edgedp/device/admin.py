@@ -38,18 +38,21 @@ INTERRUPTED_REREAD_S = 2.0
 """How long an interrupted command waits for the state it re-reads: the operator asked to stop."""
 
 
-def _reread(dev: Device, key: bytes, timeout: float | None = None) -> Budget | None:
+def _reread(dev: Device, key: bytes, timeout: float | None = None) -> Budget | EdgeDPError:
+    """The authenticated state (which draws a new nonce), or why it could not be read."""
     try:
         return dev.state(key, timeout).budget
-    except EdgeDPError:
-        return None
+    except EdgeDPError as exc:
+        return exc
 
 
-def _took(name: str, counter: int, after: Budget | None) -> str:
-    """Whether the command signed with ``counter`` took effect, from the state re-read after it."""
-    if after is None:
-        return (f"{name} was signed and may have been sent; the authenticated state could not be re-read: "
-                "read it (edgedp budget --key-file) before any retry")
+def _took(name: str, counter: int, after: Budget | EdgeDPError) -> str:
+    """Whether the command signed with ``counter`` took effect, from the state re-read after it
+    (or the re-read's failure: then the withheld frame may still land)."""
+    if isinstance(after, EdgeDPError):
+        return (f"{name} was signed and may have been sent; the authenticated state could not be re-read ({after}), "
+                "so the signed frame may still land if it was withheld: read the state (edgedp budget --key-file) "
+                "before any retry")
     took = after.auth_counter >= counter
     return (f"re-read the authenticated state: {name} {'took effect' if took else 'did not take effect'} "
             f"(counter {after.auth_counter}), and the signed frame can no longer land")
@@ -60,8 +63,9 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: 
 
     ``state``: a STATE the caller read with ``key`` just before, with nothing sent since (its
     nonce is the device's current one, docs/protocol.md); default: read one here. Raises
-    DeviceError for a refusal (``authenticated`` says whether the refusal was tagged),
-    StateUnknown when no authentic answer came back, StateMismatch when the state after is not
+    DeviceError for a refusal the device tagged over the frame, StateUnknown when anything else
+    came back (an untagged ERROR, garbage, nothing, a wrong tag: the state is re-read first, and
+    the message says whether the command took effect, or why the re-read failed too), StateMismatch when the state after is not
     what was signed; NotAuthentic (nothing sent) when the first state read is not authentic."""
     st = dev.state(key) if state is None else state
     before, counter = st.budget, st.budget.auth_counter + 1
@@ -71,8 +75,8 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: 
         accepted = dev.admin(type_, payload, key, counter=counter, nonce=st.nonce)
     except StateUnknown as exc:
         raise StateUnknown(f"{exc}; {_took(name, counter, _reread(dev, key))}") from None
-    except DeviceError:
-        _reread(dev, key)  # a forged refusal may hide a withheld frame: draw a new nonce
+    except DeviceError:  # tagged over this frame (untagged refusals are StateUnknown); an ERR_AUTH leaves the
+        _reread(dev, key)  # nonce alive, and a copy of the frame could be withheld: draw a new nonce
         raise
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (cli/signals.Terminated) with the frame maybe out
         # (a second signal during the re-read interrupts it: the operator insists)

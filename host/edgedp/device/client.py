@@ -130,9 +130,13 @@ class Device:
         self.link.write(data)
 
     def receive(self, timeout: float | None = None) -> frames.Frame:
-        """Next frame from the device (skipping undecodable chunks)."""
+        """Next frame from the device (skipping undecodable chunks), within ``timeout`` seconds
+        (default: the device's); TransportError after that."""
         wait = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + wait
+        return self._receive_by(time.monotonic() + wait, wait)
+
+    def _receive_by(self, deadline: float, wait: float) -> frames.Frame:
+        """Next frame before the monotonic ``deadline``, set ``wait`` seconds before it."""
         while not self._pending:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -151,9 +155,15 @@ class Device:
                  later: Iterable[int] = ()) -> bytes:
         """The body of the response to request seq (frames with other seqs are stale answers, e.g.
         to garbage sent earlier, and skipped); AnswerLost if one for a request in ``later`` (sent
-        after seq) comes first: seq's was lost, and that later answer stays to be read."""
+        after seq) comes first: seq's was lost, and that later answer stays to be read.
+
+        ``timeout`` (default: the device's) is a deadline for the answer, set when the wait
+        begins: stale frames do not restart it (a peer sending one a second, or the answers to
+        frames it queued ahead in the device's tarpit, cannot keep the host waiting)."""
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while True:
-            f = self.receive(timeout)
+            f = self._receive_by(deadline, wait)
             if f.seq != seq:
                 if f.seq in later:
                     self._pending.insert(0, f)
@@ -169,7 +179,8 @@ class Device:
         """Resynchronise: flush any half-received frame with 0x00 and PING until one answers.
 
         Bytes sent while a device boots are dropped by its UART, so this retries."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while True:
             self.link.write(b"\x00")
             try:
@@ -177,7 +188,8 @@ class Device:
                 return
             except TransportError:
                 if time.monotonic() > deadline:
-                    raise TransportError("the device does not answer PING (is it running this firmware?)") from None
+                    raise TransportError(f"the device does not answer PING within {wait:g} s "
+                                         "(is it running this firmware?)") from None
 
     # ---- commands -----------------------------------------------------------
     def ping(self, data: bytes = b"", timeout: float | None = None) -> bytes:
@@ -365,15 +377,19 @@ class Device:
         """Send an authenticated command; returns the counter the device accepted it with.
 
         The answer must carry the device's tag over this frame: a refusal so tagged is a
-        DeviceError with ``authenticated``; an ERROR frame (the device had no key or no nonce, or
-        a forgery) a plain DeviceError; no answer, or one whose tag is wrong, StateUnknown."""
+        DeviceError with ``authenticated``. Anything else is StateUnknown: an untagged ERROR frame
+        (which anyone on the link can forge, and which a man in the middle can send while he
+        withholds the frame to deliver it later; the device's own ERR_ENTROPY or ERR_LEN look the
+        same), no answer, garbage, or an answer whose tag is wrong (the caller re-reads the
+        authenticated state, which draws a new nonce: admin.run)."""
         seq, wire, nonce, tag = self._signed(type_, payload, key, counter, nonce)
         name = P.T(type_).name
         self.link.write(wire)
         try:
             ans = P.AdminAnswer.parse(self.response(seq, type_))
-        except DeviceError:
-            raise  # an ERROR frame: unauthenticated (the caller re-reads the state it acts on)
+        except DeviceError as exc:  # an untagged ERROR frame: it proves nothing about the signed frame
+            raise StateUnknown(f"state unknown: the signed {name} was sent, then answered by an untagged "
+                               f"ERROR ({exc}), which anyone on the link can forge") from None
         except TransportError as exc:
             raise StateUnknown(f"state unknown: the signed {name} was sent, then {exc}") from None
         if not ans.authentic(key, type_, nonce, tag):
@@ -386,6 +402,10 @@ class Device:
         return self.admin(P.CONFIG, P.config_payload(cfg, caps), key, counter)
 
     def set_time(self, key: bytes, unix_seconds: int) -> int:
+        """SET_TIME; ValueError (nothing sent) outside 0..``P.MAX_UNIX_TIME`` (year 9999)."""
+        if not 0 <= unix_seconds <= P.MAX_UNIX_TIME:
+            raise ValueError(f"a device clock is 0..{P.MAX_UNIX_TIME} Unix seconds (to 9999-12-31 UTC), "
+                             f"not {unix_seconds}")
         return self.admin(P.SET_TIME, S.SET_TIME_PAYLOAD_FMT.pack(unix_seconds), key)
 
     def reset_budget(self, key: bytes) -> int:
@@ -397,7 +417,7 @@ class Device:
         info = self.info()
         if info.build != "test":
             raise EdgeDPError(
-                f"{command} needs a test image: {self._where()} runs a {info.build} image (board {info.board}), "
+                f"{command} needs a test image: {self._where()} runs a {info.build} image (board {P.shown(info.board)}), "
                 "which refuses the test commands and reports no ticks by design; run a test image "
                 "(--target qemu, posix or renode)", "ERR_BUILD")
         return info
@@ -416,7 +436,7 @@ class Device:
             first = ".".join(map(str, REPLAYS_FROM))
             raise EdgeDPError(
                 f"{command} replays the device's noise with ChaCha{chacha.ROUNDS}, the keystream of firmware "
-                f"{first} and later; {self._where()} runs firmware {info.firmware_version}, whose noise comes from "
+                f"{first} and later; {self._where()} runs firmware {P.shown(info.firmware_version)}, whose noise comes from "
                 f"ChaCha20: run a {first} image (`make firmware`), or check this one with the edgedp of its "
                 "version", "ERR_BUILD")
         return info
@@ -444,16 +464,17 @@ def connect(target: Target, timeout: float = 10.0, sync_timeout: float | None = 
 
     Retries PING for ``sync_timeout`` (default ``timeout``) while the firmware boots; the
     caller stops the target (also when this raises). On a link that does not know yet how many
-    requests the device buffers (a board at a URL: transport.SerialLink) it asks INFO once."""
+    requests the device buffers (a board at a URL: transport.SerialLink) it asks INFO once (its
+    rx_buffer)."""
     dev = Device(link or target.link(), timeout=timeout, target=target)
     dev.sync(sync_timeout)
     if getattr(dev.link, "board_pending", False):  # a board at a URL: may it take pipelined requests?
         try:
             info = dev.info()
         except (DeviceError, TransportError):  # not an INFO this host reads: one request at a time
-            dev.link.learn_board("", "")  # type: ignore[attr-defined]  # board_pending: a SerialLink
+            dev.link.learn_rx_buffer(0)  # type: ignore[attr-defined]  # board_pending: a SerialLink
         else:
-            dev.link.learn_board(info.board, info.firmware_version)  # type: ignore[attr-defined]  # as above
+            dev.link.learn_rx_buffer(info.rx_buffer)  # type: ignore[attr-defined]  # as above
     return dev
 
 

@@ -5,7 +5,7 @@ from ..schema import ErrorCode
 
 
 MEANING: dict[ErrorCode, str] = {
-    # one line per code of the schema (tests/unit/test_schema.py checks that none is missing)
+    # one line per code of the schema (tests/python/test_schema.py checks that none is missing)
     ErrorCode.ERR_CRC: "frame CRC mismatch or undecodable COBS",
     ErrorCode.ERR_LEN: "frame or body has the wrong length",
     ErrorCode.ERR_VERSION: "protocol version not supported by the device",

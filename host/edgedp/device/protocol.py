@@ -10,6 +10,7 @@ answer raises ``TransportError`` instead of decoding garbage. Amounts of epsilon
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -89,39 +90,130 @@ def config_payload(cfg: MechConfig, caps: Caps) -> bytes:
                            m_wire(cfg.m))
 
 
+MAX_UNIX_TIME = 253_402_300_799
+"""The last second of 9999-12-31 UTC: the latest clock SET_TIME may set (the device counts days
+since 1970 in 32 bits and does not check the range itself; dates are shown up to year 9999)."""
+
+
+def day_date(day: int | None) -> str | None:
+    """A device day index (days since 1970-01-01 UTC) as YYYY-MM-DD; None for no day (no trusted
+    clock); a day past 9999-12-31, which only a device or a man in the middle can report, as
+    "day N (after 9999-12-31)" rather than an error."""
+    if day is None:
+        return None
+    if day > (MAX_UNIX_TIME // 86400):
+        return f"day {day} (after 9999-12-31)"
+    return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+
+
 # ---- status answers --------------------------------------------------------------------
+def shown(text: str) -> str:
+    """A device-supplied string as it may be put on a terminal: every character that is not
+    printable (control characters, ESC, DEL) and the backslash escaped as Python writes them
+    (``\\x1b``), so that a device (or a man in the middle) cannot move the cursor, recolour or
+    retitle the operator's terminal, or fake a line of output. For human output only: JSON
+    carries the string itself (JSON escapes it)."""
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
+
+
+MODEL_KINDS = {S.ModelKind.F32: "float32", S.ModelKind.S8: "int8"}
+"""INFO's model_kind (a model present) by the host's name of it."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The model INFER runs, as INFO reports it: ``sha256`` (hex) is edgedp.model.cgen.digest of
+    its data as deployed, ``kind`` its kernels (float32, int8), ``input_shape`` C order."""
+
+    name: str
+    kind: str
+    head: str
+    input_shape: tuple[int, ...]
+    classes: int
+    sha256: str
+
+    @property
+    def n_features(self) -> int:
+        """Input length: the product of the shape."""
+        return int(np.prod(self.input_shape))
+
+
 @dataclass(frozen=True)
 class Info:
+    """The INFO answer, version 2 (docs/protocol.md "INFO answer"). Unauthenticated: a man in
+    the middle can rewrite it (docs/protocol.md, the authentication table).
+
+    ``noise_entropy`` and ``nonce_entropy``: "ok" or "failed", each randomness source as of its
+    last draw (the noise DRBG's; the admin nonce generator's); ``rx_buffer``: bytes of requests
+    the device holds while it computes (0: one request at a time); ``model``: None without one.
+
+    ``firmware_version`` and ``board`` are the device's own text: show them with ``shown``."""
+
     build: str
-    entropy: str
     store: str
-    time_ok: bool
-    max_classes: int
-    tick_kind: str
     store_ok: bool
+    time_ok: bool
+    tick_kind: str
+    max_classes: int
     tick_hz: int
+    rate: Rate
+    rx_buffer: int
+    noise_entropy: str
+    nonce_entropy: str
+    model: ModelInfo | None
     firmware_version: str
     board: str
-    rate: Rate
 
     FMT = S.INFO_HEAD_FMT
 
+    @property
+    def entropy(self) -> str:
+        """"ok" when every randomness source is, else "failed"."""
+        return "ok" if self.noise_entropy == self.nonce_entropy == "ok" else "failed"
+
     @classmethod
     def parse(cls, b: bytes) -> "Info":
-        _sized(b, cls.FMT.size + 2, "INFO", exact=False)
-        build, ent, store, time_ok, maxk, tick_kind, store_ok, hz, *rate = cls.FMT.unpack_from(b)
+        if b and b[0] != S.INFO_VERSION:
+            version = 1 if b[0] in (0, 1) else b[0]  # version 1 began with build (0 or 1)
+            raise TransportError(f"the device answers INFO version {version}"
+                                 + (" (firmware 0.3.0 or older)" if version == 1 else "")
+                                 + f"; this host reads version {S.INFO_VERSION}: update the firmware")
+        _sized(b, cls.FMT.size + 3, "INFO", exact=False)
+        (_, build, store, store_ok, time_ok, tick_kind, maxk, hz, burst, per_minute, tarpit, rx_buffer,
+         noise, nonce, kind, head, classes, rank, *dims, sha) = cls.FMT.unpack_from(b)
         off = cls.FMT.size
         texts = []
-        for _ in range(2):
+        for _ in range(3):
             n = b[off] if off < len(b) else -1
-            if n < 0 or off + 1 + n > len(b):
+            if n < 0 or off + 1 + n > len(b) or n > S.INFO_TEXT_MAX:
                 raise TransportError(f"malformed INFO answer: {len(b)} bytes, text field cut at {off}")
             texts.append(b[off + 1: off + 1 + n].decode("ascii", errors="replace"))
             off += 1 + n
         _sized(b, off, "INFO")
-        return cls("test" if build else "production", "failed" if ent else "ok", _state_name(StoreState, store, "INFO"),
-                   bool(time_ok), maxk, _state_name(TickKind, tick_kind, "INFO"), bool(store_ok), hz, texts[0],
-                   texts[1], Rate(*rate))
+        health = {S.EntropyHealth.OK: "ok", S.EntropyHealth.FAILED: "failed"}
+        if noise not in health or nonce not in health:
+            raise TransportError(f"malformed INFO answer: unknown entropy health {noise}, {nonce}")
+        return cls("test" if build else "production", _state_name(StoreState, store, "INFO"), bool(store_ok),
+                   bool(time_ok), _state_name(TickKind, tick_kind, "INFO"), maxk, hz, Rate(burst, per_minute, tarpit),
+                   rx_buffer, health[S.EntropyHealth(noise)], health[S.EntropyHealth(nonce)],
+                   _model_info(kind, head, classes, rank, dims, sha, texts[2]), texts[0], texts[1])
+
+
+def _model_info(kind: int, head: int, classes: int, rank: int, dims: list[int], sha: bytes,
+                name: str) -> ModelInfo | None:
+    """INFO's model fields, checked: None for model_kind NONE (every field zero)."""
+    if kind == S.ModelKind.NONE:
+        if head or classes or rank or any(dims) or any(sha) or name:
+            raise TransportError("malformed INFO answer: model fields set without a model")
+        return None
+    try:
+        kind_name, head_name = MODEL_KINDS[S.ModelKind(kind)], S.ModelHead(head).name.lower()
+    except (ValueError, KeyError):
+        raise TransportError(f"malformed INFO answer: unknown model kind {kind} or head {head}") from None
+    shape = tuple(dims[:rank])
+    if not 1 <= rank <= S.INFO_MAX_RANK or not all(shape) or any(dims[rank:]) or not 1 <= classes:
+        raise TransportError(f"malformed INFO answer: model input rank {rank}, dims {dims}, {classes} classes")
+    return ModelInfo(name, kind_name, head_name, shape, classes, sha.hex())
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import schema as S
+from ..mech.lattice import to_epsilon
 from . import frames
 from .elf import sections
 from .errors import EdgeDPError, TransportError
@@ -226,10 +227,10 @@ def rollback_risk(target: str) -> str:
         return f"{ended}; the memory saved at {since} holds no budget record: every epsilon spent is at risk"
     b = rec_budget
     left = "no lifetime cap" if not b.lifetime_cap else \
-        f"at most the {max(b.lifetime_cap - b.lifetime_spent, 0) / 1e6:g} epsilon left under the lifetime cap"
-    return (f"{ended}; the memory saved at {since} holds a spend of {b.lifetime_spent / 1e6:g} epsilon "
-            f"({b.daily_spent / 1e6:g} on day {b.day}). Every answer after {since} would be given back: up to "
-            f"the daily cap of {b.daily_cap / 1e6:g} epsilon for each day the session ran since, {left}")
+        f"at most the {to_epsilon(max(b.lifetime_cap - b.lifetime_spent, 0)):g} epsilon left under the lifetime cap"
+    return (f"{ended}; the memory saved at {since} holds a spend of {to_epsilon(b.lifetime_spent):g} epsilon "
+            f"({to_epsilon(b.daily_spent):g} on day {b.day}). Every answer after {since} would be given back: up to "
+            f"the daily cap of {to_epsilon(b.daily_cap):g} epsilon for each day the session ran since, {left}")
 
 
 def _cleanup(s: Session) -> None:

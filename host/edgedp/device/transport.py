@@ -15,18 +15,11 @@ from serial.urlhandler import protocol_socket
 from .errors import TransportError
 
 
-BOARD_RX_BUFFER: dict[tuple[str, str], int] = {("stm32f4", "0.2.0"): 4096, ("stm32f4", "0.3.0"): 4096}
-"""Bytes of requests a board's firmware buffers while it computes an answer, by the (board,
-firmware version) its INFO reports: the stm32f4 port's RX ring (EDP_STM32_RX_RING,
-firmware/ports/stm32f4/stm32f4.h, filled by the USART's RXNE interrupt; a test compares the two).
-A board or version not listed (ports/template, an older polled firmware) gets one request at a
-time."""
-
 BOARD_IN_FLIGHT = 8
-"""Requests a client keeps ahead of their answers on a board listed in BOARD_RX_BUFFER (within its
-bytes): enough that the next request is always waiting when an answer leaves (the release window
+"""Requests a client keeps ahead of their answers on a board whose INFO reports a receive buffer
+(rx_buffer > 0; within its bytes): enough that the next request is always waiting when an answer leaves (the release window
 itself does not overlap the previous answer's polled transmission: about 0.86x the 115,200-baud
-wire limit, docs/benchmarks.md §10)."""
+wire limit, docs/benchmarks.md §7)."""
 
 
 class Link(Protocol):
@@ -42,7 +35,7 @@ class Link(Protocol):
 
 class LinkWrapper:
     """Base of a link over another (``inner``): what the inner link knows of the device's
-    buffering (``in_flight``, ``in_flight_bytes``, learning them from INFO as a board link does)
+    buffering (``in_flight``, ``in_flight_bytes``, learning them from INFO's rx_buffer as a board link does)
     is the wrapper's, and write, read and close pass through to it unless a subclass changes them."""
 
     def __init__(self, inner: Link):
@@ -69,14 +62,14 @@ class LinkWrapper:
     def board_pending(self) -> bool:
         return getattr(self.inner, "board_pending", False)
 
-    def learn_board(self, board: str, firmware_version: str) -> None:
-        self.inner.learn_board(board, firmware_version)  # type: ignore[attr-defined]  # only asked when board_pending
+    def learn_rx_buffer(self, rx_buffer: int) -> None:
+        self.inner.learn_rx_buffer(rx_buffer)  # type: ignore[attr-defined]  # only asked when board_pending
 
 
 class _SocketPort(protocol_socket.Serial):
     """pyserial's ``socket://`` port without the 0.3 s its close() sleeps "in case of quick
     reconnects": every CLI command on QEMU or a session paid it (a quarter of a 200-row
-    ``edgedp query``, docs/benchmarks.md §10). A reconnect needs no pause here: QEMU's chardev
+    ``edgedp query``, docs/history/benchmarks-2026.md §10). A reconnect needs no pause here: QEMU's chardev
     keeps its socket listening, so the kernel holds a new connection until QEMU takes it, and
     SerialLink retries a refused connect (a server not listening yet) until its
     ``connect_timeout``. Reads and writes are pyserial's."""
@@ -105,9 +98,9 @@ class SerialLink:
 
     ``in_flight``: QEMU's USART model holds its chardev until the firmware reads the data
     register, so its console socket takes several (QEMU_IN_FLIGHT: targets/qemu.py, session.py).
-    None (a board at a URL): 1 until ``learn_board`` is told what the device runs (``connect``
-    asks INFO once), then BOARD_IN_FLIGHT requests within the board's BOARD_RX_BUFFER bytes if
-    its firmware buffers what arrives while it computes, else 1 (a polled UART loses those bytes).
+    None (a board at a URL): 1 until ``learn_rx_buffer`` is told the bytes the device buffers
+    while it computes (``connect`` asks INFO once: its rx_buffer), then BOARD_IN_FLIGHT requests
+    within those bytes, or 1 for 0 (a polled UART loses what arrives meanwhile).
 
     INFO is not authenticated: a lying peer (or a man in the middle) can make the host pipeline
     to a device that drops the bytes. The worst it gets is lost requests, answered as invalid
@@ -163,11 +156,11 @@ class SerialLink:
         except (serial.SerialException, OSError) as exc:
             raise TransportError(f"read from {self.url} failed: {exc}") from None
 
-    def learn_board(self, board: str, firmware_version: str) -> None:
-        """Set in_flight and in_flight_bytes from what INFO says the device runs (see the class)."""
-        buffered = BOARD_RX_BUFFER.get((board, firmware_version))
-        if buffered is not None:
-            self.in_flight, self.in_flight_bytes = BOARD_IN_FLIGHT, buffered
+    def learn_rx_buffer(self, rx_buffer: int) -> None:
+        """Set in_flight and in_flight_bytes from INFO's rx_buffer (see the class): 0, one request
+        at a time."""
+        if rx_buffer > 0:
+            self.in_flight, self.in_flight_bytes = BOARD_IN_FLIGHT, rx_buffer
         self.board_pending = False
 
     def close(self) -> None:

@@ -8,14 +8,15 @@ import numpy as np
 from tqdm import tqdm
 
 from ..mech import dlap
-from ..mech.lattice import MICRO, make_lattice, to_epsilon
+from ..mech.lattice import MICRO, make_lattice, to_epsilon, to_micro
 from ..mech.modes import Mode
 from ..mech.reference import ReferenceDevice
 from . import protocol as P
 from .client import Device
 from .noise import draw_samples
 
-EPS_MICRO = (100_000, 500_000, 1_000_000, 2_000_000, 10_000_000)
+EPS_MICRO = tuple(to_micro(e) for e in (0.1, 0.5, 1.0, 2.0, 10.0))
+"""The per-query epsilons a replay draws from, in micro-epsilon."""
 KS = (1, 2, 3, 5, 10, 16, 33, 64, 100)
 MODES = ("full", "topk:1", "topk:3", "label", "bucket", "round:0", "round:2", "simplex")
 RANGES = ((0.0, 1.0, 2.0), (0.25, 0.5, 0.5), (-20.0, 20.0, 40.0), (0.0, 30.0, 2.0))

@@ -53,7 +53,7 @@ from fractions import Fraction
 
 import mpmath
 
-from .lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, SLACK_BITS, Lattice, make_lattice
+from .lattice import ALIAS_BITS, ALIAS_N, CHUNK_BITS, MICRO, SLACK_BITS, Lattice, make_lattice, to_micro
 
 PREC = 320
 """Working precision in bits of everything that is not an integer (e^eps', logarithms, the
@@ -374,7 +374,7 @@ def main() -> None:
     print("| k | ε | Δ | m | t | R' | s | exact δ per coordinate | upper bound | exact δ with R' = 13 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k, eps, sens, m in DOC_CASES:
-        mic = round(eps * MICRO)
+        mic = to_micro(eps)
         lat = make_lattice(k, mic, sens, 0.0, 1.0, m)
         d = delta(lat, mic, worst_shifts(lat, 0))
         old = delta(dataclasses.replace(lat, tail_rounds=13), mic, worst_shifts(lat, 0))

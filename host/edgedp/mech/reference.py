@@ -4,7 +4,7 @@ The keystream comes from ``edgedp.mech.chacha`` (ChaCha12, 64-bit block counter 
 zero nonce: the device's state layout), in batches of 6 blocks with fast key erasure:
 the first 32 bytes of each batch key the next one and are never output. Bits are consumed
 MSB first from each little-endian 32-bit word, lazily, exactly as
-``firmware/core/include/edgedp/drbg.h``.
+``firmware/core/src/drbg.h``.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeviceModel -> C source linked into the image (firmware/core/include/edgedp/model.h)."""
+"""DeviceModel -> C source linked into the image (firmware/core/include/edgedp/model.h, the public API)."""
 from __future__ import annotations
 
 import hashlib
@@ -43,6 +43,11 @@ def digest(model: DeviceModel) -> str:
             else:
                 h.update(layer.w.astype("<f4").tobytes() + layer.b.astype("<f4").tobytes())
     return h.hexdigest()
+
+
+def _sha256_literal(hexdigest: str) -> str:
+    """The 32 bytes of a sha256 as C initialiser items (edp_model_t.sha256)."""
+    return ", ".join(f"0x{b:02x}" for b in bytes.fromhex(hexdigest))
 
 
 def _padded(w: np.ndarray) -> np.ndarray:
@@ -91,7 +96,7 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         f"L1 sensitivity {model.sensitivity:g}.\n"
         f" * sha256 {digest(model)}"
         + (f"\n * WARNING: {warning.replace('*/', '* /')}" if warning else "") + " */\n",
-        '#include "edgedp/mech.h"\n#include "edgedp/model.h"\n\n',
+        '#include "edgedp/model.h"\n\n',
     ]
     nets = []
     for t, net in enumerate(model.nets):
@@ -125,7 +130,9 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         f"    {_f(np.float32(model.lo))}, {_f(np.float32(model.hi))}, "
         f"{_f(np.float32(model.sensitivity))}, {m},\n"
         f"    {_f(np.float32(in_lo))}, {_f(np.float32(in_hi))},\n"
-        f"    {'&s8' if model.int8 else 'NULL'}, {model.scratch_floats},\n}};\n"
+        f"    {'&s8' if model.int8 else 'NULL'}, {model.scratch_floats},\n"
+        f"    {len(model.shape)}, {{{', '.join(map(str, model.shape))}}},\n"
+        f"    {{{_sha256_literal(digest(model))}}},\n}};\n"
         "const edp_model_t *const edp_app_model = &model;\n")
     return "".join(out)
 
@@ -136,7 +143,8 @@ _LAYER = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+)\}")
 _LAYER8 = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+), (\w+), (\w+), (\w+)\}")
 _S8 = re.compile(r"static const edp_model_s8_t s8 = \{(\S+), (\S+), nets, \d+, act, xp, (\d+)\};")
 _MODEL = re.compile(r'static const edp_model_t model = \{\s*"([^"]+)", (\d+), (\d+), (\d+), (\d+), (?:nets|NULL), '
-                    r"scratch,\s*(\S+), (\S+), (\S+), (\S+),\s*(\S+), (\S+),\s*(?:NULL|&s8), (\d+),\s*\};")
+                    r"scratch,\s*(\S+), (\S+), (\S+), (\S+),\s*(\S+), (\S+),\s*(?:NULL|&s8), (\d+),"
+                    r"\s*(\d+), \{([\d, ]+)\},\s*\{([0-9a-fx, ]+)\},\s*\};")
 _SIZES = re.compile(r"static float scratch\[(\d+)\];(?:\nstatic int8_t act\[\d+\];\nstatic uint32_t xp\[(\d+)\];)?")
 
 
@@ -176,15 +184,21 @@ def read(path: str | Path) -> DeviceModel:
     m = _MODEL.search(text)
     if m is None or not nets:
         raise ValueError(f"{path}: not a model file written by `edgedp deploy`")
-    name, head, n_features, n_classes, n_nets, lo, hi, sens, mm, in_lo, in_hi, scratch_floats = m.groups()
+    name, head, n_features, n_classes, n_nets, lo, hi, sens, mm, in_lo, in_hi, scratch_floats, rank, dims, sha = \
+        m.groups()
+    shape = tuple(int(d) for d in dims.split(","))
+    if len(shape) != int(rank):
+        raise ValueError(f"{path}: input rank {rank} declared, {len(shape)} dims given")
     if int(n_nets) != len(nets):
         raise ValueError(f"{path}: {n_nets} nets declared, {len(nets)} found")
     model = DeviceModel(name, HEADS[int(head)], int(n_classes), tuple(nets), _value(lo), _value(hi),
                         _value(sens), None if mm == "EDP_M_AUTO" else int(mm),
                         (_value(in_lo.rstrip(",")), _value(in_hi.rstrip(","))),
-                        InputQuant(_value(q.group(1)), _value(q.group(2))) if q else None)
+                        InputQuant(_value(q.group(1)), _value(q.group(2))) if q else None, shape)
     if model.n_features != int(n_features):
         raise ValueError(f"{path}: inputs declared {n_features}, layers take {model.n_features}")
+    if _sha256_literal(digest(model)) != ", ".join(v.strip() for v in sha.split(",")):
+        raise ValueError(f"{path}: the sha256 it declares is not its data's ({digest(model)})")
     # edp_model_wipe zeroes the sizes declared: they must be the arrays', and what the model needs
     sizes = _SIZES.search(text)
     declared = (int(scratch_floats), int(q.group(3)) if q else 0)

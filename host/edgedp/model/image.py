@@ -7,6 +7,7 @@ import numpy as np
 
 from ..paths import build_dir
 from ..device.protocol import MechConfig, QueryResult
+from ..mech.lattice import MICRO
 from ..mech.reference import TEST_SEED, ReferenceDevice
 from . import cgen
 from .reference import run
@@ -99,7 +100,7 @@ class InferReference:
     """Replays a test-build device's INFER answers: the model's raw output (bit-exact float32
     kernels) through the mechanism configured with the model's range and sensitivity."""
 
-    def __init__(self, model: DeviceModel, seed: bytes = TEST_SEED, epsilon_micro: int = 1_000_000):
+    def __init__(self, model: DeviceModel, seed: bytes = TEST_SEED, epsilon_micro: int = MICRO):
         self.model = model
         self.device = ReferenceDevice(MechConfig(epsilon_micro, model.lo, model.hi, model.sensitivity, model.m), seed)
 

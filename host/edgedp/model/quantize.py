@@ -92,4 +92,4 @@ def quantize(model: DeviceModel, calibration: np.ndarray) -> DeviceModel:
     q, s_in, zp = input_quant(*(model.input_range or (X.min(), X.max())))
     nets = tuple(quantize_net(n, X, s_in, zp) for n in model.nets)
     return DeviceModel(model.name, model.head, model.n_classes, nets, model.lo, model.hi,
-                       model.sensitivity, model.m, model.input_range, q)
+                       model.sensitivity, model.m, model.input_range, q, model.input_shape)

@@ -5,8 +5,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HEADS = ("softmax", "votes")
-"""Index = the C enum edp_model_head."""
+from .. import schema as S
+
+HEADS = tuple(h.name.lower() for h in S.ModelHead)
+"""Index = the C enum edp_model_head: ("softmax", "votes")."""
+MAX_RANK = S.MODEL_MAX_RANK
+"""Most dims of a model's input shape (EDP_MODEL_MAX_RANK)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,9 @@ class DeviceModel:
     """[in_lo, in_hi]: the device clamps every input to it before the model runs (None: not yet
     declared; `edgedp deploy` requires one)."""
     quant: InputQuant | None = None   # int8 nets (Dense8 layers) need it; float nets none
+    input_shape: tuple[int, ...] | None = None
+    """The input's shape (C order, at most MAX_RANK dims, their product n_features) as INFO reports
+    it; None: flat, (n_features,)."""
 
     def __post_init__(self) -> None:
         kinds = {isinstance(l, Dense8) for n in self.nets for l in n.layers}
@@ -136,6 +143,13 @@ class DeviceModel:
             object.__setattr__(self, "input_range", (lo, hi))
         if self.head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}")
+        if self.input_shape is not None:
+            shape = tuple(int(d) for d in self.input_shape)
+            if not 1 <= len(shape) <= MAX_RANK or not all(1 <= d <= 0xFFFF for d in shape) or \
+                    int(np.prod(shape)) != self.n_features:
+                raise ValueError(f"input shape {shape}: 1 to {MAX_RANK} dims of 1..65535 whose product is the "
+                                 f"model's {self.n_features} inputs")
+            object.__setattr__(self, "input_shape", shape)
         if not self.nets or (self.head == "softmax" and len(self.nets) != 1):
             raise ValueError("a softmax model has one net, a vote ensemble at least one")
         if len({n.n_features for n in self.nets}) != 1:
@@ -149,6 +163,11 @@ class DeviceModel:
     @property
     def n_features(self) -> int:
         return self.nets[0].n_features
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The input's shape (input_shape, or flat)."""
+        return self.input_shape or (self.n_features,)
 
     @property
     def int8(self) -> bool:

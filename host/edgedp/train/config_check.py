@@ -20,12 +20,14 @@ Checks (``CHECKS``):
   sensitivity 2C); a fixed ``batch_size`` declared as Poisson is inconsistent;
 * ``noise``: Laplace noise in DP-SGD (L2 clipping bounds the L1 sensitivity only by sqrt(d)*C);
 * ``preprocessing``: statistics fitted on the private data are released without noise;
-* ``hyperparameters``: several trainings on the private data compose;
+* ``hyperparameters``: several trainings on the private data compose (a claim for one run that
+  the composition exceeds fails);
 * ``clipping``: per-batch instead of per-example clipping, with the empirical canary check;
 * ``noise_sampler``: floating-point Gaussian samples (porous low bits, Mironov 2012): a warning.
 
 Exit status of the command (``exit_code``): 0 every check passes, 1 a check fails (the stated
-epsilon is wrong), 3 only warnings.
+epsilon is wrong) or the configuration cannot be judged (an unknown or misspelt key, a value
+outside a key's choices: ``CannotJudge``, the key named), 3 only warnings.
 """
 from __future__ import annotations
 
@@ -49,6 +51,11 @@ SAMPLERS = ("float", "discrete")
 STATUSES = ("pass", "warn", "fail")
 TOLERANCE = 0.01   # relative slack on epsilon comparisons
 DELTA_MARGIN = 10.0  # delta within this factor of 1/n is warned about
+
+
+class CannotJudge(ValueError):
+    """The configuration holds something the audit cannot judge (an unknown key, a value outside
+    a key's choices, a missing or mistyped setting): it fails closed (exit 1), never passes."""
 
 
 @dataclass(frozen=True)
@@ -79,40 +86,40 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.epsilon) and self.epsilon > 0):
-            raise ValueError("epsilon must be finite and > 0")
+            raise CannotJudge("epsilon must be finite and > 0")
         if not 0 < self.delta < 1:
-            raise ValueError("delta must be in (0, 1)")
+            raise CannotJudge("delta must be in (0, 1)")
         if self.n < 1:
-            raise ValueError("n (training records) must be >= 1")
+            raise CannotJudge("n (training records) must be >= 1")
         if not self.clip_norm > 0:
-            raise ValueError("clip_norm must be > 0")
+            raise CannotJudge("clip_norm must be > 0")
         if self.noise_multiplier is None and self.noise_std is None:
-            raise ValueError("give noise_multiplier or noise_std")
+            raise CannotJudge("give noise_multiplier or noise_std")
         for name in ("noise_multiplier", "noise_std", "sensitivity"):
             v = getattr(self, name)
             if v is not None and not v > 0:
-                raise ValueError(f"{name} must be > 0")
+                raise CannotJudge(f"{name} must be > 0")
         if (self.batch_size is None) == (self.sampling_rate is None):
-            raise ValueError("give exactly one of batch_size and sampling_rate")
+            raise CannotJudge("give exactly one of batch_size and sampling_rate")
         if self.batch_size is not None and not 1 <= self.batch_size <= self.n:
-            raise ValueError("batch_size must be in [1, n]")
+            raise CannotJudge("batch_size must be in [1, n]")
         if self.sampling_rate is not None and not 0 < self.sampling_rate <= 1:
-            raise ValueError("sampling_rate must be in (0, 1]")
+            raise CannotJudge("sampling_rate must be in (0, 1]")
         if (self.epochs is None) == (self.steps is None):
-            raise ValueError("give exactly one of epochs and steps")
+            raise CannotJudge("give exactly one of epochs and steps")
         for name, allowed in (("sampling", SAMPLINGS), ("noise", NOISES), ("preprocessing_fit", PREPROCESSING),
                               ("clipping", CLIPPINGS), ("accountant", accountant.ACCOUNTANTS),
                               ("noise_sampler", SAMPLERS)):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+                raise CannotJudge(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.rdp_order is not None and not self.rdp_order > 1:
-            raise ValueError("rdp_order must be > 1")
+            raise CannotJudge("rdp_order must be > 1")
         if self.rdp_orders is not None and (not self.rdp_orders or not all(a > 1 for a in self.rdp_orders)):
-            raise ValueError("rdp_orders must be a non-empty list of orders > 1")
+            raise CannotJudge("rdp_orders must be a non-empty list of orders > 1")
         if self.hyperparameter_trials < 1:
-            raise ValueError("hyperparameter_trials must be >= 1")
+            raise CannotJudge("hyperparameter_trials must be >= 1")
         if self.n_params is not None and self.n_params < 1:
-            raise ValueError("n_params must be >= 1")
+            raise CannotJudge("n_params must be >= 1")
 
     @property
     def orders(self) -> tuple[float, ...] | None:
@@ -168,10 +175,10 @@ class TrainingConfig:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ValueError(f"unknown configuration keys: {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+            raise CannotJudge(f"unknown configuration keys: {', '.join(unknown)} (known: {', '.join(sorted(names))})")
         missing = [k for k in ("epsilon", "delta", "n", "clip_norm") if k not in d]
         if missing:
-            raise ValueError(f"the configuration needs {', '.join(missing)}")
+            raise CannotJudge(f"the configuration needs {', '.join(missing)}")
         d = dict(d)
         for f in fields(cls):
             v = d.get(f.name)
@@ -183,11 +190,11 @@ class TrainingConfig:
                   isinstance(v, (int, float)) and not isinstance(v, bool))
             if not ok:
                 kind = {"int": "a whole number", "float": "a number"}.get(want, "a string")
-                raise ValueError(f"{f.name} must be {kind}, got {v!r}")
+                raise CannotJudge(f"{f.name} must be {kind}, got {v!r}")
         if d.get("rdp_orders") is not None:
             orders = d["rdp_orders"]
             if not isinstance(orders, (list, tuple)) or not all(isinstance(a, (int, float)) for a in orders):
-                raise ValueError("rdp_orders must be a list of numbers, e.g. [2, 4, 8, 16, 32]")
+                raise CannotJudge("rdp_orders must be a list of numbers, e.g. [2, 4, 8, 16, 32]")
             d["rdp_orders"] = tuple(float(a) for a in orders)
         return cls(**d)
 
@@ -195,6 +202,9 @@ class TrainingConfig:
 def from_manifest(training: dict) -> dict:
     """The audit configuration of an `edgedp train` run from its manifest's ``training`` section
     (what the project's own trainer does: Poisson, Gaussian, per-example clipping, float sampler)."""
+    if training.get("private") is False:
+        raise CannotJudge(f"the manifest is of a run that is not private ({training.get('non_private_reason')}): "
+                          "it claims no ε to check")
     try:
         return {"epsilon": training["epsilon"], "delta": training["delta"], "n": training["n_train"],
                 "clip_norm": training["clip_norm"], "noise_multiplier": training["noise_multiplier"],
@@ -202,7 +212,7 @@ def from_manifest(training: dict) -> dict:
                 "sampling": training["sampling"], "accountant": training["accountant"], "noise": "gaussian",
                 "preprocessing_fit": "none", "clipping": "per-example", "noise_sampler": "float"}
     except KeyError as exc:
-        raise ValueError(f"the manifest's training section lacks {exc}") from None
+        raise CannotJudge(f"the manifest's training section lacks {exc}") from None
 
 
 def read_config(path: str | Path) -> dict:
@@ -213,9 +223,9 @@ def read_config(path: str | Path) -> dict:
     try:
         d = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{p}: cannot parse ({exc})") from None
+        raise CannotJudge(f"{p}: cannot parse ({exc})") from None
     if not isinstance(d, dict):
-        raise ValueError(f"{p}: expected a table of settings")
+        raise CannotJudge(f"{p}: expected a table of settings")
     if "model_sha256" in d and isinstance(d.get("training"), dict):
         return from_manifest(d["training"])
     if "dpsgd" in d and isinstance(d["dpsgd"], dict):
@@ -538,5 +548,5 @@ def _trials_check(cfg: TrainingConfig) -> Check:
            f"({e:.4g}, {d:g})-DP by composing the {N} runs")
     if e <= cfg.epsilon * (1 + TOLERANCE):
         return Check("hyperparameters", "pass", msg + f", within the claimed ε = {cfg.epsilon:g}", vals)
-    return Check("hyperparameters", "warn", msg + f": the claimed ε = {cfg.epsilon:g} covers one run only; the "
+    return Check("hyperparameters", "fail", msg + f": the claimed ε = {cfg.epsilon:g} covers one run only; the "
                                                   f"search costs {e - cfg.epsilon:.4g} more", vals)

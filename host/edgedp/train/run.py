@@ -98,6 +98,10 @@ NOT_COVERED = ("statistics of the training data computed without noise (training
                "sizes): not covered by epsilon, not in the manifest")
 
 
+NOT_PRIVATE = "not private"
+"""What a seeded run stores and prints wherever an ε would appear: the seed replays every draw."""
+
+
 def non_private_reason(seed: int) -> str:
     return (f"--seed {seed}: initialisation, batch selection and every noise draw are replayable from the seed, "
             f"so the noise can be subtracted and epsilon does not hold")
@@ -131,7 +135,9 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
                          "(docs/privacy.md §4.3)"}
     if not out.private:
         assert cfg.seed is not None  # only a seeded run is not private (randomness.source)
-        training.update({"non_private_reason": non_private_reason(cfg.seed), "seed": cfg.seed})
+        training.update({"epsilon": NOT_PRIVATE, "epsilon_add_remove": NOT_PRIVATE,
+                         "epsilon_replace_one": NOT_PRIVATE,
+                         "non_private_reason": non_private_reason(cfg.seed), "seed": cfg.seed})
     data_doc = {"name": data.name, "n_features": data.n_features, "n_classes": data.n_classes,
                 "input_range": [float(np.min(data.X_train)), float(np.max(data.X_train))]}
     summary = {**{k: training[k] for k in ("private", "epsilon", "delta", "neighbouring", "epsilon_replace_one",
@@ -148,5 +154,6 @@ def run(cfg: TrainConfig, data: TrainData, progress: Callable[[int, int], None] 
                                "batch_size_max": int(out.batch_sizes.max()), "steps_over_block": out.blocks_over},
                "seconds": {"calibration": t_acc, "training": t_train}}
     if not out.private:
-        summary.update({"non_private_reason": training["non_private_reason"], "seed": cfg.seed})
+        summary.update({"epsilon_pld": NOT_PRIVATE, "epsilon_rdp": NOT_PRIVATE,
+                        "non_private_reason": training["non_private_reason"], "seed": cfg.seed})
     return TrainResult(model, training, data_doc, summary)

@@ -1,4 +1,5 @@
-/* The device: frame loop, command dispatcher and the release policy.
+/* The device: the application's API (frame loop, local paths) and the
+ * release policy the core keeps.
  *
  * Release policy (the invariants the tests check):
  *  - an external QUERY or INFER answer is sent only after its cost is committed
@@ -32,8 +33,8 @@
  *    sector is erased after an answer has left, never inside its window;
  *  - with EDP_RELEASE_DEADLINE, a QUERY or INFER answer leaves at a time
  *    fixed by the request, the configuration and the model, not by the noise
- *    (edgedp/deadline.h); a refusal leaves at once;
- *  - the audit log (store.h) records admin frames with a valid tag, time sets,
+ *    (src/deadline.h); a refusal leaves at once;
+ *  - the audit log (src/store.h) records admin frames with a valid tag, time sets,
  *    the first budget refusal of a day, store loss at boot, entropy failures
  *    and the first rate refusal after an answer, each with its day and counter:
  *    at boot, and for a frame only after its answer has left (never inside a
@@ -44,62 +45,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edgedp/drbg.h"
-#include "edgedp/flog.h"
-#include "edgedp/mech.h"
 #include "edgedp/model.h"
+#include "edgedp/options.h"
 #include "edgedp/port.h"
-#include "edgedp/proto.h"
-#include "edgedp/store.h"
+
+/* ---- the device's storage ----
+ * The application allocates one edp_device_t (statically: no malloc) and
+ * hands it to every call below; its contents belong to the core (opaque:
+ * src/device_state.h). Its size depends on the options (EDP_MAX_CLASSES,
+ * EDP_TEST_BUILD), so the application and the core must be built with the
+ * same ones. EDP_DEVICE_SIZE is a fixed part (the DRBGs, the stored record,
+ * the flash log and two prepared sampler plans: EDP_DEVICE_FIXED bytes plus
+ * five pointers) and the buffers EDP_MAX_CLASSES sizes (the received frame and
+ * its encoded response, EDP_DEVICE_FRAME bytes each and the COBS overhead;
+ * two vectors of 4-byte values, three in test builds). The core checks at
+ * compile time that its state fits in it, wastes under 32 bytes of it and
+ * needs no stricter alignment than edp_device_t has (device.c). */
+#define EDP_DEVICE_FIXED 6245u
+#define EDP_DEVICE_FRAME (4u * EDP_MAX_CLASSES + 24u)
+#define EDP_DEVICE_BUFFERS_ \
+    (((EDP_DEVICE_FIXED + 5u * sizeof(void *) + 2u * EDP_DEVICE_FRAME + EDP_DEVICE_FRAME / 254u + 2u + 3u) & ~(size_t)3u) + \
+     4u * EDP_MAX_CLASSES * (EDP_TEST_BUILD ? 3u : 2u))
+#define EDP_DEVICE_ALIGN 8u  /* EDP_DEVICE_SIZE is a multiple of it (the state's 64-bit members) */
+#define EDP_DEVICE_SIZE ((EDP_DEVICE_BUFFERS_ + EDP_DEVICE_ALIGN - 1u) & ~(size_t)(EDP_DEVICE_ALIGN - 1u))
+
+typedef union edp_device {
+    unsigned char bytes[EDP_DEVICE_SIZE];
+    uint64_t align_u64;  /* the alignment of the core's state (its widest members) */
+    double align_double;
+    void *align_ptr;
+} edp_device_t;
 
 /* Optional hook run by EDP_T_NAIVE (test builds): the naive baseline over
  * x[0..k) at scale b = sensitivity/epsilon, writing noisy values to y. */
 typedef void (*edp_naive_fn)(const float *x, float *y, uint32_t k, float b);
-
-typedef struct {
-    const edp_port_t *port;
-    edp_drbg_t drbg;
-    edp_record_t rec;
-    uint32_t slot;
-    uint8_t store_state;   /* enum edp_store_state found at boot */
-    uint8_t store_ok;      /* record usable for external output */
-    uint8_t entropy_ok;
-    uint8_t plan_valid;
-    uint8_t auth_ok;       /* auth_drbg keyed: a nonce is available */
-    uint8_t flog_ok;       /* the flash log opened (or there is none) */
-    edp_drbg_t auth_drbg;  /* nonce generator, separate from the noise stream */
-    uint8_t nonce[EDP_AUTH_NONCE];
-    uint32_t rate_wait;    /* seconds an EDP_ERR_RATE refusal asks to wait */
-    edp_flog_t flog;
-    uint32_t audit_seq;    /* seq of the last audit entry (store.h) */
-    uint32_t audit_exhausted_day;  /* day of the last EDP_AUDIT_EXHAUSTED entry since boot */
-    uint8_t audit_rate_tripped;    /* an EDP_AUDIT_RATE_TRIP is logged since the last answer */
-    uint8_t audit_event, audit_arg;  /* this frame's event, written after its answer left (0: none) */
-    edp_mech_plan_t plan;  /* cached for (rec.mech, plan.k) */
-    edp_naive_fn naive;    /* NULL unless the app installs the baseline */
-    const edp_model_t *model;    /* INFER's model; NULL: INFER answers EDP_ERR_NO_MODEL */
-    uint8_t infer_plan_valid;
-    edp_mech_plan_t infer_plan;  /* cached for (rec.mech epsilon, the model's range) */
-    const edp_model_t *infer_plan_model;  /* the model infer_plan and infer_model_insns are for */
-    uint32_t infer_model_insns;  /* edp_deadline_model(infer_plan_model), once per plan */
-    uint8_t window_pending;  /* this response leaves at its deadline (EDP_RELEASE_DEADLINE) */
-    uint8_t prepared;        /* this request prepared a plan */
-    uint32_t window_insns;   /* the deadline, instructions after the frame's end */
-    uint32_t overruns;       /* answers not ready at their deadline */
-    uint32_t rx_len;
-    uint8_t rx_overflow;
-    uint8_t rx[EDP_WIRE_MAX];    /* the received frame, then its encoded response */
-    uint8_t tx[EDP_FRAME_MAX];
-    float xin[EDP_MAX_CLASSES];
-    int32_t work[EDP_MAX_CLASSES];
-#if EDP_TEST_BUILD
-    float yout[EDP_MAX_CLASSES];  /* naive baseline output */
-#endif
-} edp_device_t;
-
-/* Default record of a test build's blank store (documented in docs/protocol.md). */
-#define EDP_TEST_DEFAULT_EPS_MICRO 1000000u
-#define EDP_TEST_DEFAULT_DAILY_CAP 1000000000u
 
 /* Load the store, key the DRBG from port->entropy. Never fails: failures are
  * recorded and refuse external output later. */
@@ -110,7 +89,8 @@ void edp_device_init(edp_device_t *d, const edp_port_t *port);
 void edp_device_rx(edp_device_t *d, const uint8_t *bytes, size_t n);
 
 /* Handle one decoded frame (without COBS) in place of the loop above.
- * Returns the length of the raw response written to d->tx. */
+ * Returns the length of the raw response, written to the device's transmit
+ * buffer (a test and fuzzing entry point). */
 size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n);
 
 /* The local path for on-device consumers: the quantized, clamped, un-noised
@@ -119,11 +99,24 @@ size_t edp_device_handle(edp_device_t *d, uint8_t *frame, size_t n);
 int edp_device_local(edp_device_t *d, const float *x, uint32_t k, int32_t *out);
 
 /* The local path of the model: its raw output for inputs x[0..n) clamped to
- * the model's input range (copied to d->xin first), in the model's scratch
+ * the model's input range (copied into the device first), in the model's scratch
  * (valid until the next inference). Costs no budget, needs no
  * entropy or clock, never crosses the external interface. Returns EDP_OK,
  * EDP_ERR_NO_MODEL, EDP_ERR_LEN (n is not the model's input length) or
  * EDP_ERR_BAD_VALUE (an input or output is NaN or Inf). */
 int edp_device_infer_local(edp_device_t *d, const float *x, uint32_t n, const float **y);
+
+/* The model INFER runs (constant data the application links, app_model.h);
+ * NULL, as after edp_device_init: INFER answers EDP_ERR_NO_MODEL. */
+void edp_device_set_model(edp_device_t *d, const edp_model_t *model);
+
+#if EDP_TEST_BUILD
+/* Install the naive baseline EDP_T_NAIVE runs (NULL: EDP_T_NAIVE answers EDP_ERR_UNKNOWN). */
+void edp_device_set_naive(edp_device_t *d, edp_naive_fn naive);
+#endif
+
+/* Overwrite n bytes with zeros in a way the compiler cannot elide (the
+ * application's copy of a request: the core wipes its own). */
+void edp_wipe(void *p, size_t n);
 
 #endif

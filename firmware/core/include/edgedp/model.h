@@ -17,7 +17,12 @@
  * to float32 logits, which the same head as above turns into the output. */
 #ifndef EDGEDP_MODEL_H
 #define EDGEDP_MODEL_H
+#include <stddef.h>  /* NULL, in the generated model data */
 #include <stdint.h>
+
+/* The lattice exponent m of a model (edp_model_t.m) and of CONFIG left to the core. */
+#define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK (src/mech.h) */
+#define EDP_MODEL_MAX_RANK 4u  /* most dims of a model's input shape (edp_model_t.in_shape) */
 
 enum edp_model_head {
     EDP_MODEL_SOFTMAX = 0,  /* one net; output = softmax of its logits, range [0, 1] */
@@ -85,6 +90,13 @@ typedef struct {
     const edp_model_s8_t *s8; /* NULL: float32 nets; else int8 nets (nets unused, NULL) */
     uint16_t scratch_floats;  /* the floats at scratch (the generator's array), all of which
                                * edp_model_wipe zeroes: its size is declared, not searched for */
+    /* Identity (INFO reports it): the input's shape, in_rank dims (1..EDP_MODEL_MAX_RANK,
+     * outermost first, C order) whose product is n_features, and the sha256 of the
+     * model's data as deployed (edgedp.model.cgen.digest: weights and settings; the value
+     * provisioning and a registry use). */
+    uint8_t in_rank;
+    uint16_t in_shape[EDP_MODEL_MAX_RANK];
+    uint8_t sha256[32];
 } edp_model_t;
 
 /* Clamp x[0..n_features) in place to [m->in_lo, m->in_hi] (x finite: the

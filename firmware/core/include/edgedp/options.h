@@ -38,7 +38,7 @@
 #endif
 
 /* Non-zero: every QUERY and INFER answer leaves at a deadline fixed by the
- * configuration, k, the mode and the model (edgedp/deadline.h), so that its
+ * configuration, k, the mode and the model (src/deadline.h), so that its
  * time does not show the noise; needs the port's window callbacks. Production
  * builds; test builds answer at once (benchmarks measure the real time). */
 #ifndef EDP_RELEASE_DEADLINE
@@ -51,7 +51,7 @@
 #define EDP_RESEED_BLOCKS 65536u
 #endif
 
-/* Answers one flash-log record covers (edgedp/flog.h, the reservation): a
+/* Answers one flash-log record covers (src/flog.h, the reservation): a
  * charge the flash mark does not cover raises it to the spend plus
  * (EDP_FLOG_RESERVE - 1) answers' epsilon, clamped to the caps, so the log is
  * written once per EDP_FLOG_RESERVE answers. After a store loss the device
@@ -61,6 +61,10 @@
 #define EDP_FLOG_RESERVE 16u
 #endif
 
+/* The project's version, stated here once: INFO and the boot banner report it,
+ * and CMake's project(), the host package (edgedp.schema, generated from this
+ * header) and pyproject.toml take it from here; library.json, whose format
+ * cannot read a file, carries a copy a test keeps equal. Not a build option. */
 #define EDP_FIRMWARE_VERSION "0.3.0"
 
 #endif

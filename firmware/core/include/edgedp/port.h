@@ -10,7 +10,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edgedp/flog.h"
+/* Bytes of the persistent store every port holds (store_read, store_write): the
+ * two record slots and the audit ring the core lays out in them (src/store.h,
+ * which checks this size against its layout). */
+#define EDP_STORE_SIZE 896u  /* bytes every port's store holds */
+
+/* The port's NOR flash for the core's high-water log (src/flog.h): two sectors
+ * at offsets 0 and sector_size. Every callback returns >= 0 or a negative EDP_ERR_*. */
+typedef struct edp_flash {
+    void *ctx;              /* passed to every callback */
+    uint32_t sector_size;   /* bytes per sector, a multiple of 4, >= 2 * EDP_FLOG_RECORD */
+
+    /* Read n bytes at byte offset off (off + n <= 2 * sector_size). */
+    int (*read)(void *ctx, uint32_t off, void *buf, uint32_t n);
+
+    /* Program n bytes at off (off and n multiples of 4). NOR semantics: a
+     * program can only clear bits; the log programs erased slots only. */
+    int (*program)(void *ctx, uint32_t off, const void *buf, uint32_t n);
+
+    /* Erase sector 0 or 1 (every byte reads 0xFF afterwards). */
+    int (*erase)(void *ctx, uint32_t sector);
+} edp_flash_t;
 
 enum edp_tick_kind {
     EDP_TICK_SYSTICK = 0,  /* SysTick on the core clock (QEMU: 1.344 ticks per instruction under -icount shift=3) */
@@ -70,7 +90,7 @@ typedef struct edp_port {
      * without one (then a lost store restarts spend and counter from 0). */
     const edp_flash_t *flash;
 
-    /* Release timing (EDP_RELEASE_DEADLINE builds, core/include/edgedp/deadline.h).
+    /* Release timing (EDP_RELEASE_DEADLINE builds, core/src/deadline.h).
      * window_open marks the start of a window: the core calls it when a frame's
      * last byte has been taken from the UART. window_close(insns) returns when
      * `insns` executed instructions' worth of time (by the board's bound on time
@@ -88,6 +108,12 @@ typedef struct edp_port {
      * calls themselves, measured on the port (host/edgedp/bench/deadline.py)
      * with a margin; 0: EDP_DEADLINE_FIXED_DEFAULT (deadline.h). */
     uint32_t window_fixed;
+
+    /* Bytes of requests the port holds while the core computes an answer (a
+     * receive ring filled by interrupt), reported by INFO (rx_buffer) so that a
+     * host pipelines requests within them; 0: bytes that arrive meanwhile may be
+     * lost (a polled UART), the host sends one request at a time. */
+    uint32_t rx_buffer;
 } edp_port_t;
 
 #endif

@@ -10,14 +10,23 @@
 #define EDGEDP_ARCH_H
 #include <stdint.h>
 
-#include "edgedp/dlap.h"
-#include "edgedp/drbg.h"
+#include "../dlap.h"
+#include "../drbg.h"
 
 #if defined(__arm__) && defined(__thumb2__) && (defined(__ARM_ARCH_7EM__) || defined(__ARM_ARCH_7M__))
 #define EDP_ARCH_ARMV7M 1   /* Cortex-M3/M4/M7: Thumb-2 assembly */
 #else
 #define EDP_ARCH_ARMV7M 0
 #endif
+
+/* The sampling loop (edp_dlap_noisy): Thumb-2 assembly on ARMv7-M unless the image is
+ * built with -DEDP_DLAP_LOOP_C=1, which runs arch/portable/dlap_portable.c there too (the
+ * same bits; build/qemu-cloop/edgedp.elf, whose only use is `edgedp bench --c-loop`, the
+ * comparison docs/benchmarks.md states). */
+#ifndef EDP_DLAP_LOOP_C
+#define EDP_DLAP_LOOP_C 0
+#endif
+#define EDP_ARCH_ARMV7M_DLAP (EDP_ARCH_ARMV7M && !EDP_DLAP_LOOP_C)
 
 /* The dense kernel's loops (model.c) also need the single-precision FPU (Cortex-M4F/M7). */
 #if EDP_ARCH_ARMV7M && defined(__ARM_FP) && (__ARM_FP & 4)

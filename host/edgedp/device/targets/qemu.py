@@ -99,7 +99,7 @@ the console socket only once the firmware has read the previous one (can_receive
 that port reads its USART only between frames, so nothing is dropped while the device computes;
 the socket's buffer holds the rest. Not for the stm32f4 image: its RXNE interrupt reads every
 byte at once into its ring, which then is the only buffer, as on a board; its link learns
-in_flight and in_flight_bytes from INFO (transport.BOARD_RX_BUFFER, qemu_in_flight)."""
+in_flight and in_flight_bytes from INFO's rx_buffer (SerialLink.learn_rx_buffer, qemu_in_flight)."""
 
 
 def qemu_in_flight(spec: str) -> int | None:

@@ -117,8 +117,8 @@ class RenodeTarget:
     ``elf`` defaults to the test image build/stm32f4-test/edgedp.elf (built with make when
     missing or stale), ``resc`` to renode/edgedp.resc, ``port`` to a free loopback port.
     ``banner`` holds the boot banner read at start. Its link learns from INFO, as a board's does,
-    whether the image buffers pipelined requests (the stm32f4 port's receive ring:
-    transport.BOARD_RX_BUFFER)."""
+    whether the image buffers pipelined requests (INFO's rx_buffer: the stm32f4 port's receive
+    ring)."""
 
     def __init__(self, elf: Path | None = None, resc: Path | None = None, port: int | None = None,
                  start_timeout: float = 120.0, boot_timeout: float = 30.0, name: str = "renode"):

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#if EDP_ARCH_ARMV7M
+#if EDP_ARCH_ARMV7M_DLAP
 /* The loop in Thumb-2 assembly (same bits, same results as
  * arch/portable/dlap_portable.c; checked by the QEMU bit-exact replay and tests/firmware).
  * Registers: r0 = cur, the bit buffer (left-aligned, the bits below its nbits

@@ -1,7 +1,7 @@
 /* The sampling loop of dlap.c in portable C (arch/arch.h). */
 #include "../arch.h"
 
-#if !EDP_ARCH_ARMV7M
+#if !EDP_ARCH_ARMV7M_DLAP
 void edp_dlap_noisy(const edp_dlap_t *d, edp_drbg_t *r, const edp_dlap_quant_t *q,
                     const float *x, int32_t *y, uint32_t k)
 {

@@ -10,8 +10,8 @@
 #define EDGEDP_STORE_H
 #include <stdint.h>
 
-#include "edgedp/budget.h"
-#include "edgedp/mech.h"
+#include "budget.h"
+#include "mech.h"
 #include "edgedp/port.h"
 
 #define EDP_STORE_MAGIC     0x50444445u  /* "EDDP" */
@@ -32,7 +32,8 @@
 #define EDP_AUDIT_ENTRIES    32u
 #define EDP_AUDIT_ENTRY_SIZE 20u
 #define EDP_AUDIT_OFFSET     (2u * EDP_STORE_SLOT_SIZE)
-#define EDP_STORE_SIZE       (EDP_AUDIT_OFFSET + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY_SIZE)  /* bytes every port's store holds */
+/* EDP_STORE_SIZE (edgedp/port.h, the bytes every port's store holds) is
+ * EDP_AUDIT_OFFSET + EDP_AUDIT_ENTRIES * EDP_AUDIT_ENTRY_SIZE (store.c checks it). */
 
 enum edp_audit_event {
     EDP_AUDIT_CONFIG = 1,      /* an admin frame with a valid tag; arg: the result (0 or -EDP_ERR_*) */

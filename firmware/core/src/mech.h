@@ -11,10 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edgedp/dlap.h"
+#include "dlap.h"
+#include "edgedp/model.h"  /* EDP_M_AUTO */
 #include "edgedp/options.h"
 
-#define EDP_M_AUTO (-128)   /* choose m: smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK */
+/* EDP_M_AUTO (edgedp/model.h): choose m, the smallest with k 2^-m <= sensitivity / EDP_M_AUTO_SLACK */
 #define EDP_M_MIN (-30)     /* lattice exponents m run EDP_M_MIN..EDP_M_MAX */
 #define EDP_M_MAX 30
 #define EDP_M_AUTO_SLACK 256.0  /* the automatic m keeps the rounding slack k g below sensitivity / 256 */

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "edgedp/device.h"  /* edp_wipe */
+
 typedef struct {
     uint32_t h[8];
     uint64_t len;       /* bytes absorbed */
@@ -28,8 +30,5 @@ void edp_hmac_final(edp_hmac_t *h, uint8_t tag[32]);
 
 /* Returns 0 iff a and b are equal; time independent of the contents. */
 int edp_verify32(const uint8_t a[32], const uint8_t b[32]);
-
-/* Overwrite n bytes with zeros in a way the compiler cannot elide. */
-void edp_wipe(void *p, size_t n);
 
 #endif

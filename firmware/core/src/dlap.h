@@ -1,7 +1,7 @@
 /* Exact discrete Laplace sampler on the integers.
  *
  * Samples z with P(z) = (1-r)/(1+r) r^|z|, r = exp(-1/t), up to the stated
- * table precision (docs/benchmarks.md section 7, docs/privacy.md). With
+ * table precision (docs/privacy.md §2). With
  * J = floor(log2 t) and L = max(J - 3, 0), the magnitude is G = W 2^L + V where
  *   V (L bits) is uniform, accepted with probability a_V ~ exp(-V/t) (>= e^-1/8),
  *     a_V = prod_c chunk[c][u_c] / 2^(64 nc) over the 4-bit chunks u_c of V,
@@ -29,7 +29,7 @@
 #define EDGEDP_DLAP_H
 #include <stdint.h>
 
-#include "edgedp/drbg.h"
+#include "drbg.h"
 
 #define EDP_DLAP_EXP_TERMS        24   /* Horner terms of edp_exp_neg: 1/25! < 2^-83 */
 #define EDP_DLAP_MIN_TAIL         (1.0 / 1048576.0)  /* stop adding alias values once q^w < 2^-20 */

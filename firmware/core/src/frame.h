@@ -2,7 +2,7 @@
  *
  * A frame is version u8 | type u8 | seq u16 | body | crc32, integers
  * little-endian, crc32 = CRC-32/ISO-HDLC over everything before it; on the wire
- * it is COBS-encoded and ends with 0x00 (edgedp/cobs.h). A response carries the
+ * it is COBS-encoded and ends with 0x00 (cobs.h). A response carries the
  * request's seq and type | EDP_T_RESPONSE, or type EDP_T_ERROR with body
  * {code u8 (positive EDP_ERR_*), request type u8}. docs/protocol.md is the
  * reference. */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edgedp/proto.h"
+#include "proto.h"
 
 typedef struct {
     uint32_t type;   /* request type; 0 if the frame is shorter than its header */
@@ -35,7 +35,7 @@ size_t edp_frame_error(uint8_t *tx, uint32_t type, uint32_t seq, int err);
 
 /* Append the CRC to the response tx[0..len) (tx must hold len + 4 bytes),
  * COBS-encode it with its 0x00 delimiter into wire (EDP_COBS_MAX(len + 4)
- * bytes, edgedp/cobs.h, not overlapping tx) and hand that to write in one call. */
+ * bytes, cobs.h, not overlapping tx) and hand that to write in one call. */
 void edp_frame_send(uint8_t *tx, size_t len, uint8_t *wire,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx);
 

@@ -1,5 +1,5 @@
 /* Wire protocol constants: version, frame types and every body size (docs/protocol.md
- * is the reference; edgedp/frame.h the frame layout, edgedp/cobs.h its byte
+ * is the reference; frame.h the frame layout, cobs.h its byte
  * stuffing).
  *
  * This header is the wire schema: host/edgedp/schema.py is generated from it (and
@@ -42,7 +42,7 @@ enum edp_frame_type {
     EDP_T_CHALLENGE = 0x24,    /* a fresh nonce (the previous one dies) and the counter the next admin command must sign */
     EDP_T_STATE = 0x25,        /* authenticated read of the device state, with a fresh nonce */
     EDP_T_RATE = 0x26,         /* authenticated: the rate limit of external answers */
-    EDP_T_AUDIT_LOG = 0x27,    /* authenticated read of the audit log (edgedp/store.h), with a fresh nonce */
+    EDP_T_AUDIT_LOG = 0x27,    /* authenticated read of the audit log (store.h), with a fresh nonce */
     EDP_T_ERROR = 0x7F,
     EDP_T_RESPONSE = 0x80,     /* OR-ed into the request type */
 };
@@ -58,8 +58,37 @@ enum edp_frame_type {
 #define EDP_BUCKET_BODY 3u     /* layout: label u16 | level u8 */
 #define EDP_INFER_TICKS 4u     /* layout: infer_ticks u32 */
 #define EDP_NO_DAY 0xFFFFFFFFu /* BUDGET's today without a trusted clock */
-#define EDP_INFO_HEAD 24u      /* layout: build u8 | entropy u8 | store u8 | time_ok u8 | max_classes u16 | tick_kind u8 | store_ok u8 | tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 */
-#define EDP_INFO_TEXT_MAX 32u  /* each INFO text (version, board): len u8 + at most this many ASCII bytes */
+/* INFO answer, version 2 (docs/protocol.md "INFO answer"): the head, then three
+ * texts (firmware version, board, model name), each len u8 + at most
+ * EDP_INFO_TEXT_MAX ASCII bytes. Its first byte is EDP_INFO_VERSION; version 1
+ * (firmware 0.3.0 and older) began with build (0 or 1) and had none of rx_buffer,
+ * the per-source entropy health or the model fields.
+ *   rx_buffer: bytes of requests the port holds while the core computes an
+ *     answer (edp_port_t.rx_buffer); 0: one request at a time.
+ *   noise_entropy, nonce_entropy: enum edp_info_entropy of each randomness
+ *     source as of its last draw: the DRBG behind every noised answer (port
+ *     entropy, drawn at boot and at each reseed) and the admin nonce generator
+ *     (port auth_entropy, or entropy when NULL; drawn at boot and retried by
+ *     CHALLENGE, STATE, AUDIT_LOG and admin commands while it fails).
+ *   model_*: the model INFER runs (zero, with model_kind NONE, without one):
+ *     enum edp_info_model, its head (enum edp_model_head), its output length,
+ *     its input's shape (model_rank dims, the rest 0; their product is its
+ *     input length) and the sha256 of its data as deployed (edp_model_t.sha256). */
+#define EDP_INFO_VERSION 2u
+#define EDP_INFO_HEAD 75u      /* layout: info_version u8 | build u8 | store u8 | store_ok u8 | time_ok u8 | tick_kind u8 | max_classes u16 | tick_hz u32 | rate_burst u32 | rate_per_minute u32 | rate_tarpit_ms u32 | rx_buffer u32 | noise_entropy u8 | nonce_entropy u8 | model_kind u8 | model_head u8 | model_classes u16 | model_rank u8 | model_dim0 u16 | model_dim1 u16 | model_dim2 u16 | model_dim3 u16 | model_sha256 u8[32] */
+#define EDP_INFO_TEXT_MAX 32u  /* each INFO text (version, board, model name): len u8 + at most this many ASCII bytes */
+#define EDP_INFO_MAX_RANK 4u   /* the model_dim fields */
+
+enum edp_info_entropy {
+    EDP_INFO_ENTROPY_OK = 0,      /* the source's last draw succeeded */
+    EDP_INFO_ENTROPY_FAILED = 1,  /* its last draw failed: what depends on it is refused (EDP_ERR_ENTROPY) */
+};
+
+enum edp_info_model {
+    EDP_INFO_MODEL_NONE = 0,  /* no model: INFER answers EDP_ERR_NO_MODEL */
+    EDP_INFO_MODEL_F32 = 1,   /* float32 kernels */
+    EDP_INFO_MODEL_S8 = 2,    /* int8 kernels (edp_model_t.s8) */
+};
 #define EDP_BUDGET_BODY 78u    /* layout: recorded_day u32 | today u32 | daily_cap u64 | daily_spent u64 | lifetime_cap u64 | lifetime_spent u64 | remaining u64 | auth_counter u64 | store u8 | store_ok u8 | eps_micro u32 | lo f32 | hi f32 | sensitivity f32 | m i32 */
 #define EDP_LOCAL_BODY 6u      /* layout: label u16 | crc32 u32 */
 #define EDP_INFER_LOCAL_BODY 8u  /* layout: k u16 | label u16 | crc32 u32 */

@@ -45,7 +45,7 @@
 #define EDGEDP_DEADLINE_H
 #include <stdint.h>
 
-#include "edgedp/dlap.h"
+#include "dlap.h"
 #include "edgedp/model.h"
 
 #define EDP_DEADLINE_TAIL_BITS 40

@@ -68,26 +68,11 @@
 #define EDGEDP_FLOG_H
 #include <stdint.h>
 
-#include "edgedp/budget.h"
+#include "budget.h"
+#include "edgedp/port.h"  /* edp_flash_t */
 
 #define EDP_FLOG_RECORD 36u         /* bytes per slot, a multiple of 4 (word programs) */
 #define EDP_FLOG_RATE_TAG 0x52415445u  /* XORed into a rate record's check word ("RATE") */
-
-/* NOR flash as the log sees it: two sectors at offsets 0 and sector_size. */
-typedef struct edp_flash {
-    void *ctx;              /* passed to every callback */
-    uint32_t sector_size;   /* bytes per sector, a multiple of 4, >= 2 * EDP_FLOG_RECORD */
-
-    /* Read n bytes at byte offset off (off + n <= 2 * sector_size). */
-    int (*read)(void *ctx, uint32_t off, void *buf, uint32_t n);
-
-    /* Program n bytes at off (off and n multiples of 4). NOR semantics: a
-     * program can only clear bits; the log programs erased slots only. */
-    int (*program)(void *ctx, uint32_t off, const void *buf, uint32_t n);
-
-    /* Erase sector 0 or 1 (every byte reads 0xFF afterwards). */
-    int (*erase)(void *ctx, uint32_t sector);
-} edp_flash_t;
 
 typedef struct {
     uint32_t day;        /* UTC day index of `daily` */
