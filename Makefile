@@ -74,19 +74,13 @@ FW_HEADERS := $(wildcard firmware/core/include/edgedp/*.h firmware/core/src/*.h 
 
 firmware: build/qemu/edgedp.elf build/qemu-timing/edgedp.elf build/stm32f4/edgedp.elf build/stm32f4-test/edgedp.elf
 
-build/qemu/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu/model.txt firmware/ports/qemu/qemu.ld firmware/sources.mk
+# The test image, and build/qemu-cloop the same with the sampling loop in portable C
+# (-DEDP_DLAP_LOOP_C=1, arch/arch.h) instead of the Thumb-2 one, the same bits: `edgedp bench
+# --c-loop` traces it beside build/qemu/edgedp.elf (the loop rule in docs/benchmarks.md).
+build/qemu-cloop/edgedp.elf: LOOP_FLAGS := -DEDP_DLAP_LOOP_C=1
+build/qemu/edgedp.elf build/qemu-cloop/edgedp.elf: build/%/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/%/model.txt firmware/ports/qemu/qemu.ld firmware/sources.mk
 	@mkdir -p $(@D)
-	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
-	  -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
-	$(KEEP_MODEL)
-	arm-none-eabi-size $@
-
-# The test image with the sampling loop in portable C (-DEDP_DLAP_LOOP_C=1, arch/arch.h) instead of
-# the Thumb-2 one, the same bits: `edgedp bench --c-loop` traces it beside build/qemu/edgedp.elf
-# (the loop rule in docs/benchmarks.md).
-build/qemu-cloop/edgedp.elf: $(QEMU_SRCS) $(FW_HEADERS) build/qemu-cloop/model.txt firmware/ports/qemu/qemu.ld firmware/sources.mk
-	@mkdir -p $(@D)
-	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 -DEDP_DLAP_LOOP_C=1 $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
+	$(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(LOOP_FLAGS) $(INC) $(QEMU_SRCS) $(EDP_ARM_LDFLAGS) \
 	  -T firmware/ports/qemu/qemu.ld -Wl,-Map=$(@D)/edgedp.map -o $@ -lm
 	$(KEEP_MODEL)
 	arm-none-eabi-size $@

@@ -13,7 +13,7 @@ from enum import IntEnum
 MAX_CLASSES = 1024
 MAX_TOPK = 32
 MAX_ROUND_DIGITS = 6
-FIRMWARE_VERSION = '0.3.0'
+FIRMWARE_VERSION = '0.4.0'
 
 # ---- proto.h
 PROTO_VERSION = 1

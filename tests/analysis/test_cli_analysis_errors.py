@@ -34,8 +34,10 @@ def test_audit_config_names_a_value_of_the_wrong_type(tmp_path: Path) -> None:
     cfg.write_text('epsilon = "one"\ndelta = 1e-5\nn = 1000\nclip_norm = 1.0\nnoise_multiplier = 1.1\n'
                    'sampling_rate = 0.01\nepochs = 10\n')
     r = CliRunner().invoke(main, ["audit-config", str(cfg), "--no-canary", "--json"])
-    json_error(subprocess.CompletedProcess([], r.exit_code, r.stdout, r.stderr), 4, "ERR_INPUT",
-               "epsilon must be a number, got 'one'")
+    # a configuration audit-config cannot judge fails closed (exit 1), naming the key (issue 39.14)
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.stdout)
+    assert not d["passed"] and d["failed"] == ["config"] and "epsilon must be a number, got 'one'" in d["error"]
 
 
 @pytest.mark.parametrize("command", [["attack", "mia"], ["report", "--out", "/tmp/edgedp-unused-report"]])

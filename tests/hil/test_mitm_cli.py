@@ -25,7 +25,7 @@ from edgedp.device.client import Device
 from edgedp.mech.lattice import MICRO
 from edgedp.mech.modes import Mode
 
-from ..helpers import KEY, run_cli, signal_taken, start_cli
+from ..helpers import EDGEDP, KEY, run_cli, signal_taken, start_cli
 
 pytestmark = pytest.mark.hil
 ADMIN = {P.CONFIG, P.SET_TIME, P.RESET_BUDGET}
@@ -640,21 +640,22 @@ EVIL_BOARD = "\x1b[2J\x1b]0;pwned\x07\rok\\n"
 """A board name that clears the screen, retitles the terminal and rewrites the line."""
 
 
-def info_with(board: str, version: str | None = None, build: int | None = None) -> Rule:
-    """A proxy rule: INFO answers with this board name (and firmware version, and build flag)."""
+def info_with(board: str, version: str | None = None, build: int | None = None, model_name: str | None = None) -> Rule:
+    """A proxy rule: INFO answers with this board name (and firmware version, build flag, model name)."""
     def rule(f: frames.Frame) -> list[bytes] | None:
         if f.type != P.INFO | P.RESPONSE:
             return None
         head = list(P.Info.FMT.unpack_from(f.body))
         off = P.Info.FMT.size
         texts = []
-        for _ in range(2):
+        for _ in range(3):  # INFO v2: firmware version, board, model name
             n = f.body[off]
             texts.append(f.body[off + 1: off + 1 + n])
             off += 1 + n
         if build is not None:
-            head[0] = build
-        texts = [version.encode() if version is not None else texts[0], board.encode()]
+            head[1] = build  # head[0] is info_version
+        texts = [version.encode() if version is not None else texts[0], board.encode(),
+                 model_name.encode() if model_name is not None else texts[2]]
         return answer(f, P.Info.FMT.pack(*head) + b"".join(bytes([len(t)]) + t for t in texts))
     return rule
 
@@ -663,10 +664,11 @@ def test_device_supplied_strings_are_escaped_in_human_output(mitm: Proxy, tmp_pa
     """Issue 39 item 9: INFO's board name (and firmware version) with terminal escape sequences.
     `info`, `query -v` and verify's refusal of a production image print them escaped (the old host wrote
     them raw, even into a pipe); `info --json` carries the device's string as it came."""
-    mitm.to_host = info_with(EVIL_BOARD, version="0.3.0\x1b[1A")
+    mitm.to_host = info_with(EVIL_BOARD, version="0.3.0\x1b[1A", model_name="m\x1b[2K")
     r = mitm.cli("info")
     assert r.returncode == 0, r.stderr
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\r" not in r.stdout, repr(r.stdout)
+    assert "model             m\\x1b[2K (" in r.stdout, r.stdout
     assert "board             \\x1b[2J\\x1b]0;pwned\\x07\\rok\\\\n\n" in r.stdout, r.stdout
     assert "firmware_version  0.3.0\\x1b[1A\n" in r.stdout, r.stdout
     r = mitm.cli("info", "--json")

@@ -36,6 +36,16 @@ def run(argv: list[str], cwd: Path) -> str:
     return r.stdout
 
 
+def configure_probe(tmp_path: Path, core: Path, probe: str) -> str:
+    """cmake's configure output for an application that adds the core at ``core`` and then runs
+    the CMake lines ``probe`` (which print what a test reads)."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
+                                        f"add_subdirectory({core} edgedp)\n" + probe)
+    return run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+
+
 def test_core_base_names_are_unique() -> None:
     names = [Path(s).name for s in core_sources()]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
@@ -53,13 +63,8 @@ def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
     probe.write_text("int edp_extra_probe(void) { return 1; }\n")
     (copy / "sources.mk").write_text(mk.replace("firmware/core/src/budget.c \\",
                                                 "firmware/core/src/budget.c \\\n\tfirmware/core/src/extra_probe.c \\"))
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
-        f"add_subdirectory({copy / 'core'} edgedp)\n"
-        "get_target_property(s edgedp_core SOURCES)\nmessage(STATUS \"EDP_SOURCES=${s}\")\n")
-    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    out = configure_probe(tmp_path, copy / "core",
+                          'get_target_property(s edgedp_core SOURCES)\nmessage(STATUS "EDP_SOURCES=${s}")\n')
     listed = re.search(r"EDP_SOURCES=(.*)", out)
     assert listed
     got = sorted(str(Path(s).relative_to(copy / "core")) for s in listed.group(1).split(";"))
@@ -69,13 +74,8 @@ def test_cmake_reads_the_core_sources_from_sources_mk(tmp_path: Path) -> None:
 def test_cmake_project_version_is_the_headers(tmp_path: Path) -> None:
     """The configured project's version is EDP_FIRMWARE_VERSION (options.h), the one version."""
     from edgedp import schema as S
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.13)\nproject(probe C)\n"
-        f"add_subdirectory({CORE} edgedp)\nget_directory_property(v DIRECTORY {CORE} DEFINITION PROJECT_VERSION)\n"
-        'message(STATUS "EDP_VERSION=${v}")\n')
-    out = run(["cmake", "-S", str(app), "-B", str(tmp_path / "b")], tmp_path)
+    out = configure_probe(tmp_path, CORE, f"get_directory_property(v DIRECTORY {CORE} DEFINITION PROJECT_VERSION)\n"
+                                          'message(STATUS "EDP_VERSION=${v}")\n')
     assert f"EDP_VERSION={S.FIRMWARE_VERSION}\n" in out
 
 

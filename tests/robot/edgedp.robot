@@ -32,6 +32,8 @@ Reports INFO
     Should Be Equal    ${info}[board]    ${BOARD}
     Should Be Equal    ${info}[build]    test
     Should Be Equal    ${info}[entropy]    ok
+    Should Be Equal    ${info}[noise_entropy]    ok
+    Should Be Equal    ${info}[nonce_entropy]    ok
     Should Be True    ${info}[time_ok]
     Should Be True    ${info}[store_ok]
 

@@ -144,8 +144,10 @@ class EdgedpKeywords:
             raise AssertionError(f"PING echoed {echo!r}, expected {payload!r}")
 
     def device_info(self) -> dict:
-        """INFO as a dictionary: board, build, firmware_version, entropy, store, time_ok, tick_kind, ..."""
-        return dataclasses.asdict(self._dev().info())
+        """INFO as a dictionary: board, build, firmware_version, entropy (ok when every source is),
+        noise_entropy, nonce_entropy, store, time_ok, tick_kind, rx_buffer, model, ..."""
+        info = self._dev().info()
+        return {**dataclasses.asdict(info), "entropy": info.entropy}
 
     def budget(self) -> dict:
         """BUDGET as a dictionary (micro-epsilon): daily_cap, daily_spent, remaining, auth_counter, ..."""

@@ -82,19 +82,11 @@ def read_audit(path: str | Path) -> tuple[str, dict] | AuditError:
     """An audit-dp / audit-train --json result, or why it is not one (never raises for a bad file)."""
     name = str(path)
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        return AuditError(name, "no such file: the audit did not run")
-    except (OSError, UnicodeDecodeError) as exc:
-        return AuditError(name, f"cannot be read ({exc})")
-    if not text.strip():
-        return AuditError(name, "empty: the audit printed no result (it failed before its JSON; see its log)")
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return AuditError(name, f"not JSON ({exc.msg})")
-    if not isinstance(d, dict):
-        return AuditError(name, "not a JSON object")
+        if Path(path).is_file() and not Path(path).read_text().strip():
+            return AuditError(name, "empty: the audit printed no result (it failed before its JSON; see its log)")
+        d = read_json(path, "audit result")
+    except (ValueError, OSError) as exc:
+        return AuditError(name, str(exc).removeprefix(f"{name}: "))
     if "error" in d:
         return AuditError(name, f"the audit failed: {d.get('message') or d['error']}")
     try:

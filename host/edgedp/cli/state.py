@@ -58,9 +58,9 @@ def info(target: str | None, as_json: bool) -> None:
     else:
         for k, v in d.items():
             if k == "model" and isinstance(v, dict):
-                v = (f"{v['name']} ({v['kind']}, {v['head']} head, input "
+                v = (f"{shown(v['name'])} ({v['kind']}, {v['head']} head, input "
                      f"{'x'.join(map(str, v['input_shape']))} -> {v['n_classes']} classes, sha256 {v['sha256'][:16]}…)")
-            elif k in ("board", "firmware_version"):  # the device's own text
+            elif k in ("board", "firmware_version"):  # the device's own text (and the model's name above)
                 v = shown(v)
             click.echo(f"{k:17s} {'none' if v is None else v}")
 

@@ -177,7 +177,8 @@ class Info:
             version = 1 if b[0] in (0, 1) else b[0]  # version 1 began with build (0 or 1)
             raise TransportError(f"the device answers INFO version {version}"
                                  + (" (firmware 0.3.0 or older)" if version == 1 else "")
-                                 + f"; this host reads version {S.INFO_VERSION}: update the firmware")
+                                 + f"; this host reads version {S.INFO_VERSION}: update the "
+                                 + ("firmware" if version < S.INFO_VERSION else "host tool (pip install -U edgedp)"))
         _sized(b, cls.FMT.size + 3, "INFO", exact=False)
         (_, build, store, store_ok, time_ok, tick_kind, maxk, hz, burst, per_minute, tarpit, rx_buffer,
          noise, nonce, kind, head, classes, rank, *dims, sha) = cls.FMT.unpack_from(b)

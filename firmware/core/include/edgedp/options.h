@@ -65,6 +65,6 @@
  * and CMake's project(), the host package (edgedp.schema, generated from this
  * header) and pyproject.toml take it from here; library.json, whose format
  * cannot read a file, carries a copy a test keeps equal. Not a build option. */
-#define EDP_FIRMWARE_VERSION "0.3.0"
+#define EDP_FIRMWARE_VERSION "0.4.0"
 
 #endif
