@@ -48,6 +48,6 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def warnings_as_notes() -> None:
-    """Show the package's own warnings (e.g. edgedp.device.client.KeyFileWarning) as one line
+    """Show the package's own warnings (e.g. edgedp.train.run.LargeDeltaWarning) as one line
     ``edgedp: warning: ...`` (not under -q); other warnings as Python shows them."""
     warnings.showwarning = _show_warning

@@ -11,7 +11,6 @@ import contextlib
 import os
 import re
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -65,11 +64,6 @@ def timeout_or(default: float) -> float:
     return default_timeout() if os.environ.get(TIMEOUT_ENV) else default
 
 
-class KeyFileWarning(UserWarning):
-    """A key file others can read or write that holds the public test key: used (the key is
-    public anyway; tests/keys/ ships it 0644), with this warning."""
-
-
 class KeyFileModeError(PermissionError):
     """A key file group or others can read or write: not used (the message names the chmod)."""
 
@@ -80,7 +74,8 @@ def load_key(path: str | Path | None = None) -> bytes:
 
     A file named here that group or others can read or write is refused (KeyFileModeError,
     naming the ``chmod 600`` to run; edgedp.trust.key_file_problem) -- unless it holds the public
-    test key, which is used with a KeyFileWarning."""
+    test key, which is used whatever its mode: the key is public, so its mode protects nothing, and
+    a checkout's tests/keys/ has it 0644 (git keeps no other mode)."""
     named = bool(path)
     path = Path(path or test_key_path())
     key = _read_key(path)
@@ -88,7 +83,6 @@ def load_key(path: str | Path | None = None) -> bytes:
     if problem:
         if key != _read_key(test_key_path()):
             raise KeyFileModeError(problem)
-        warnings.warn(KeyFileWarning(f"{problem} (it holds the public test key, so it is used)"), stacklevel=2)
     return key
 
 
