@@ -327,10 +327,11 @@ class QueryRun:
         if self.write_error is not None:
             assert self.sink is not None
             unsaved = self.answered - self.sink.saved
+            whole = "a complete array of those rows" if self.sink.path.suffix == ".npy" else "whole lines only"
             where = ("are on stdout above, as every answer is" if not self.pipe_closed else
                      "were not saved: stdout was closed too")
             fail(OutputError(f"{self.write_error}; {self.answered} answers were charged and {self.sink.saved} written to "
-                             f"{self.sink.path} (whole lines only); the other {unsaved} {where}"), self.as_json)
+                             f"{self.sink.path} ({whole}); the other {unsaved} {where}"), self.as_json)
         if self.lost:
             fail(EdgeDPError(f"{self.lost} answer(s) lost on the link after the device charged them; "
                              f"{self.answered} answered, {self.refused} refused", "ERR_LOST"), self.as_json,
