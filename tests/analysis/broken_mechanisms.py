@@ -2,6 +2,8 @@
 part of the package). Each is a ``audit_dp.Releaser`` at the same claimed configuration."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from edgedp.analysis.audit_dp import Mechanism, Releaser, features
@@ -35,3 +37,19 @@ def half_scale(mech: Mechanism, mode: Mode) -> Releaser:
         r = modes.release(y, lat, mode)
         return features(mode, mech.k, r.lattice, r.indices, r.label, r.level, lat.lo - 1.0)
     return answers
+
+
+def one_class_unnoised(cls: int) -> Callable[[Mechanism, Mode], Releaser]:
+    """The device's lattice, noise law, clamps and modes, except that class ``cls`` gets no noise:
+    its lattice value is released as it is (a mechanism bug that a projection on the pair's
+    direction dilutes among the other classes' noise)."""
+    def releaser(mech: Mechanism, mode: Mode) -> Releaser:
+        def answers(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+            lat = mech.lattice
+            q = quantize(np.tile(x, (n, 1)), lat, mech.lo, mech.hi)
+            y = q + dlap.sample(lat.inv_t, q.shape, rng)
+            y[:, cls] = q[:, cls]
+            r = modes.release(y, lat, mode)
+            return features(mode, mech.k, r.lattice, r.indices, r.label, r.level, lat.lo - 1.0)
+        return answers
+    return releaser

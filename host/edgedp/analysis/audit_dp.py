@@ -15,7 +15,8 @@ The neighbouring pairs audited (``neighbour_pairs``):
   the slack the lattice's Δ' = Δ + k·g has to cover.
 
 Each world answers ``trials`` times (fresh noise); ``epsilon_lower_bound.lower_bound`` turns the two
-samples into a bound at the stated confidence (Bonferroni over the pairs). A correct mechanism
+samples into a bound at the stated confidence (Bonferroni over the pairs and, within a pair, over
+its statistics: the projection on the pair's direction, every coordinate, the argmax; ``scores``). A correct mechanism
 gives a bound below its epsilon with probability at least the confidence; one that is not ε-DP
 at the stated ε shows a bound above it once the trials suffice.
 
@@ -143,13 +144,16 @@ def reference_releaser(mech: Mechanism, mode: Mode) -> Releaser:
 
 
 def scores(feats: np.ndarray, pair: Pair) -> dict[str, np.ndarray]:
-    """Candidate scores of each answer: the projection on the direction from b to a, and each class
-    that moved by more than a rounding step, signed so that larger points to world a."""
+    """The statistics of each answer the audit scores (the confidence is split over them,
+    ``epsilon_lower_bound.lower_bound``): the projection on the direction from b to a; every
+    coordinate on its own (a class whose noise is wrong shows there, where a projection dilutes
+    it among the others' noise, even when the pair moves it by one rounding step only); and the
+    argmax, scored by the direction its class moved (+1 up in world a, -1 down, 0 unmoved)."""
     diff = pair.a.astype(np.float64) - pair.b.astype(np.float64)
     w = np.sign(diff)
-    out = {"projection": feats @ w}
-    for i in np.flatnonzero(np.abs(diff) > np.abs(diff).max() / 2)[:4]:
-        out[f"class{i}"] = w[i] * feats[:, i]
+    out = {"projection": feats @ w, "argmax": w[np.argmax(feats, axis=1)]}
+    for i in range(feats.shape[1]):
+        out[f"class{i}"] = feats[:, i]
     return out
 
 
@@ -186,7 +190,8 @@ class AuditResult:
                 "confidence": self.confidence, "classes": m.k, "range": [m.lo, m.hi], "sensitivity": m.sensitivity,
                 "lattice_exponent": m.lattice.m, "delta": m.delta,
                 "method": "event chosen on half of each world's answers, one-sided Clopper-Pearson limits on the "
-                          "other half, Bonferroni over the pairs",
+                          "other half, Bonferroni over the pairs and over each pair's statistics (projection, every "
+                          "coordinate, argmax)",
                 "pairs": [p.as_dict() for p in self.pairs]}
 
 

@@ -4,12 +4,15 @@ a, b: P[M(a) in E] <= e^eps P[M(b) in E] + delta, so
 
     eps >= ln((P[M(a) in E] - delta) / P[M(b) in E]).
 
-The event is a threshold on one of several candidate scores of the output ({s >= tau} or its
-complement, favouring either world). It is chosen on one half of each world's samples (the
-selection half); the bound is then computed once, on the other half (the evaluation half), with
-one-sided Clopper-Pearson limits at level alpha/2 each: the lower limit of P[E | a] and the upper
-limit of P[E | b]. So the bound is below the true epsilon with probability at least 1 - alpha,
-whatever was tried on the selection half.
+The event is a threshold on a candidate score (a statistic) of the output ({s >= tau} or its
+complement, favouring either world). For each of the S statistics, its best event is chosen on
+one half of each world's samples (the selection half); each is then evaluated once, on the other
+half (the evaluation half), with one-sided Clopper-Pearson limits at level alpha/(2S) each: the
+lower limit of P[E | a] and the upper limit of P[E | b]; the bound is the largest of the S. Each
+is below the true epsilon with probability at least 1 - alpha/S, whatever was tried on the
+selection half, so (Bonferroni over the statistics) the largest is with probability at least
+1 - alpha. A statistic that separates the worlds is thus never hidden by another that looked
+better on the selection half.
 """
 from __future__ import annotations
 
@@ -114,7 +117,8 @@ def choose_event(scores_a: Mapping[str, np.ndarray], scores_b: Mapping[str, np.n
 
 def lower_bound(scores_a: Mapping[str, np.ndarray], scores_b: Mapping[str, np.ndarray], alpha: float,
                 rng: np.random.Generator, delta: float = 0.0) -> Bound:
-    """Choose the event on a random half of each world's samples, bound epsilon on the other half.
+    """For each statistic, choose its event on a random half of each world's samples and bound
+    epsilon on the other half at alpha split over the statistics; the largest bound.
 
     ``scores_a[name]`` and ``scores_b[name]`` hold one candidate score per sample of each world
     (the same samples for every name). The result is a lower bound with confidence 1 - alpha;
@@ -126,12 +130,16 @@ def lower_bound(scores_a: Mapping[str, np.ndarray], scores_b: Mapping[str, np.nd
     pa, pb = rng.permutation(na), rng.permutation(nb)
     sel_a, ev_a = pa[: na // 2], pa[na // 2:]
     sel_b, ev_b = pb[: nb // 2], pb[nb // 2:]
-    event, est = choose_event({k: v[sel_a] for k, v in scores_a.items()},
-                              {k: v[sel_b] for k, v in scores_b.items()}, alpha, delta)
-    if event is None:
-        return Bound(0.0, None, est, 0, 0, len(ev_a), len(ev_b), alpha, delta)
-    ha = int(np.count_nonzero(event.inside(scores_a[event.score][ev_a])))
-    hb = int(np.count_nonzero(event.inside(scores_b[event.score][ev_b])))
-    k1, n1, k2, n2 = (ha, len(ev_a), hb, len(ev_b)) if event.favours == "a" else (hb, len(ev_b), ha, len(ev_a))
-    eps = float(eps_from_counts(np.asarray(k1), n1, np.asarray(k2), n2, alpha, delta))
-    return Bound(max(0.0, eps), event, est, ha, hb, len(ev_a), len(ev_b), alpha, delta)
+    each = alpha / len(scores_a)
+    best = Bound(0.0, None, -math.inf, 0, 0, len(ev_a), len(ev_b), each, delta)
+    for name in scores_a:
+        event, est = choose_event({name: scores_a[name][sel_a]}, {name: scores_b[name][sel_b]}, each, delta)
+        if event is None:
+            continue
+        ha = int(np.count_nonzero(event.inside(scores_a[name][ev_a])))
+        hb = int(np.count_nonzero(event.inside(scores_b[name][ev_b])))
+        k1, n1, k2, n2 = (ha, len(ev_a), hb, len(ev_b)) if event.favours == "a" else (hb, len(ev_b), ha, len(ev_a))
+        eps = max(0.0, float(eps_from_counts(np.asarray(k1), n1, np.asarray(k2), n2, each, delta)))
+        if best.event is None or eps > best.epsilon_lower_bound:
+            best = Bound(eps, event, est, ha, hb, len(ev_a), len(ev_b), each, delta)
+    return best
