@@ -29,7 +29,7 @@ import datetime
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -585,7 +585,7 @@ def _worst(points: list[tuple[dict, float]], limit: float, **extra) -> dict:
             "points": len(points), **extra}
 
 
-def _today(table: dict[tuple[int, float], float], r: dict) -> float | None:
+def _today(table: Mapping[tuple[int, float], float], r: dict) -> float | None:
     return table.get((r["k"], float(r["epsilon"])))
 
 
