@@ -1,0 +1,188 @@
+"""Imported models as the device runs them: a graph of int8 operators on NHWC tensors in one static
+arena (docs/model.md, "Imported graphs"; the C side is edp_graph_s8_t in edgedp/model.h, the kernels
+model_graph.c, the NumPy reference graph_ref.py).
+
+Arithmetic is TFLite's reference kernels' (tensorflow/lite/kernels/internal/reference/integer_ops):
+int32 sums of (x - input zero point) * w, per-channel fixed-point multipliers with TFLite's double
+rounding (SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT), the fused activation as a clamp
+in the output's int8 domain.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OPS = ("conv", "dwconv", "fc", "avgpool", "maxpool", "mean", "pad", "add")
+"""Index = the C enum edp_op (model.h)."""
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: real = m 2^(shift - 31), m in [2^30, 2^31) (0 for real 0), the
+    mantissa rounded half away from zero; shift is a left shift when positive."""
+    if real == 0.0:
+        return 0, 0
+    frac, shift = math.frexp(real)
+    q = int(math.floor(abs(frac) * (1 << 31) + 0.5)) * (1 if frac > 0 else -1)
+    if q == 1 << 31:
+        q //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    if shift > 30:
+        raise ValueError(f"a requantisation multiplier of {real:g} is too large for int32 arithmetic")
+    return q, shift
+
+
+def round_away(x: float) -> int:
+    """std::round: halves away from zero."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An int8 activation: its NHWC shape without the batch (H, W, C; a vector is (1, 1, N)) and its
+    affine quantisation real = scale (q - zp). An alias (a RESHAPE's output) names another tensor's
+    bytes, read in C order with its own shape; it takes no arena space of its own."""
+
+    shape: tuple[int, int, int]
+    scale: float
+    zp: int
+    alias: int = -1
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1] * self.shape[2]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operator: y = op(a[, b]) on tensor indices; the fields each kind uses (model.h's
+    edp_op_s8_t says which). Weights: conv (OC, KH, KW, IC), dwconv (KH, KW, OC), fc (OC, IC), int8;
+    bias int32 (OC,); mult/shift per output channel (length OC, or 1: per tensor), shift TFLite's
+    exponent (> 0: left). add: mult/shift = [input a, input b, output] and left_shift 20.
+    single_round: the requantisation rounds once, (acc m + 2^(30 - shift)) >> (31 - shift) in int64
+    (what LiteRT's fully-connected kernel does, measured), instead of TFLite's double rounding."""
+
+    kind: str
+    a: int
+    y: int
+    node: str                       # where it came from ("node 3 (CONV_2D)"), for messages
+    b: int = -1
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    pad: tuple[int, int] = (0, 0)   # before (top, left)
+    act: tuple[int, int] = (-128, 127)
+    w: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    mult: np.ndarray | None = None
+    shift: np.ndarray | None = None
+    single_round: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in OPS:
+            raise ValueError(f"operator kind {self.kind!r} is not one of {OPS}")
+        lo, hi = self.act
+        if not -128 <= lo <= hi <= 127:
+            raise ValueError(f"{self.node}: activation range {self.act} is not within int8")
+        if any(not 1 <= v <= 255 for v in self.kernel + self.stride + self.dilation) or \
+                any(not 0 <= v <= 255 for v in self.pad):
+            raise ValueError(f"{self.node}: kernel, stride, dilation 1..255 and padding 0..255 (device limits)")
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Operators in execution order over int8 tensors; tensor `input` is the model's input (the device
+    quantises the float input into it: q = clamp(round(x / scale) + zp), halves away from zero, in
+    float32), tensor `output` its logits (dequantised: z = float32(q - zp) * scale, before the head).
+    `offsets` place every tensor in the arena (plan_arena)."""
+
+    tensors: tuple[Tensor, ...]
+    ops: tuple[Op, ...]
+    input: int
+    output: int
+    offsets: tuple[int, ...] = field(default=())
+    arena_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.ops:
+            raise ValueError("a graph needs at least one operator")
+        if not self.offsets:
+            offsets, size = plan_arena(self)
+            object.__setattr__(self, "offsets", offsets)
+            object.__setattr__(self, "arena_bytes", size)
+
+    @property
+    def n_features(self) -> int:
+        return self.tensors[self.input].size
+
+    @property
+    def n_outputs(self) -> int:
+        return self.tensors[self.output].size
+
+    @property
+    def n_weights(self) -> int:
+        return sum((o.w.size if o.w is not None else 0) + (o.bias.size if o.bias is not None else 0) for o in self.ops)
+
+    @property
+    def flash_bytes(self) -> int:
+        """Parameters in flash: 1 per int8 weight, 4 per bias and multiplier, 1 per shift, plus each
+        operator's descriptor (edp_op_s8_t, 64 bytes on a 32-bit target)."""
+        n = 0
+        for o in self.ops:
+            n += 64 + (o.w.size if o.w is not None else 0) + 4 * (o.bias.size if o.bias is not None else 0)
+            n += 5 * (o.mult.size if o.mult is not None else 0)
+        return n
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates per inference (conv, dwconv, fc)."""
+        n = 0
+        for o in self.ops:
+            oh, ow, oc = self.tensors[o.y].shape
+            if o.kind == "conv" and o.w is not None:
+                n += oh * ow * oc * o.w.shape[1] * o.w.shape[2] * o.w.shape[3]
+            elif o.kind == "dwconv":
+                n += oh * ow * oc * o.kernel[0] * o.kernel[1]
+            elif o.kind == "fc" and o.w is not None:
+                n += o.w.size
+        return n
+
+
+def _align4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def plan_arena(g: Graph) -> tuple[tuple[int, ...], int]:
+    """Offsets of every tensor in one arena from the tensors' lifetimes (first op writing or the
+    start, for the input, to the last op reading or the end, for the output): largest first, each at
+    the lowest 4-aligned offset free of every tensor alive at the same time (TFLite Micro's greedy
+    planner). A kernel never works in place: an op's inputs and output are alive together."""
+    n = len(g.tensors)
+    root = [t if g.tensors[t].alias < 0 else g.tensors[t].alias for t in range(n)]
+    first = [len(g.ops)] * n
+    last = [-1] * n
+    first[root[g.input]] = -1
+    for i, o in enumerate(g.ops):
+        first[root[o.y]] = min(first[root[o.y]], i)
+        for t in (o.a, o.b):
+            if t >= 0:
+                last[root[t]] = max(last[root[t]], i)
+    last[root[g.output]] = len(g.ops)
+    used = [t for t in range(n) if root[t] == t and last[t] >= first[t]]
+    placed: list[tuple[int, int, int, int]] = []   # offset, end, first, last
+    offsets = [0] * n
+    for t in sorted(used, key=lambda t: (-g.tensors[t].size, t)):
+        size = _align4(g.tensors[t].size)
+        clash = sorted((o, e) for o, e, f, l in placed if not (l < first[t] or last[t] < f))
+        off = 0
+        for o, e in clash:
+            if off + size <= o:
+                break
+            off = max(off, e)
+        offsets[t] = off
+        placed.append((off, off + size, first[t], last[t]))
+    offsets = [offsets[root[t]] for t in range(n)]
+    return tuple(offsets), max((e for _, e, _, _ in placed), default=0)
