@@ -17,6 +17,7 @@ EDP_CORE_SRCS := \
 	firmware/core/src/frame.c \
 	firmware/core/src/mech.c \
 	firmware/core/src/model.c \
+	firmware/core/src/model_graph.c \
 	firmware/core/src/model_s8.c \
 	firmware/core/src/sha256.c \
 	firmware/core/src/store.c \

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..train import model_file as models_io
 from ..datasets import Outputs
-from . import cgen, convert, digits, quantize, reference
+from . import cgen, convert, digits, quantize, reference, tflite_import
 from .spec import DeviceModel
 
 
@@ -71,6 +71,10 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool =
             raise ValueError(f"{source!r} is neither a model file nor a built-in model (built-in: "
                              f"{', '.join(digits.BUILTIN)})")
         raise ValueError(f"{source}: no such file")
+    if Path(source).suffix == ".tflite":
+        if int8:
+            raise ValueError(f"{source}: --int8 quantises a float model; this TFLite model is imported as it is")
+        return tflite_import.device_model(source, input_range), {}
     model = convert.load(source)
     if input_range is not None:
         model = replace(model, input_range=input_range)

@@ -186,3 +186,67 @@ def plan_arena(g: Graph) -> tuple[tuple[int, ...], int]:
         placed.append((off, off + size, first[t], last[t]))
     offsets = [offsets[root[t]] for t in range(n)]
     return tuple(offsets), max((e for _, e, _, _ in placed), default=0)
+
+
+FIELDS = ("op", "single_round", "act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl",
+          "ih", "iw", "ic", "oh", "ow", "oc", "a_zp", "b_zp", "y_zp", "a", "b", "y")
+"""edp_op_s8_t's integer fields in order (model.h), before its arrays and n_q."""
+
+
+def record(g: Graph, op: Op) -> tuple[int, ...]:
+    """An operator as the device holds it: FIELDS' values."""
+    ta, ty = g.tensors[op.a], g.tensors[op.y]
+    b_zp, b_off = (g.tensors[op.b].zp, g.offsets[op.b]) if op.b >= 0 else (0, 0)
+    return (OPS.index(op.kind), int(op.single_round), *op.act, *op.kernel, *op.stride, *op.dilation, *op.pad,
+            *ta.shape, *ty.shape, ta.zp, b_zp, ty.zp, g.offsets[op.a], b_off, g.offsets[op.y])
+
+
+def from_records(recs: list[tuple[tuple[int, ...], dict[str, np.ndarray | None]]], input_at: int,
+                 output_at: int, in_q: tuple[float, int], out_q: tuple[float, int], arena_bytes: int) -> Graph:
+    """The graph the device holds, from its operator records (FIELDS and the arrays w, bias, mult,
+    shift) and its input and output: tensors are identified by the operator that last wrote their
+    arena offset; a read with another shape is an alias. Scales of inner tensors are not on the
+    device (0 here); the input's and output's are."""
+    tensors: list[Tensor] = []
+    offsets: list[int] = []
+    writer: dict[int, int] = {}
+
+    def read(off: int, shape: tuple[int, int, int], zp: int) -> int:
+        t = writer[off]
+        if tensors[t].shape == shape:
+            return t
+        root = tensors[t].alias if tensors[t].alias >= 0 else t
+        tensors.append(Tensor(shape, tensors[t].scale, zp, alias=root))
+        offsets.append(off)
+        return len(tensors) - 1
+
+    ops: list[Op] = []
+    first = recs[0][0] if recs else None
+    if first is None:
+        raise ValueError("a graph needs at least one operator")
+    f = dict(zip(FIELDS, first))
+    tensors.append(Tensor((f["ih"], f["iw"], f["ic"]), in_q[0], in_q[1]))
+    offsets.append(input_at)
+    writer[input_at] = 0
+    for vals, arrays in recs:
+        f = dict(zip(FIELDS, vals))
+        if f["op"] >= len(OPS):
+            raise ValueError(f"operator kind {f['op']} is unknown")
+        kind = OPS[f["op"]]
+        if f["a"] not in writer or (kind == "add" and f["b"] not in writer):
+            raise ValueError(f"operator {len(ops)} reads arena offset {f['a']} before anything wrote it")
+        a = read(f["a"], (f["ih"], f["iw"], f["ic"]), f["a_zp"])
+        b = read(f["b"], (f["oh"], f["ow"], f["oc"]), f["b_zp"]) if kind == "add" else -1
+        tensors.append(Tensor((f["oh"], f["ow"], f["oc"]), 0.0, f["y_zp"]))
+        offsets.append(f["y"])
+        y = len(tensors) - 1
+        writer[f["y"]] = y
+        ops.append(Op(kind, a, y, f"operator {len(ops)}", b=b, kernel=(f["kh"], f["kw"]), stride=(f["sh"], f["sw"]),
+                      dilation=(f["dh"], f["dw"]), pad=(f["pt"], f["pl"]), act=(f["act_min"], f["act_max"]),
+                      single_round=bool(f["single_round"]), **arrays))  # type: ignore[arg-type]
+    out = writer.get(output_at)
+    if out is None:
+        raise ValueError(f"no operator writes the output's arena offset {output_at}")
+    tensors[out] = Tensor(tensors[out].shape, out_q[0], out_q[1], tensors[out].alias)
+    tensors[0] = Tensor(tensors[0].shape, in_q[0], in_q[1])
+    return Graph(tuple(tensors), tuple(ops), 0, out, tuple(offsets), arena_bytes)

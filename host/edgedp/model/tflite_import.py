@@ -4,12 +4,14 @@ int32 biases. Every operator the graph's output depends on must be supported; an
 refused before anything is built, naming the operator, its node and the supported list."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import tflite
 
 from .graph import Graph, Op, Tensor, quantize_multiplier, round_away
+from .spec import DeviceModel
 
 SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN",
              "PAD", "ADD", "RESHAPE", "SOFTMAX (last)", "QUANTIZE (first)", "DEQUANTIZE (last)")
@@ -328,3 +330,42 @@ def _add(r: _Reader, i: int, b: _Builder) -> Op:
     return Op("add", b.tensor(a), b.tensor(r.output(i)), r.node(i), b=b.tensor(a2),
               act=_act(r.options(i, tflite.AddOptions).FusedActivationFunction(), ty, r.node(i)),
               mult=mult, shift=shift)
+
+
+def device_model(path: str | Path, input_range: tuple[float, float] | None = None) -> DeviceModel:
+    """The DeviceModel of an int8 .tflite: its graph, a softmax head over its outputs (output range
+    [0, 1], L1 sensitivity 2), the input's shape (H, W, C) and, unless given, the input range its int8
+    input can represent, scale (-128 - zp) .. scale (127 - zp)."""
+    path = Path(path)
+    g = load(path)
+    t = g.tensors[g.input]
+    rng = input_range if input_range is not None else \
+        (float(np.float32(t.scale * (-128 - t.zp))), float(np.float32(t.scale * (127 - t.zp))))
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", path.stem)[:32] or "model"
+    shape = tuple(d for d in t.shape) if t.shape[:2] != (1, 1) else (t.shape[2],)
+    return DeviceModel(name, "softmax", g.n_outputs, (), 0.0, 1.0, input_range=rng, input_shape=shape, graph=g)
+
+
+def runtime_outputs(path: str | Path, X: np.ndarray) -> np.ndarray:
+    """The LiteRT reference interpreter's (BUILTIN_REF) int8 values of the tensor the device's
+    head reads (the input of a trailing SOFTMAX, else the output) for float inputs X (N, n_features),
+    quantised as the device does (graph_ref.quantize_input). Needs `ai-edge-litert`."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType  # heavy: only when asked
+    from . import graph_ref
+    g = load(path)
+    it = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                     experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    inp = it.get_input_details()[0]
+    r = _Reader(Path(path))
+    out = int(r.g.Outputs(0))
+    producer = {r.output(i): i for i in range(len(r.ops))}
+    while out in producer and r.name(producer[out]) in ("DEQUANTIZE", "SOFTMAX"):
+        out = r.inputs(producer[out])[0]
+    xq = graph_ref.quantize_input(g, X)
+    rows = []
+    for x in xq:
+        it.set_tensor(inp["index"], x.astype(np.int8).reshape(inp["shape"]))
+        it.invoke()
+        rows.append(it.get_tensor(out).astype(np.int64).ravel())
+    return np.array(rows)
