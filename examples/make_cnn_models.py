@@ -4,6 +4,10 @@ fixtures `edgedp deploy` imports (docs/model.md, "Importing TFLite and ONNX"):
 digits_cnn_int8.tflite  fully-int8 TFLite (int8 input and output, per-channel weights)
 digits_cnn_f32.tflite   the same network in float32
 digits_cnn.onnx         the same network as ONNX (float32, NCHW input: tf2onnx's --inputs-as-nchw)
+digits_cnn2_int8.tflite a second int8 CNN for the other operator forms: an explicit asymmetric Pad, a
+                        strided and a dilated Conv2D, a depth multiplier of 2, Mean without
+                        keep_dims, per-tensor FullyConnected weights
+unsupported_int8.tflite an int8 model with a TANH (the importer refuses it, naming it)
 
 It needs the optional extra `pip install 'edgedp[convert]'` (tensorflow-cpu and tf2onnx), which
 nothing else uses: the committed fixtures are what the tests read. Run from the checkout:
@@ -50,6 +54,34 @@ def network() -> tf.keras.Model:
     return tf.keras.Model(inp, L.Softmax()(x))                    # SOFTMAX
 
 
+def network2() -> tf.keras.Model:
+    L = tf.keras.layers
+    x = inp = L.Input((8, 8, 1), name="image")
+    x = L.ZeroPadding2D(((1, 2), (0, 1)))(x)                       # PAD (asymmetric: not folded)
+    x = L.Conv2D(8, 3, strides=2, activation="relu")(x)            # strided VALID conv
+    x = L.DepthwiseConv2D(3, depth_multiplier=2, padding="same", activation="relu")(x)
+    x = L.Conv2D(16, 3, padding="same", activation="relu6")(x)
+    x = L.GlobalAveragePooling2D()(x)                              # MEAN, keep_dims false
+    x = L.Dense(10)(x)
+    return tf.keras.Model(inp, L.Softmax()(x))
+
+
+def int8_tflite(model: tf.keras.Model, X: np.ndarray, per_tensor_dense: bool = False) -> bytes:
+    def representative():
+        for x in X[:300]:
+            yield [x[None]]
+
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    if per_tensor_dense:
+        conv._experimental_disable_per_channel_quantization_for_dense_layers = True
+    return conv.convert()
+
+
 def main() -> None:
     tf.keras.utils.set_random_seed(SEED)
     X_tr, X_te, y_tr, y_te = data()
@@ -62,17 +94,18 @@ def main() -> None:
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     (OUT / "digits_cnn_f32.tflite").write_bytes(conv.convert())
 
-    def representative():
-        for x in X_tr[:300]:
-            yield [x[None]]
+    (OUT / "digits_cnn_int8.tflite").write_bytes(int8_tflite(model, X_tr))
 
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = representative
-    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    conv.inference_input_type = tf.int8
-    conv.inference_output_type = tf.int8
-    (OUT / "digits_cnn_int8.tflite").write_bytes(conv.convert())
+    second = network2()
+    second.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    second.fit(X_tr, y_tr, epochs=20, batch_size=32, verbose=0)
+    print(f"second CNN, float accuracy: {second.evaluate(X_te, y_te, verbose=0)[1]:.4f}")
+    (OUT / "digits_cnn2_int8.tflite").write_bytes(int8_tflite(second, X_tr, per_tensor_dense=True))
+
+    L = tf.keras.layers
+    inp = L.Input((8, 8, 1))
+    tanh = tf.keras.Model(inp, L.Dense(10)(L.Activation("tanh")(L.Dense(8)(L.Flatten()(inp)))))
+    (OUT / "unsupported_int8.tflite").write_bytes(int8_tflite(tanh, X_tr))
 
     import tf2onnx  # after TensorFlow: tf2onnx imports it
     spec = (tf.TensorSpec((1, 8, 8, 1), tf.float32, name="image"),)

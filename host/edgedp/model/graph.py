@@ -176,12 +176,12 @@ def plan_arena(g: Graph) -> tuple[tuple[int, ...], int]:
     offsets = [0] * n
     for t in sorted(used, key=lambda t: (-g.tensors[t].size, t)):
         size = _align4(g.tensors[t].size)
-        clash = sorted((o, e) for o, e, f, l in placed if not (l < first[t] or last[t] < f))
+        clash = sorted((lo, hi) for lo, hi, f, l in placed if not (l < first[t] or last[t] < f))
         off = 0
-        for o, e in clash:
-            if off + size <= o:
+        for lo, hi in clash:
+            if off + size <= lo:
                 break
-            off = max(off, e)
+            off = max(off, hi)
         offsets[t] = off
         placed.append((off, off + size, first[t], last[t]))
     offsets = [offsets[root[t]] for t in range(n)]
@@ -243,7 +243,7 @@ def from_records(recs: list[tuple[tuple[int, ...], dict[str, np.ndarray | None]]
         writer[f["y"]] = y
         ops.append(Op(kind, a, y, f"operator {len(ops)}", b=b, kernel=(f["kh"], f["kw"]), stride=(f["sh"], f["sw"]),
                       dilation=(f["dh"], f["dw"]), pad=(f["pt"], f["pl"]), act=(f["act_min"], f["act_max"]),
-                      single_round=bool(f["single_round"]), **arrays))  # type: ignore[arg-type]
+                      single_round=bool(f["single_round"]), **arrays))
     out = writer.get(output_at)
     if out is None:
         raise ValueError(f"no operator writes the output's arena offset {output_at}")

@@ -247,10 +247,9 @@ def _conv(r: _Reader, i: int, b: _Builder) -> Op:
             raise ValueError(f"{r.path}: {r.node(i)}: filter {list(w.shape)} does not fit its tensors")
         kh, kw = w.shape[1], w.shape[2]
     oc = ty.shape[2]
-    scales = np.broadcast_to(ws, (oc,)) if len(ws) in (1, oc) else None
-    if scales is None:
+    if len(ws) not in (1, oc):
         raise ValueError(f"{r.path}: {r.node(i)}: {len(ws)} weight scales for {oc} channels")
-    mult, shift = _multipliers(ta.scale * scales / ty.scale)
+    mult, shift = _multipliers(ta.scale * ws / ty.scale)  # per channel, or one per tensor
     same = o.Padding() == tflite.Padding.SAME
     sh, sw, dh, dwd = o.StrideH(), o.StrideW(), o.DilationHFactor(), o.DilationWFactor()
     pads = (_pad(ta.shape[0], ty.shape[0], kh, sh, dh, same), _pad(ta.shape[1], ty.shape[1], kw, sw, dwd, same))
@@ -268,7 +267,7 @@ def _fc(r: _Reader, i: int, b: _Builder) -> Op:
     if len(ws) not in (1, w.shape[0]):
         raise ValueError(f"{r.path}: {r.node(i)}: {len(ws)} weight scales for {w.shape[0]} outputs")
     o = r.options(i, tflite.FullyConnectedOptions)
-    mult, shift = _multipliers(ta.scale * np.broadcast_to(ws, (w.shape[0],)) / ty.scale)
+    mult, shift = _multipliers(ta.scale * ws / ty.scale)  # per channel, or one per tensor
     return Op("fc", b.tensor(ins[0]), b.tensor(r.output(i)), r.node(i), act=_act(o.FusedActivationFunction(), ty, r.node(i)),
               w=np.ascontiguousarray(w), bias=_bias(r, i, ins[2] if len(ins) > 2 else -1, w.shape[0]),
               mult=mult, shift=shift, single_round=True)
@@ -299,9 +298,6 @@ def _mean(r: _Reader, i: int, b: _Builder) -> Op:
     if len(r.shape(a)) != 4 or axes is None or sorted(int(v) for v in axes.ravel()) != [1, 2]:
         raise ValueError(f"{r.path}: {r.node(i)}: MEAN over the height and width of a 4-D tensor only "
                          f"(axes {None if axes is None else axes.tolist()})")
-    if not r.options(i, tflite.ReducerOptions).KeepDims():
-        raise ValueError(f"{r.path}: {r.node(i)}: MEAN without keep_dims is not supported "
-                         "(Keras: GlobalAveragePooling2D(keepdims=True), then Flatten)")
     m, s = quantize_multiplier(ta.scale / (ta.shape[0] * ta.shape[1] * ty.scale))
     return Op("mean", b.tensor(a), b.tensor(r.output(i)), r.node(i), kernel=ta.shape[:2],
               mult=np.array([m], np.int32), shift=np.array([s], np.int8))
