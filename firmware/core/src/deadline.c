@@ -143,9 +143,9 @@
 #endif
 #endif
 /* Imported graphs (model_graph.c, portable C): upper bounds per unit of work,
- * each kernel charged for its full window (taps outside the input cost less).
- * Set from the instruction counts of edp_model_graph_run on the Cortex-M4
- * (docs/model.md "Deadlines"). */
+ * each window charged in full (taps outside the input cost less), set from
+ * edp_model_graph_run's instructions per operator on the Cortex-M4 (Unicorn;
+ * docs/model.md "Deadlines": the two committed CNNs measure 1.0-1.6x below). */
 #ifndef EDP_DL_G_MODEL
 #define EDP_DL_G_MODEL 300u         /* once per INFER: the call, the loops' set-up */
 #endif
@@ -162,16 +162,19 @@
 #define EDP_DL_G_POS 60u            /* per output position of a window operator: the tap ranges */
 #endif
 #ifndef EDP_DL_G_ELEM
-#define EDP_DL_G_ELEM 60u           /* per output value: a requantisation (double rounding), the clamp */
-#endif
-#ifndef EDP_DL_G_ROW
-#define EDP_DL_G_ROW 12u            /* per output value and kernel row */
+#define EDP_DL_G_ELEM 120u          /* per output value: a requantisation (double rounding), the clamp */
 #endif
 #ifndef EDP_DL_G_TAP
-#define EDP_DL_G_TAP 14u            /* per output value and kernel tap: its address */
+#define EDP_DL_G_TAP 26u            /* per output value and kernel tap: its address */
 #endif
 #ifndef EDP_DL_G_MAC
 #define EDP_DL_G_MAC 7u             /* per multiply-accumulate (two loads, the offset, MLA, the loop) */
+#endif
+#ifndef EDP_DL_G_ROW
+#define EDP_DL_G_ROW 30u            /* PAD: per input row copied */
+#endif
+#ifndef EDP_DL_G_BYTE
+#define EDP_DL_G_BYTE 2u            /* PAD: per output byte (the fill and the copy) */
 #endif
 
 #define DL_LN2 0.69314718055994531
@@ -421,18 +424,18 @@ static uint64_t model_graph_insns(const edp_model_t *m)
     uint32_t i;
     for (i = 0; i < g->n_ops; i++) {
         const edp_op_s8_t *o = &g->ops[i];
-        const uint64_t outs = (uint64_t)o->oh * o->ow * o->oc, in = (uint64_t)o->ih * o->iw * o->ic;
-        const uint64_t taps = (uint64_t)o->kh * (EDP_DL_G_ROW + (uint64_t)o->kw * EDP_DL_G_TAP);
-        n += EDP_DL_G_OP + (uint64_t)EDP_DL_G_POS * o->oh * o->ow + (uint64_t)EDP_DL_G_ELEM * outs;
+        const uint64_t outs = (uint64_t)o->oh * o->ow * o->oc, pos = (uint64_t)o->oh * o->ow * EDP_DL_G_POS;
+        const uint64_t k = (uint64_t)o->kh * o->kw, in = (uint64_t)o->ih * o->iw * o->ic;
+        n += EDP_DL_G_OP;
         switch (o->op) {
-        case EDP_OP_CONV: n += outs * (taps + (uint64_t)o->kh * o->kw * o->ic * EDP_DL_G_MAC); break;
-        case EDP_OP_DWCONV: n += outs * (taps + (uint64_t)o->kh * o->kw * EDP_DL_G_MAC); break;
-        case EDP_OP_FC: n += outs * in * EDP_DL_G_MAC; break;
+        case EDP_OP_CONV: n += pos + outs * (EDP_DL_G_ELEM + k * (EDP_DL_G_TAP + (uint64_t)o->ic * EDP_DL_G_MAC)); break;
+        case EDP_OP_DWCONV: n += pos + outs * (EDP_DL_G_ELEM + k * (EDP_DL_G_TAP + EDP_DL_G_MAC)); break;
+        case EDP_OP_FC: n += outs * (EDP_DL_G_ELEM + in * EDP_DL_G_MAC); break;
         case EDP_OP_AVGPOOL:
-        case EDP_OP_MAXPOOL: n += outs * taps; break;
-        case EDP_OP_MEAN: n += outs * (uint64_t)o->ih * o->iw * EDP_DL_G_MAC; break;
-        case EDP_OP_PAD: n += outs + in + (uint64_t)o->ih * EDP_DL_G_ROW; break;
-        case EDP_OP_ADD: n += outs * 2u * EDP_DL_G_ELEM; break;
+        case EDP_OP_MAXPOOL: n += pos + outs * (EDP_DL_G_ELEM + k * EDP_DL_G_TAP); break;
+        case EDP_OP_MEAN: n += outs * (EDP_DL_G_ELEM + (uint64_t)o->ih * o->iw * EDP_DL_G_MAC); break;
+        case EDP_OP_PAD: n += outs * EDP_DL_G_BYTE + (uint64_t)o->ih * EDP_DL_G_ROW; break;
+        case EDP_OP_ADD: n += outs * (EDP_DL_G_ELEM + EDP_DL_G_ELEM / 2u); break;
         default: break;
         }
     }

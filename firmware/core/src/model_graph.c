@@ -69,28 +69,37 @@ static void taps(int32_t org, uint32_t k, uint32_t d, uint32_t n, uint32_t *t0, 
     *t1 = t;
 }
 
+/* Conv2D and DepthwiseConv2D. The operator's fields are copied to locals
+ * first: the int8 stores may alias them. */
 static void conv(const edp_op_s8_t *o, const int8_t *x, int8_t *y, uint32_t depthwise)
 {
     const int32_t off = -o->a_zp;
     const uint32_t ic = o->ic, oc = o->oc, mul = depthwise ? oc / ic : 1u;
+    const uint32_t kh = o->kh, kw = o->kw, sh = o->sh, sw = o->sw, dh = o->dh, dw = o->dw;
+    const uint32_t ih = o->ih, iw = o->iw, oh = o->oh, ow = o->ow;
+    const int32_t pt = o->pt, pl = o->pl;
+    const int8_t *const w = o->w;
+    const int32_t *const bias = o->bias;
     uint32_t oy, ox, c, ky, kx, i, y0, y1, x0, x1;
-    for (oy = 0; oy < o->oh; oy++) {
-        const int32_t iy0 = (int32_t)(oy * o->sh) - o->pt;
-        taps(iy0, o->kh, o->dh, o->ih, &y0, &y1);
-        for (ox = 0; ox < o->ow; ox++, y += oc) {
-            const int32_t ix0 = (int32_t)(ox * o->sw) - o->pl;
-            taps(ix0, o->kw, o->dw, o->iw, &x0, &x1);
+    for (oy = 0; oy < oh; oy++) {
+        const int32_t iy0 = (int32_t)(oy * sh) - pt;
+        taps(iy0, kh, dh, ih, &y0, &y1);
+        for (ox = 0; ox < ow; ox++, y += oc) {
+            const int32_t ix0 = (int32_t)(ox * sw) - pl;
+            taps(ix0, kw, dw, iw, &x0, &x1);
             for (c = 0; c < oc; c++) {
-                int32_t acc = o->bias[c];
+                int32_t acc = bias[c];
                 for (ky = y0; ky < y1; ky++) {
-                    const uint32_t iy = (uint32_t)(iy0 + (int32_t)(ky * o->dh));
+                    const int8_t *row = x + ((size_t)(uint32_t)(iy0 + (int32_t)(ky * dh)) * iw + (uint32_t)ix0) * ic;
                     for (kx = x0; kx < x1; kx++) {
-                        const int8_t *px = x + ((size_t)iy * o->iw + (uint32_t)(ix0 + (int32_t)(kx * o->dw))) * ic;
+                        const int8_t *px = row + (size_t)kx * dw * ic;
                         if (depthwise) {
-                            acc += (px[c / mul] + off) * o->w[((size_t)ky * o->kw + kx) * oc + c];
+                            acc += (px[c / mul] + off) * w[((size_t)ky * kw + kx) * oc + c];
                         } else {
-                            const int8_t *pw = o->w + (((size_t)c * o->kh + ky) * o->kw + kx) * ic;
-                            for (i = 0; i < ic; i++) acc += (px[i] + off) * pw[i];
+                            const int8_t *pw = w + (((size_t)c * kh + ky) * kw + kx) * ic;
+                            int32_t s = 0;
+                            for (i = 0; i < ic; i++) s += (px[i] + off) * pw[i];
+                            acc += s;
                         }
                     }
                 }
