@@ -93,3 +93,15 @@ def test_float_tflite_and_the_int8_flag_are_refused_with_a_reason(tmp_path: Path
     one_line_error(r, "--int8 quantises a float model")
     r = run_cli("deploy", str(MODELS / "digits_cnn_f32.tflite"), "--out", str(tmp_path / "m.c"))
     one_line_error(r, "float32 .tflite models are not supported yet")
+
+
+def test_a_model_that_does_not_fit_is_refused_with_the_numbers(tmp_path: Path) -> None:
+    from edgedp.model import memory
+    from edgedp.model.graph import Graph, Op, Tensor
+    from edgedp.model.spec import DeviceModel
+    big = Graph((Tensor((100, 100, 8), 1.0, 0), Tensor((100, 100, 8), 1.0, 0)), (Op("pad", 0, 1, "node 0"),), 0, 1)
+    model = DeviceModel("big", "softmax", big.n_outputs, (), 0.0, 1.0, input_range=(0.0, 1.0), graph=big)
+    with pytest.raises(ValueError, match=f"needs {model.scratch_bytes} bytes of RAM; the STM32F4 image leaves "
+                                         f"{memory.IMAGE_RAM - memory.CORE_RAM - memory.MIN_STACK}"):
+        memory.check_fits(model)
+    assert memory.check_fits(tflite_import.device_model(MODELS / "digits_cnn_int8.tflite")).fits

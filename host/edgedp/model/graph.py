@@ -129,10 +129,10 @@ class Graph:
     @property
     def flash_bytes(self) -> int:
         """Parameters in flash: 1 per int8 weight, 4 per bias and multiplier, 1 per shift, plus each
-        operator's descriptor (edp_op_s8_t, 64 bytes on a 32-bit target)."""
+        operator's descriptor (edp_op_s8_t, 68 bytes on a 32-bit target)."""
         n = 0
         for o in self.ops:
-            n += 64 + (o.w.size if o.w is not None else 0) + 4 * (o.bias.size if o.bias is not None else 0)
+            n += 68 + (o.w.size if o.w is not None else 0) + 4 * (o.bias.size if o.bias is not None else 0)
             n += 5 * (o.mult.size if o.mult is not None else 0)
         return n
 
