@@ -490,7 +490,9 @@ def test_an_epsilon_from_edgedp_toml_is_refused_at_a_url_saying_so(mitm: Proxy, 
     r = run_cli("query", rows_file(tmp_path, 2), "--target", mitm.url,
                 env={"EDGEDP_CONFIG": str(tmp_path / "edgedp.toml")})
     assert r.returncode == 8, r.stderr
-    assert r.stderr.count("\n") == 1 and "(epsilon from edgedp.toml is checked against" in r.stderr, r.stderr
+    announced, error = r.stderr.splitlines()  # the value the file gave, named; then the refusal
+    assert announced == f"edgedp: epsilon 0.5 from {tmp_path / 'edgedp.toml'}", r.stderr
+    assert error.startswith("edgedp: error:") and "(epsilon from edgedp.toml is checked against" in error, r.stderr
     assert r.stderr.rstrip().endswith("; for a test image: --key-file tests/keys/test-device.key"), r.stderr
     assert mitm.sent() == Counter(), "a frame was sent before the refusal"
 

@@ -94,7 +94,7 @@
 #ifndef EDP_DL_MODEL_WIPE_BYTE
 #define EDP_DL_MODEL_WIPE_BYTE 1u   /* per byte zeroed (memset: a word and more per store) */
 #endif
-/* device.c's finite_output, on every INFER whatever the model gave: the check
+/* answer.c's finite_output, on every INFER whatever the model gave: the check
  * of its n_classes outputs and, when one is not finite, the fixed vector that
  * replaces them (longest path: the last output not finite), its call site
  * included (edgedp.bench.deadline.nonfinite_paths). */

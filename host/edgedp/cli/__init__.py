@@ -15,8 +15,9 @@ import click
 
 from ..version import __version__
 from ..device.errors import EdgeDPError
-from . import signals
+from . import config, signals
 from .common import fail, set_verbosity
+from .verbosity import warnings_as_notes
 from .exit_codes import ExitCode
 
 
@@ -45,6 +46,8 @@ COMMANDS: dict[str, Entry] = {
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
                                   "private and the budget."),
     "build": Entry("build", "build", "Build the firmware images with a model; later device commands run them."),
+    "provision": Entry("build", "provision", "The production image with a device key, for the model it was built "
+                                             "with."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
     "account": Entry("analysis", "account", "Total epsilon of N answers of the device's mechanism (basic, "
                                             "advanced, PLD) with every per-answer term, or the largest daily "
@@ -123,14 +126,17 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="edgedp")
 @click.option("--verbose", "-v", "verbose", count=True, help="Details on stderr (timings, the device's facts).")
-@click.option("--quiet", "-q", "quiet", is_flag=True, help="Errors only: no warnings, notes or progress bars.")
+@click.option("--quiet", "-q", "quiet", is_flag=True, help="Errors only: no warnings, notes or progress bars (values taken from edgedp.toml are still named).")
 def main(verbose: int, quiet: bool) -> None:
     """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis.
 
     Exit codes: 0 ok, 1 a check failed, 2 usage, 3 transport, 4 bad input, 5 device state not as
     signed, 6 device state unknown, 7 answer not authentic, 8 device refusal, 130 interrupted,
     143 terminated (docs/cli.md). Defaults for --target, --key-file and
-    --epsilon can live in edgedp.toml."""
+    --epsilon can live in edgedp.toml (only a file of your own; each value used is named on
+    stderr, `edgedp info` names the file)."""
     if verbose and quiet:
         raise click.UsageError("-v and -q contradict each other")
     set_verbosity(-1 if quiet else min(verbose, 1))
+    warnings_as_notes()
+    config.forget()
