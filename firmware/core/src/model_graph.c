@@ -90,9 +90,9 @@ static void conv(const edp_op_s8_t *o, const int8_t *x, int8_t *y, uint32_t dept
             for (c = 0; c < oc; c++) {
                 int32_t acc = bias[c];
                 for (ky = y0; ky < y1; ky++) {
-                    const int8_t *row = x + ((size_t)(uint32_t)(iy0 + (int32_t)(ky * dh)) * iw + (uint32_t)ix0) * ic;
+                    const size_t row = (size_t)(uint32_t)(iy0 + (int32_t)(ky * dh)) * iw;
                     for (kx = x0; kx < x1; kx++) {
-                        const int8_t *px = row + (size_t)kx * dw * ic;
+                        const int8_t *px = x + (row + (uint32_t)(ix0 + (int32_t)(kx * dw))) * ic;  /* inside: >= 0 */
                         if (depthwise) {
                             acc += (px[c / mul] + off) * w[((size_t)ky * kw + kx) * oc + c];
                         } else {
