@@ -21,6 +21,7 @@ EDP_CORE_SRCS := \
 	firmware/core/src/mark.c \
 	firmware/core/src/mech.c \
 	firmware/core/src/model.c \
+	firmware/core/src/model_graph.c \
 	firmware/core/src/model_s8.c \
 	firmware/core/src/rate.c \
 	firmware/core/src/sha256.c \

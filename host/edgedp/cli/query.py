@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -26,6 +28,9 @@ from .inputs import check_finite, read_rows
 from .keys import NEEDS_KEY, key_option
 from .output import OutputError, Sink, StopRequest, open_sink
 from .params import CLASSES, EPSILON, MODE, SAMPLES, SENSITIVITY, check_mode_fits, check_range, check_writable
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 QUERY_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
                    "authenticated configuration, and the device did not authenticate it with the test images' key; "
@@ -183,10 +188,13 @@ class Table:
                    "file complete.")
 @key_option
 @json_option
+@click.option("--no-progress", is_flag=True,
+              help="No progress bar (rows/s, ε left, ETA on stderr; shown only when stdout and stderr are both "
+                   "terminals, never under --json or -q).")
 @handle_errors
 def query(target: str | None, epsilon: float | None, sensitivity: float | None,
           value_range: tuple[float, float] | None, mode: Mode, infer: bool, input_path: str, out: str | None,
-          key_file: str | None, as_json: bool) -> None:
+          key_file: str | None, as_json: bool, no_progress: bool) -> None:
     """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device.
 
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
@@ -222,9 +230,12 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         cfg, before = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
             warn_clamped(rows, cfg)
-        run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, t.name, stop)
+        bar = progress_bar(len(rows)) if progress(no_progress) and not as_json and terminals() else None
+        if bar is not None:
+            cleanup.callback(bar.close)  # (first: the summary and any error come after it is gone)
+        run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, t.name, stop, bar)
         if not as_json:
-            click.echo(run.table.header())
+            run.echo(run.table.header())
         t0 = time.perf_counter()
         # From the first row until the target is closed and the file complete (cleanup exits
         # first), a first signal only stops the stream: run.finish says what was answered and saved.
@@ -242,13 +253,25 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     run.finish(i_dev.build == "test")
 
 
+def terminals() -> bool:
+    """Whether stdout and stderr are both terminals (the only case query shows a progress bar)."""
+    return all(f is not None and f.isatty() for f in (sys.stdout, sys.stderr))
+
+
+def progress_bar(total: int) -> tqdm:
+    """query's progress bar on stderr: rows answered of total, rows/s, ETA and (as postfix) ε left."""
+    from tqdm import tqdm  # (imported only when a bar is shown)
+    return tqdm(total=total, desc="query", unit="row", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
 class QueryRun:
-    """What query does with each answer as it arrives: file, stdout, and when to stop sending."""
+    """What query does with each answer as it arrives: file, stdout, the progress bar, and when to
+    stop sending."""
 
     def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str,
-                 stop: StopRequest):
+                 stop: StopRequest, bar: tqdm | None = None):
         self.rows, self.table, self.sink, self.as_json, self.target_name = rows, table, sink, as_json, target_name
-        self.stop = stop
+        self.stop, self.bar = stop, bar
         self.answered = self.refused = self.lost = 0
         self.write_error: OSError | None = None
         self.pipe_closed = self.budget_noted = self.rate_noted = False
@@ -257,6 +280,22 @@ class QueryRun:
     @property
     def done(self) -> int:
         return self.answered + self.refused + self.lost
+
+    def echo(self, text: str) -> None:
+        """A line on stdout, above the progress bar when one is shown."""
+        if self.bar is None:
+            click.echo(text)
+        else:
+            with self.bar.external_write_mode():
+                click.echo(text)
+
+    def note(self, text: str) -> None:
+        """A note on stderr, above the progress bar when one is shown."""
+        if self.bar is None:
+            note(text)
+        else:
+            with self.bar.external_write_mode(file=sys.stderr):
+                note(text)
 
     def take(self, i: int, r: QueryResult | DeviceError | AnswerLost) -> None:
         """Row i's answer, refusal or lost answer: saved (a write that fails stops the stream),
@@ -267,7 +306,7 @@ class QueryRun:
             self.lost += 1
             if not self.stop.reason:
                 self.stop.stop(f"row {i}'s answer was lost on the link (it may have been charged): no more rows sent")
-                note(self.stop.reason or "")
+                self.note(self.stop.reason or "")
         elif isinstance(r, DeviceError):
             answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
             if r.wait is not None:  # ERR_RATE: seconds until the bucket has an answer again
@@ -283,9 +322,13 @@ class QueryRun:
             except OSError as exc:
                 self.write_error = exc
                 self.stop.stop(str(exc))
+        if self.bar is not None:
+            if rec["remaining"] is not None:
+                self.bar.set_postfix_str(f"ε left {rec['remaining']:.3f}", refresh=False)
+            self.bar.update(1)  # (before the line: the bar redrawn under it counts it)
         if not self.pipe_closed:
             try:
-                click.echo(dumps(rec) if self.as_json else self.table.line(i, self.rows[i], rec))
+                self.echo(dumps(rec) if self.as_json else self.table.line(i, self.rows[i], rec))
             except BrokenPipeError:
                 self.pipe_closed = True
                 self.stop.stop("stdout closed")
@@ -294,13 +337,13 @@ class QueryRun:
             board, elsewhere = STOPS[r.error]
             self.stop.stop(NO_PART_ON_QEMU.format(err=r.code, target=self.target_name.removeprefix("session:"),
                                                   part=board) if on_qemu else elsewhere)
-            note(self.stop.reason or "")
+            self.note(self.stop.reason or "")
         if rec["status"] == "ERR_BUDGET" and not self.budget_noted:  # once, also for rows already on the wire
             self.budget_noted = True
-            note("budget exhausted: the device refuses further external answers today")
+            self.note("budget exhausted: the device refuses further external answers today")
         elif rec["status"] == "ERR_RATE" and not self.rate_noted:
             self.rate_noted = True
-            note(f"rate limit: {r}")
+            self.note(f"rate limit: {r}")
 
     def summary(self) -> str:
         """What was answered and saved (every answer is on stdout and in --out as it arrives)."""
