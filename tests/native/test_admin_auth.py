@@ -209,12 +209,13 @@ def test_query_decides_on_config_from_one_authenticated_state(posix_device, test
     dev = posix_device.start()
     _budget_forbidden(dev)
     sent = counted(dev)
-    cfg = ensure_config(dev, key_file, 2.0, None, None, 10)
+    cfg, start = ensure_config(dev, key_file, 2.0, None, None, 10)
     assert cfg.eps_micro == 2 * MICRO and dev.state(test_key).budget.epsilon_micro == 2 * MICRO
+    assert start is not None and start.epsilon_micro == 2 * MICRO  # the checked state the stream starts from
     assert (sent[P.STATE], sent[P.CONFIG], sent[P.CHALLENGE], sent[P.BUDGET]) == (2 + 1, 1, 0, 0)  # + the check here
     sent.clear()
-    cfg = ensure_config(dev, key_file, 2.0, None, (0.0, 1.0), 10)  # already so: nothing signed
-    assert cfg.eps_micro == 2 * MICRO and (sent[P.STATE], sent[P.CONFIG], sent[P.BUDGET]) == (1, 0, 0)
+    cfg, start = ensure_config(dev, key_file, 2.0, None, (0.0, 1.0), 10)  # already so: nothing signed
+    assert start is not None and cfg.eps_micro == 2 * MICRO and (sent[P.STATE], sent[P.CONFIG], sent[P.BUDGET]) == (1, 0, 0)
 
 
 def test_query_without_key_or_options_reads_budget_only(posix_device) -> None:
@@ -222,7 +223,8 @@ def test_query_without_key_or_options_reads_budget_only(posix_device) -> None:
     from edgedp.cli.query import ensure_config
     dev = posix_device.start()
     sent = counted(dev)
-    assert ensure_config(dev, None, None, None, None, 10).eps_micro == MICRO
+    cfg, start = ensure_config(dev, None, None, None, None, 10)
+    assert cfg.eps_micro == MICRO and start is None  # no authenticated state: the spend cannot be checked
     assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG]) == (1, 0, 0)
 
 
