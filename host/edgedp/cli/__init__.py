@@ -71,6 +71,10 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
+VERBOSITY_FLAGS = ("-v", "--verbose", "-q", "--quiet")
+"""The group's options that are also accepted after the command (LazyGroup.hoist_verbosity)."""
+
+
 class LazyGroup(click.Group):
     """A group that imports a command's module on first use; usage errors are one line."""
 
@@ -87,13 +91,32 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, e.summary) for name, e in COMMANDS.items()])
 
+    def hoist_verbosity(self, args: list[str]) -> list[str]:
+        """``-q``/``-v`` (``--quiet``/``--verbose``) given after the command, as in ``edgedp query
+        -v rows.npy``, moved before it, where the group takes them; a flag the command (or a
+        subcommand of its group) defines itself stays (train's ``-q`` is its sampling rate), and so
+        does everything after ``--``. The command is the first word that names one: the group's
+        own options take no value."""
+        end = args.index("--") if "--" in args else len(args)
+        at = next((i for i in range(end) if args[i] in COMMANDS), None)
+        if at is None:
+            return args
+        cmd = self.get_command(click.Context(self), args[at])
+        own: set[str] = set()
+        for c in [cmd, *(cmd.commands.values() if isinstance(cmd, click.Group) else [])]:
+            for param in c.params if c is not None else []:
+                own.update(getattr(param, "opts", []))
+        moved = [a for a in args[at + 1:end] if a in VERBOSITY_FLAGS and a not in own]
+        kept = [a for a in args[at + 1:end] if not (a in VERBOSITY_FLAGS and a not in own)]
+        return args[:at] + moved + [args[at]] + kept + args[end:] if moved else args
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> NoReturn:
         """Click's main, with the exit codes of cli/exit_codes.py: a usage error is one line
         ``edgedp: error: <reason>`` (and one JSON object on stdout under --json), Ctrl-C is 130,
         SIGTERM 143 (cli/signals.py), a missing extra is named. It always exits with its code:
         ``standalone_mode`` is accepted for click's signature and ignored."""
-        args = list(sys.argv[1:] if args is None else args)
+        args = self.hoist_verbosity(list(sys.argv[1:] if args is None else args))
         as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
         old_sigterm = signals.install()
         try:

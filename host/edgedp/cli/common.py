@@ -95,13 +95,14 @@ def emit_json(obj: Any) -> None:
     click.echo(dumps(obj))
 
 
-def fail(exc: BaseException, as_json: bool, code: ExitCode | None = None) -> None:
-    """End the command on an error: one stderr line, one JSON object on stdout under --json."""
+def fail(exc: BaseException, as_json: bool, code: ExitCode | None = None, extra: dict | None = None) -> None:
+    """End the command on an error: one stderr line, one JSON object on stdout under --json
+    (with the fields of ``extra`` after the error's own)."""
     status = for_exception(exc) if code is None else code
     msg = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
     if as_json:
         try:
-            emit_json({"error": error_name(exc), "message": msg, "exit_code": int(status)})
+            emit_json({"error": error_name(exc), "message": msg, "exit_code": int(status), **(extra or {})})
         except BrokenPipeError:
             close_stdout_quietly()
     click.echo(f"edgedp: error: {msg}", err=True)
