@@ -1,15 +1,14 @@
 """Trains a small CNN on scikit-learn's digits (8x8x1 images, pixels in [0, 1]) and writes the model
-fixtures `edgedp deploy` imports (docs/model.md, "Importing TFLite and ONNX"):
+fixtures `edgedp deploy` imports (docs/model.md, "Imported graphs (TFLite)"):
 
 digits_cnn_int8.tflite  fully-int8 TFLite (int8 input and output, per-channel weights)
 digits_cnn_f32.tflite   the same network in float32
-digits_cnn.onnx         the same network as ONNX (float32, NCHW input: tf2onnx's --inputs-as-nchw)
 digits_cnn2_int8.tflite a second int8 CNN for the other operator forms: an explicit asymmetric Pad, a
                         strided and a dilated Conv2D, a depth multiplier of 2, Mean without
                         keep_dims, per-tensor FullyConnected weights
 unsupported_int8.tflite an int8 model with a TANH (the importer refuses it, naming it)
 
-It needs the optional extra `pip install 'edgedp[convert]'` (tensorflow-cpu and tf2onnx), which
+It needs the optional extra `pip install 'edgedp[convert]'` (tensorflow-cpu), which
 nothing else uses: the committed fixtures are what the tests read. Run from the checkout:
 python examples/make_cnn_models.py [OUT_DIR] (default: examples/models/).
 The network uses every operator the importer supports at least once: Pad, Conv2D, DepthwiseConv2D,
@@ -106,12 +105,6 @@ def main() -> None:
     inp = L.Input((8, 8, 1))
     tanh = tf.keras.Model(inp, L.Dense(10)(L.Activation("tanh")(L.Dense(8)(L.Flatten()(inp)))))
     (OUT / "unsupported_int8.tflite").write_bytes(int8_tflite(tanh, X_tr))
-
-    import tf2onnx  # after TensorFlow: tf2onnx imports it
-    spec = (tf.TensorSpec((1, 8, 8, 1), tf.float32, name="image"),)
-    tf2onnx.convert.from_keras(model, input_signature=spec, opset=13, inputs_as_nchw=["image"],
-                               output_path=str(OUT / "digits_cnn.onnx"))
-    np.savez(OUT / "digits_test.npz", X=X_te.reshape(len(X_te), -1), y=y_te)
     print(f"wrote {OUT}")
 
 

@@ -93,6 +93,9 @@ def test_float_tflite_and_the_int8_flag_are_refused_with_a_reason(tmp_path: Path
     one_line_error(r, "--int8 quantises a float model")
     r = run_cli("deploy", str(MODELS / "digits_cnn_f32.tflite"), "--out", str(tmp_path / "m.c"))
     one_line_error(r, "float32 .tflite models are not supported yet")
+    (tmp_path / "m.onnx").write_bytes(b"\x08\x07")
+    r = run_cli("deploy", str(tmp_path / "m.onnx"), "--out", str(tmp_path / "m.c"))
+    one_line_error(r, "ONNX models are not imported yet")
 
 
 def test_a_model_that_does_not_fit_is_refused_with_the_numbers(tmp_path: Path) -> None:
@@ -105,3 +108,15 @@ def test_a_model_that_does_not_fit_is_refused_with_the_numbers(tmp_path: Path) -
                                          f"{memory.IMAGE_RAM - memory.CORE_RAM - memory.MIN_STACK}"):
         memory.check_fits(model)
     assert memory.check_fits(tflite_import.device_model(MODELS / "digits_cnn_int8.tflite")).fits
+
+
+def test_deploy_data_scores_the_device_against_the_file_in_litert(tmp_path: Path) -> None:
+    from edgedp.datasets import digits_split
+    s = digits_split(0)
+    np.savez(tmp_path / "d.npz", X=s.X_test[:120], y=s.y_test[:120])
+    d = deploy.deploy(str(MODELS / "digits_cnn_int8.tflite"), tmp_path / "m.c", data=tmp_path / "d.npz")
+    assert d.agreement == 1.0 and d.scored_records == 120  # the same int8 arithmetic
+    assert d.device_accuracy is not None and d.device_accuracy > 0.8
+    r = run_cli("deploy", str(MODELS / "digits_cnn_int8.tflite"), "--out", str(tmp_path / "m.c"), "--data",
+                str(tmp_path / "d.npz"))
+    assert r.returncode == 0 and "the file in LiteRT" in r.stdout, r.stderr

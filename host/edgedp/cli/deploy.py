@@ -66,7 +66,8 @@ def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[fl
                + f", {d.macs} multiply-adds per inference")
     click.echo(f"  the STM32F4 image leaves {d.flash_free} bytes of flash and {d.ram_free} of RAM for a model")
     if d.device_accuracy is not None:
-        click.echo(f"  accuracy on {d.scored_on} ({d.scored_records} records): float model {d.float_accuracy:.4f}, "
+        own = "the file in LiteRT" if d.graph_ops is not None else "float model"
+        click.echo(f"  accuracy on {d.scored_on} ({d.scored_records} records): {own} {d.float_accuracy:.4f}, "
                    f"device kernels {d.device_accuracy:.4f} (same label on {d.agreement:.2%})")
     else:
         click.echo("  (pass --data FILE.npz with your labelled X, y to check the device kernels on your data)")

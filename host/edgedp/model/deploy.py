@@ -33,7 +33,7 @@ class Deployment:
     input_range: tuple[float, float]   # every input is clamped to it on the device
     input_range_source: str            # "training data" or "given"
     sha256: str
-    float_accuracy: float | None = None    # the float host model on the scored data
+    float_accuracy: float | None = None    # the float host model on the scored data (.tflite: LiteRT on the file)
     device_accuracy: float | None = None   # the device's float32 kernels (reference) on it
     agreement: float | None = None         # same label, device vs float model
     scored_on: str | None = None           # which data: the digits test set, or the user's --data file
@@ -75,6 +75,9 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool =
             raise ValueError(f"{source!r} is neither a model file nor a built-in model (built-in: "
                              f"{', '.join(digits.BUILTIN)})")
         raise ValueError(f"{source}: no such file")
+    if Path(source).suffix == ".onnx":
+        raise ValueError(f"{source}: ONNX models are not imported yet; convert to a fully-int8 .tflite "
+                         "(docs/model.md, \"Imported graphs (TFLite)\")")
     if Path(source).suffix == ".tflite":
         if int8:
             raise ValueError(f"{source}: --int8 quantises a float model; this TFLite model is imported as it is")
@@ -119,7 +122,13 @@ def labelled_data(data: str | Path, n_features: int) -> tuple[np.ndarray, np.nda
 def check_on_data(source: str, data: str | Path, model: DeviceModel | None = None) -> dict:
     """The device kernels (of ``model``, e.g. its int8 version; default: the file's) against the
     float model on the user's labelled data (.npz with X, y): accuracy of both and how often they
-    agree."""
+    agree. A .tflite's own model is LiteRT's reference interpreter running the file."""
+    if Path(source).suffix == ".tflite":
+        m = model or tflite_import.device_model(source)
+        X, y = labelled_data(data, m.n_features)
+        dev = reference.first_argmax(reference.run(m, X))
+        return scores(dev, reference.first_argmax(tflite_import.runtime_outputs(source, X.astype(np.float32))), y,
+                      str(data))
     loaded = convert.load_file(source)
     X, y = labelled_data(data, loaded.model.n_features)
     dev = loaded.labels[reference.first_argmax(reference.run(model or loaded.model, X))]
