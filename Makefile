@@ -6,7 +6,7 @@ include firmware/sources.mk
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.edgedp-installed
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake python3-venv python3-pip
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake python3-venv python3-pip postgresql
 ARM_CC := arm-none-eabi-gcc
 HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
