@@ -28,6 +28,8 @@ if connection is not None:
     run(connection)
 else:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("no database: pass -x url=URL or set sqlalchemy.url")
     with create_engine(url).connect() as conn:
         run(conn)
         conn.commit()
