@@ -86,3 +86,16 @@ def test_fleet_add_query_sync_status(boards: list[int], tmp_path: Path) -> None:
     assert [a["kind"] for a in st["gone"]["alerts"]] == ["unreachable"]
     r = run_cli("fleet", "status", env=env)
     assert "good" in r.stdout and "alert not-authentic" in r.stdout
+
+
+def test_qemu_path_target_boots_that_image(tmp_path: Path) -> None:
+    make("build/qemu/edgedp.elf")
+    image = tmp_path / "copy.elf"
+    image.write_bytes((ROOT / "build/qemu/edgedp.elf").read_bytes())
+    r = run_cli("budget", "--target", f"qemu:{image}", "--key-file", KEY, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["authenticated"] is True
+    r = run_cli("budget", "--target", f"qemu:{tmp_path}/none.elf", "--json")
+    assert r.returncode == 2 and "no such image" in r.stderr, r.stderr
+    r = run_cli("budget", "--target", "qemu:nosuch", "--json")  # a name, not a path: unknown
+    assert r.returncode != 0 and "qemu:nosuch" in r.stderr, r.stderr
