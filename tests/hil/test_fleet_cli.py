@@ -99,3 +99,61 @@ def test_qemu_path_target_boots_that_image(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no such image" in r.stderr, r.stderr
     r = run_cli("budget", "--target", "qemu:nosuch", "--json")  # a name, not a path: unknown
     assert r.returncode != 0 and "qemu:nosuch" in r.stderr, r.stderr
+
+
+def start_qemu(image: Path, tmp: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    argv = qemu_argv(image, 1, port, str(tmp / f"qmp-{port}.sock"), icount=False, wait=False)
+    return (subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+            f"socket://127.0.0.1:{port}")
+
+
+def test_provision_two_qemu_devices_end_to_end(tmp_path: Path) -> None:
+    """provision -> --target qemu:IMAGE -> fleet add -> a query -> fleet sync -> fleet status."""
+    keys = tmp_path / "keys"
+    env = {"EDGEDP_REGISTRY": f"sqlite:///{tmp_path / 'registry.sqlite'}", "EDGEDP_KEYSTORE": str(keys)}
+    made = {}
+    for dev in ("emu-1", "emu-2"):
+        r = run_cli("provision", "--id", dev, "--board", "qemu", "--json", env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        made[dev] = json.loads(r.stdout)
+        assert {"id", "board", "image", "model", "image_sha256"} <= set(made[dev])
+        assert made[dev]["emulated"] is True and len(made[dev]["key_fingerprint"]) == 32
+        key = keys / f"{dev}.key"
+        assert key.stat().st_mode & 0o777 == 0o600 and keys.stat().st_mode & 0o777 == 0o700
+        assert key.read_text().strip() != Path(KEY).read_text().strip()
+        assert made[dev]["key_fingerprint"] not in key.read_text()
+    assert made["emu-1"]["key_fingerprint"] != made["emu-2"]["key_fingerprint"]
+    r = run_cli("provision", "--id", "emu-1", "--board", "qemu", env=env)  # an id keeps its key
+    assert r.returncode != 0 and "already has a key" in r.stderr, r.stderr
+
+    image = made["emu-1"]["image"]
+    r = run_cli("budget", "--target", f"qemu:{image}", "--key-file", str(keys / "emu-1.key"), "--json", env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["authenticated"] is True, r.stderr
+    r = run_cli("budget", "--target", f"qemu:{image}", "--key-file", KEY, "--json", env=env)
+    assert r.returncode == 7, (r.returncode, r.stderr)  # the test key does not verify its STATE
+
+    procs = []
+    try:
+        for dev in ("emu-1", "emu-2"):
+            p, url = start_qemu(Path(made[dev]["image"]), tmp_path)
+            procs.append(p)
+            assert run_cli("fleet", "add", dev, "--target", url, env=env).returncode == 0
+        url1 = run_cli("fleet", "list", "--json", env=env)
+        url1 = {d["id"]: d["target"] for d in json.loads(url1.stdout)}["emu-1"]
+        np.save(tmp_path / "rows.npy", np.load(ROOT / "examples/logits.npy")[:2])
+        r = run_cli("query", "--target", url1, "--key-file", str(keys / "emu-1.key"), str(tmp_path / "rows.npy"),
+                    "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        r = run_cli("fleet", "sync", "--json", env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        rows = {d["id"]: d for d in json.loads(run_cli("fleet", "status", "--json", env=env).stdout)}
+        assert rows["emu-1"]["authenticated"] and rows["emu-2"]["authenticated"]
+        assert rows["emu-1"]["daily_spent"] > 0 and rows["emu-2"]["daily_spent"] == 0
+        assert rows["emu-1"]["note"] == "emulated, not private" and rows["emu-1"]["private"] is False
+        assert rows["emu-1"]["key_fingerprint"] == made["emu-1"]["key_fingerprint"]
+        assert "emulated, not private" in run_cli("fleet", "status", env=env).stdout
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=10)
