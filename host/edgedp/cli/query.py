@@ -17,8 +17,6 @@ from ..device.targets import Target, start_target
 from ..device.protocol import MechConfig, QueryResult, SampleRequest, shown
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
-from ..model.image import check_target_inputs
-from .admin import configure_from_state, merged_config
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
 from .config import config_default
@@ -42,10 +40,11 @@ FROM_CONFIG_HINT = "; for a test image: --key-file tests/keys/test-device.key"
 
 def result_dict(r: QueryResult) -> dict:
     out: dict = {"label": int(r.label)}
-    if r.values is not None:
-        out["values"] = [float(v) for v in r.values]
+    values = r.values  # (computed from the lattice: once; tolist gives Python floats and ints)
+    if values is not None:
+        out["values"] = values.astype(float).tolist()
     if r.indices is not None:
-        out["indices"] = [int(i) for i in r.indices]
+        out["indices"] = r.indices.astype(int).tolist()
     if r.level is not None:
         out["level"] = BUCKET_NAMES[r.level]
     return out
@@ -84,6 +83,7 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
         cfg = dev.budget().config
         cfg.lattice(k)
         return cfg
+    from .admin import configure_from_state, merged_config  # (only here: a shorter start for every other run)
     key = load_key(key_file)
     try:
         st = dev.state(key)
@@ -201,6 +201,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                             click.get_current_context().get_parameter_source("epsilon") == ParameterSource.DEFAULT)
         dev = connect(t, default_timeout())
         if infer:  # a width that is not the model's: refused before anything is sent
+            from ..model.image import check_target_inputs
             check_target_inputs(dev.target, rows.shape[1])
         cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
