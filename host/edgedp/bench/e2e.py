@@ -9,7 +9,7 @@ REPEATS rounds, each rate the best of its rounds (the machine's other load only 
   ``wire_limit_unpipelined_per_s`` the same one request at a time (their sum);
 - ``api_per_s``: ``Device.query_many`` over the session's console socket with the link's
   in_flight (``api_unpipelined_per_s``: in_flight = 1), connected before it is timed;
-- ``cli_per_s``: ``edgedp -v query ROWS.npy --json`` in a child process on the same session, the
+- ``cli_per_s``: ``edgedp -v query ROWS.npy --json > FILE`` in a child process on the same session, the
   whole command (interpreter start, imports, connect, the rows, the JSON out) timed, after one
   warm-up command; ``cli_over_api`` the ratio of the two from this one run; ``cli_rows_per_s``
   the rows alone, as the command times them itself (``-v``), and ``cli_rows_over_api`` its ratio;
@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -78,19 +79,22 @@ def _rows(n: int, seed: int) -> np.ndarray:
     return np.stack([bench_input(K, seed + i) for i in range(n)])
 
 
-def _edgedp(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+def _edgedp(args: list[str], env: dict[str, str], stdout: IO | None = None) -> subprocess.CompletedProcess:
+    """`edgedp ARGS`; its stdout into ``stdout`` (a file, as a user's `> out.jsonl`), else captured."""
     argv = [sys.executable, "-c", "import sys; from edgedp.cli import main; sys.exit(main())", *args]
-    r = subprocess.run(argv, capture_output=True, text=True, env=env)
+    r = subprocess.run(argv, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if r.returncode != 0:
         raise TransportError(f"edgedp {' '.join(args[:2])} failed: {r.stderr.strip()[-500:]}")
     return r
 
 
-def _timed_cli(args: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
-    """Seconds of one whole `edgedp ARGS` command, and the command's outcome."""
-    t0 = time.perf_counter()
-    r = _edgedp(args, env)
-    return time.perf_counter() - t0, r
+def _timed_cli(args: list[str], env: dict[str, str], out: Path) -> tuple[float, subprocess.CompletedProcess]:
+    """Seconds of one whole `edgedp ARGS > out` command (a file, not a pipe this process would
+    wake up for at every line), and the command's outcome."""
+    with open(out, "w") as f:
+        t0 = time.perf_counter()
+        r = _edgedp(args, env, f)
+        return time.perf_counter() - t0, r
 
 
 def _rows_seconds(stderr: str) -> float:
@@ -147,9 +151,9 @@ def run(n: int = 2000, seed: int = 1, progress=None) -> dict:
                     t0 = time.perf_counter()
                     list(dev.query_many(X, in_flight=1))
                     api1 = max(api1, n / (time.perf_counter() - t0))
-                seconds, r = _timed_cli(["-v", "query", str(rows), "--json"], env)
+                seconds, r = _timed_cli(["-v", "query", str(rows), "--json"], env, Path(tmp) / "out.jsonl")
                 cli, cli_rows = max(cli, n / seconds), max(cli_rows, n / _rows_seconds(r.stderr))
-                start = min(start, _timed_cli(["query", "--help"], env)[0])
+                start = min(start, _timed_cli(["query", "--help"], env, Path(tmp) / "help.txt")[0])
         finally:
             _edgedp(["device", "stop"], env)
     rate = BAUD / BITS_PER_BYTE
