@@ -12,10 +12,11 @@ from click.core import ParameterSource
 
 from ..device import admin as authadmin
 from ..device.client import Device, connect, default_timeout, load_key, open_device
-from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic
+from ..device.errors import AnswerLost, ChargedNotReceived, DeviceError, EdgeDPError, ErrorCode, NotAuthentic
 from ..device.targets import Target, start_target
-from ..device.protocol import MechConfig, QueryResult, SampleRequest, shown
-from ..mech.lattice import MAX_CLASSES, make_lattice, to_micro
+from ..device.protocol import Budget, MechConfig, QueryResult, SampleRequest, shown
+from ..device.spend import Spend, spend_between
+from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
@@ -66,8 +67,9 @@ def check_test_key_link(target: Target, key_file: str | None, epsilon: float | N
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
-                  value_range: tuple[float, float] | None, k: int) -> MechConfig:
-    """The mechanism the queries of k classes will run: the device's, with the options given.
+                  value_range: tuple[float, float] | None, k: int) -> tuple[MechConfig, Budget | None]:
+    """The mechanism the queries of k classes will run: the device's, with the options given;
+    and the authenticated state the stream starts from (None when no STATE was read).
 
     Whether to reconfigure is decided only from the authenticated state: STATE, tagged with
     --key-file's key, or without one the test images' key -- only on a target edgedp started on
@@ -82,7 +84,7 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
     if not key_file and epsilon is None and sensitivity is None and value_range is None:
         cfg = dev.budget().config
         cfg.lattice(k)
-        return cfg
+        return cfg, None
     from .admin import configure_from_state, merged_config  # (only here: a shorter start for every other run)
     key = load_key(key_file)
     try:
@@ -94,10 +96,33 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
     cfg = merged_config(st.budget, epsilon, sensitivity, value_range)
     cfg.lattice(k)
     if cfg.same_on_device(st.budget.config):
-        return cfg
-    cfg = configure_from_state(dev, key, epsilon, sensitivity, value_range, state=st).after.config
+        return cfg, st.budget
+    after = configure_from_state(dev, key, epsilon, sensitivity, value_range, state=st).after
+    cfg = after.config
     cfg.lattice(k)
-    return cfg
+    return cfg, after
+
+
+def check_spend(dev: Device, key_file: str | None, before: Budget | None, run: "QueryRun") -> None:
+    """After the stream: with a key (``before`` read with it), read the authenticated STATE and
+    keep what the device charged against the answers received (``run.spend``); without one,
+    say that refused or lost rows cannot be checked. A state that cannot be read is noted, not
+    fatal: the answers are already reported."""
+    unreceived = run.refused + run.lost
+    if before is None:
+        if unreceived:
+            note(f"note: {unreceived} rows were reported refused or lost; without --key-file this host cannot "
+                 "check whether the device charged them (a refusal is not authenticated)")
+        return
+    try:
+        after = dev.state(load_key(key_file), authadmin.INTERRUPTED_REREAD_S if run.stop.signal else None).budget
+    except EdgeDPError as exc:
+        note(f"note: the authenticated state could not be read after the stream ({exc}): what the device "
+             "charged is not checked")
+        return
+    run.spend = spend_between(before, after, run.answered)
+    detail(f"authenticated spend: {to_epsilon(run.spend.charged):g} epsilon charged for {run.answered} answers "
+           "received")
 
 
 def warn_clamped(rows: np.ndarray, cfg: MechConfig) -> None:
@@ -203,7 +228,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         if infer:  # a width that is not the model's: refused before anything is sent
             from ..model.image import check_target_inputs
             check_target_inputs(dev.target, rows.shape[1])
-        cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
+        cfg, before = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
             warn_clamped(rows, cfg)
         bar = progress_bar(len(rows)) if progress(no_progress) and not as_json and terminals() else None
@@ -221,6 +246,9 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         for i, r in enumerate(answers):
             run.take(i, r)
         elapsed = time.perf_counter() - t0
+        if bar is not None:
+            bar.close()  # (before the spend check's notes)
+        check_spend(dev, key_file, before, run)
         # (asked once: a board link's connect has read it; after a signal, not for a full timeout)
         i_dev = dev.last_info or dev.info(authadmin.INTERRUPTED_REREAD_S if stop.signal else None)
     detail(f"device: {shown(i_dev.board)}, {i_dev.build} build, firmware {shown(i_dev.firmware_version)}")
@@ -250,6 +278,7 @@ class QueryRun:
         self.answered = self.refused = self.lost = 0
         self.write_error: OSError | None = None
         self.pipe_closed = self.budget_noted = self.rate_noted = False
+        self.spend: Spend | None = None  # what the authenticated state says was charged (check_spend)
 
     @property
     def done(self) -> int:
@@ -332,13 +361,23 @@ class QueryRun:
         if test_image:
             note(TEST_IMAGE_NOTE)
         self.stop.end(self.summary(), as_json=self.as_json)
+        if self.spend is not None and self.spend.not_received > self.lost * self.spend.per_answer:
+            nr = self.spend.not_received
+            fail(ChargedNotReceived(
+                f"the authenticated state shows {to_epsilon(self.spend.charged):g} epsilon charged during this "
+                f"command and this host received {self.answered} answers ({to_epsilon(self.spend.received):g} "
+                f"epsilon): {to_epsilon(nr):g} epsilon was charged for answers it did not receive ({self.refused} "
+                f"rows reported refused, {self.lost} lost). A refusal is not authenticated: one forged on the way "
+                "can hide a charged answer (or another client used the device meanwhile); suspect the link", nr),
+                 self.as_json, extra={"charged_not_received": to_epsilon(nr)})
         if self.write_error is not None:
             assert self.sink is not None
             unsaved = self.answered - self.sink.saved
+            whole = "a complete array of those rows" if self.sink.path.suffix == ".npy" else "whole lines only"
             where = ("are on stdout above, as every answer is" if not self.pipe_closed else
                      "were not saved: stdout was closed too")
             fail(OutputError(f"{self.write_error}; {self.answered} answers were charged and {self.sink.saved} written to "
-                             f"{self.sink.path} (whole lines only); the other {unsaved} {where}"), self.as_json)
+                             f"{self.sink.path} ({whole}); the other {unsaved} {where}"), self.as_json)
         if self.lost:
             fail(EdgeDPError(f"{self.lost} answer(s) lost on the link after the device charged them; "
                              f"{self.answered} answered, {self.refused} refused", "ERR_LOST"), self.as_json,
