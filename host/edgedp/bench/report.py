@@ -157,8 +157,9 @@ def _peers(result: dict) -> str:
 def _e2e(result: dict) -> str:
     from .e2e import markdown
     res = result["e2e"]
-    return markdown(res) + (f"\n\n{res['rows']} rows of k = {res['k']}, {res['mode'].upper()}; each rate the best "
-                            f"of its runs on this machine (wall-clock: it follows the host's load).")
+    return markdown(res) + (f"\n\n{res['rows']} rows of k = {res['k']}, {res['mode'].upper()}, the API and the CLI "
+                            f"in turns on one session; each rate the best of its runs on this machine (wall-clock: "
+                            f"it follows the host's load).")
 
 
 _RENDER: dict[str, tuple[Callable[[dict], bool], Callable[[dict], str]]] = {

@@ -744,6 +744,8 @@ _TARGET_LINES = {
                                                     f"worst {v['worst_ratio']:.2f} at k={v['at']['k']}, "
                                                     f"eps={v['at']['epsilon']:g} (against the optimum's "
                                                     f"estimate, an upper one: the true ratio is higher)"),
+    "cli_at_least_0.9x_api": lambda v: (f"the CLI at least 0.9x the API's rate ({v['rows']} rows, one session): "
+                                        f"{v['ratio']:.2f}"),
 }
 
 

@@ -18,8 +18,6 @@ from ..device.protocol import Budget, MechConfig, QueryResult, SampleRequest, sh
 from ..device.spend import Spend, spend_between
 from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
-from ..model.image import check_target_inputs
-from .admin import configure_from_state, merged_config
 from .common import (close_stdout_quietly, detail, dumps, emit_json, fail, handle_errors, json_option, note,
                      progress, progress_option, target_option)
 from .config import config_default
@@ -43,10 +41,11 @@ FROM_CONFIG_HINT = "; for a test image: --key-file tests/keys/test-device.key"
 
 def result_dict(r: QueryResult) -> dict:
     out: dict = {"label": int(r.label)}
-    if r.values is not None:
-        out["values"] = [float(v) for v in r.values]
+    values = r.values  # (computed from the lattice: once; tolist gives Python floats and ints)
+    if values is not None:
+        out["values"] = values.astype(float).tolist()
     if r.indices is not None:
-        out["indices"] = [int(i) for i in r.indices]
+        out["indices"] = r.indices.astype(int).tolist()
     if r.level is not None:
         out["level"] = BUCKET_NAMES[r.level]
     return out
@@ -86,6 +85,7 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
         cfg = dev.budget().config
         cfg.lattice(k)
         return cfg, None
+    from .admin import configure_from_state, merged_config  # (only here: a shorter start for every other run)
     key = load_key(key_file)
     try:
         st = dev.state(key)
@@ -226,6 +226,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
                             click.get_current_context().get_parameter_source("epsilon") == ParameterSource.DEFAULT)
         dev = connect(t, default_timeout())
         if infer:  # a width that is not the model's: refused before anything is sent
+            from ..model.image import check_target_inputs
             check_target_inputs(dev.target, rows.shape[1])
         cfg, before = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
@@ -245,6 +246,8 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         for i, r in enumerate(answers):
             run.take(i, r)
         elapsed = time.perf_counter() - t0
+        if bar is not None:
+            bar.close()  # (before the spend check's notes)
         check_spend(dev, key_file, before, run)
         # (asked once: a board link's connect has read it; after a signal, not for a full timeout)
         i_dev = dev.last_info or dev.info(authadmin.INTERRUPTED_REREAD_S if stop.signal else None)
