@@ -2,7 +2,7 @@
 
 For every epsilon the device is reconfigured (authenticated CONFIG, large daily cap); for
 every k one warm-up query builds the per-(configuration, k) table (the plan cache in
-device.c; set-up is not part of the measured step), then ``n`` queries and ``n`` NAIVE
+answer.c; set-up is not part of the measured step), then ``n`` queries and ``n`` NAIVE
 runs of the same vector are measured:
 
 - ``dp_instructions`` / ``naive_instructions``: the QUERY/NAIVE ``ticks`` of the target
