@@ -38,25 +38,37 @@ int edp_cobs_decode(uint8_t *buf, size_t n)
 {
     const uint8_t *in = buf, *const end = buf + n;
     uint8_t *out = buf;
+    /* left: data bytes left in the current run; zero: 1 if the current run
+     * ends in a zero, which is written once another code follows (the frame's
+     * last run has none). out + zero <= in: the output never overtakes the
+     * input unread, so a word is loaded before its bytes are overwritten.
+     * Every byte costs about the same whatever the input (a code byte a few
+     * instructions more than a data byte; four data bytes go as one word). */
+    uint32_t left = 0, zero = 0;
     while (in != end) {
-        const uint32_t code = *in++;
-        const uint8_t *run_end;
-        if (code == 0 || (size_t)(end - in) < code - 1) return EDP_ERR_CRC;
-        run_end = in + code - 1;
-        /* out <= in: each word is loaded before its bytes can be overwritten. */
-        for (; run_end - in >= 4; in += 4, out += 4) {
+        uint32_t c;
+        if (left >= 4) {
             const uint32_t w = edp_rd32(in);
             if (has_zero(w)) return EDP_ERR_CRC;
             edp_wr32(out, w);
+            in += 4;
+            out += 4;
+            left -= 4;
+            continue;
         }
-        while (in != run_end) {
-            const uint8_t c = *in++;
-            if (c == 0) return EDP_ERR_CRC;
-            *out++ = c;
+        c = *in++;
+        if (c == 0) return EDP_ERR_CRC;
+        if (left) {
+            *out++ = (uint8_t)c;
+            left--;
+            continue;
         }
-        if (code != 0xFF && in != end) *out++ = 0;
+        *out = 0;  /* out < in: a byte already read */
+        out += zero;
+        zero = c != 0xFF;
+        left = c - 1;
     }
-    return (int)(out - buf);
+    return left ? EDP_ERR_CRC : (int)(out - buf);  /* a code ran past the end */
 }
 
 /* The encoder's position: the pending code byte, where the next input byte

@@ -52,7 +52,7 @@
 #define EDP_DL_PREP_PER_L 80000u    /* per uniform low bit L: products, chunk tables */
 #endif
 #ifndef EDP_DL_PER_INPUT
-#define EDP_DL_PER_INPUT 100u       /* COBS decoding, CRC and checks of 4 request bytes (zeros: the longest) */
+#define EDP_DL_PER_INPUT 72u        /* COBS decoding, CRC and checks of 4 request bytes (zeros: the longest) */
 #endif
 #ifndef EDP_DL_PER_CLASS
 #define EDP_DL_PER_CLASS 108u       /* clamp, CRC, encoding of 4 response bytes, the wipe */
