@@ -21,7 +21,7 @@ help:
 	@echo "make test-fast - the tests that need no emulator and no training (about a minute)"
 	@echo "make setup | firmware | posix | clean"
 	@echo "make test-renode - only the Renode suite (renode/edgedp.robot; needs renode-test on PATH)"
-	@echo "make provision KEY=path/to/device.key - production image with its HMAC key (docs/hardware.md)"
+	@echo "make provision KEY=path/to/device.key [MODEL=...] - production image with its HMAC key, of the model it was built with (docs/hardware.md)"
 
 # ---- setup: Debian packages and the Python environment -----------------------
 # `make setup` (and `make test`) install the package with every extra ([test]); `make demo` only
@@ -157,22 +157,32 @@ build/stm32f4-test/edgedp.elf: $(STM32F4_TEST_SRCS) $(FW_HEADERS) build/stm32f4-
 	$(KEEP_MODEL)
 	arm-none-eabi-size $@
 
-# make provision KEY=path/to/device.key  (64 hex digits: the key file the host tool reads)
+# make provision KEY=path/to/device.key [MODEL=path/to/model.c]  (64 hex digits: the key file the host tool reads)
 #   build/stm32f4/edgedp-provisioned.elf  image with the key in .edp_key (flash it whole)
 #   build/stm32f4/edp_key.bin             the 32 bytes alone, for sector 11 at 0x080E0000:
 #     openocd -f board/stm32f4discovery.cfg -c "program build/stm32f4/edp_key.bin 0x080E0000 verify reset exit"
 # Both hold the secret key. KEY must be given explicitly, and a key equal to the public test key
-# (tests/keys/test-device.key, whatever file holds it) is refused.
-provision: build/stm32f4/edgedp.elf
+# (tests/keys/test-device.key, whatever file holds it) is refused, as is a key file group or others
+# can read or write (the host tool's rule, edgedp/trust.py). The model is the one MODEL names,
+# else the one the image was built with (build/stm32f4/model.txt, as `edgedp build --model` or
+# `make firmware MODEL=...` recorded it), never the default behind the user's back: with neither
+# (no image yet) provision refuses. It prints the model and the sha256 of the image it provisions.
+PROVISION_MODEL = $(if $(filter command line environment,$(origin MODEL)),$(MODEL),$(shell cat build/stm32f4/model.txt 2>/dev/null))
+provision:
 	@if [ "$(origin KEY)" = file ]; then echo "usage: make provision KEY=path/to/device.key (64 hex digits)" >&2; exit 2; fi
-	@umask 077 && python3 -c 'import sys; k = bytes.fromhex(open(sys.argv[1]).read().strip()); \
+	@mkdir -p build/stm32f4 && umask 077 && python3 -c 'import os, sys; k = bytes.fromhex(open(sys.argv[1]).read().strip()); \
 	assert len(k) == 32, "the key file must hold 64 hex digits"; \
 	assert k not in (bytes(32), bytes([255]) * 32), "an all-0x00 or all-0xFF key reads as unprovisioned"; \
 	t = bytes.fromhex(open(sys.argv[3]).read().strip()); \
-	k != t or sys.exit("refusing the public test key (" + sys.argv[3] + "): anyone can sign admin frames with it; generate a device key: python3 -c \"import secrets; print(secrets.token_hex(32))\" > device.key"); \
+	k != t or sys.exit("refusing the public test key (" + sys.argv[3] + "): anyone can sign admin frames with it; generate a device key: (umask 077; python3 -c \"import secrets; print(secrets.token_hex(32))\" > device.key)"); \
+	m = os.stat(sys.argv[1]).st_mode & 0o777; \
+	m & 0o066 == 0 or sys.exit("make provision: key file %s is readable or writable by group or others (mode %03o); run: chmod 600 %s" % (sys.argv[1], m, sys.argv[1])); \
 	open(sys.argv[2], "wb").write(k)' "$(KEY)" build/stm32f4/edp_key.bin tests/keys/test-device.key
+	@if [ -z '$(PROVISION_MODEL)' ]; then rm -f build/stm32f4/edp_key.bin; echo "make provision: build/stm32f4/edgedp.elf records no model (it was not built yet): name the model, e.g. make provision KEY=$(KEY) MODEL=firmware/model/digits_ensemble.c" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory build/stm32f4/edgedp.elf MODEL='$(PROVISION_MODEL)'
 	umask 077 && arm-none-eabi-objcopy --update-section .edp_key=build/stm32f4/edp_key.bin \
 	  build/stm32f4/edgedp.elf build/stm32f4/edgedp-provisioned.elf
+	@echo "provisioned build/stm32f4/edgedp-provisioned.elf: model $$(cat build/stm32f4/model.txt) (sha256 $$(sha256sum < build/stm32f4/model.c | cut -c1-64)), image build/stm32f4/edgedp.elf sha256 $$(sha256sum < build/stm32f4/edgedp.elf | cut -c1-64)"
 
 # ---- native builds: the posix port (tests) and the sanitized variant -----------
 POSIX_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_POSIX_SRCS) build/gen/test_keys.c

@@ -6,6 +6,9 @@
 # every file is listed, and only the one the compiler's target selects (core/src/arch/arch.h)
 # is not empty.
 EDP_CORE_SRCS := \
+	firmware/core/src/answer.c \
+	firmware/core/src/audit.c \
+	firmware/core/src/auth.c \
 	firmware/core/src/budget.c \
 	firmware/core/src/cobs.c \
 	firmware/core/src/crc32.c \
@@ -15,11 +18,15 @@ EDP_CORE_SRCS := \
 	firmware/core/src/drbg.c \
 	firmware/core/src/flog.c \
 	firmware/core/src/frame.c \
+	firmware/core/src/mark.c \
 	firmware/core/src/mech.c \
 	firmware/core/src/model.c \
+	firmware/core/src/model_graph.c \
 	firmware/core/src/model_s8.c \
+	firmware/core/src/rate.c \
 	firmware/core/src/sha256.c \
 	firmware/core/src/store.c \
+	firmware/core/src/window.c \
 	firmware/core/src/arch/armv7m/dlap_armv7m.c \
 	firmware/core/src/arch/armv7m/drbg_armv7m.c \
 	firmware/core/src/arch/armv7m/model_armv7m.c \

@@ -350,7 +350,7 @@ static const edp_net_s8_t nets[] = {
 static float scratch[20];
 static int8_t act[192];
 static uint32_t xp[32];
-static const edp_model_s8_t s8 = {0x1.fep+7f, 0x1p-1f, nets, 64, act, xp, 32};
+static const edp_model_s8_t s8 = {0x1.fep+7f, 0x1p-1f, nets, 64, act, xp, 32, NULL};
 
 static const edp_model_t model = {
     "digits-mlp", 0, 64, 10, 1, NULL, scratch,

@@ -308,3 +308,80 @@ def test_manifest_without_private_flag_is_not_private() -> None:
     assert "seed 0" in models_io.non_private_reason(old)
     with pytest.raises(models_io.ModelFileError, match="--allow-non-private"):
         models_io.private_or_refuse("m.npz", old, False)
+
+
+def test_max_steps_bisects_over_steps_with_few_accountant_runs(monkeypatch) -> None:
+    """Issue 41.6: the step cap is found before training by bisection, not by accounting each step."""
+    nm, q, d, upper = 2.0, 0.25, 1e-5, 40
+    eps = {t: accountant.epsilon(nm, q, t, d) for t in (7, 8, upper)}
+    calls = []
+    real = accountant.epsilon
+    monkeypatch.setattr(accountant, "epsilon", lambda *a: calls.append(a[2]) or real(*a))
+    cap = accountant.max_steps(nm, q, d, (eps[7] + eps[8]) / 2, upper)
+    assert (cap.steps, cap.epsilon, cap.epsilon_next) == (7, eps[7], eps[8])
+    assert len(calls) <= math.ceil(math.log2(upper)) + 1 and calls[0] == upper
+    whole = accountant.max_steps(nm, q, d, eps[upper], upper)
+    assert (whole.steps, whole.epsilon_next) == (upper, None)
+    none = accountant.max_steps(nm, q, d, accountant.epsilon(nm, q, 1, d) * 0.99, upper)
+    assert none.steps == 0 and none.epsilon_next == pytest.approx(real(nm, q, 1, d))
+    with pytest.raises(ValueError, match="maximum epsilon"):
+        accountant.max_steps(nm, q, d, math.inf, upper)
+
+
+def test_epochs_end_at_rounded_passes_and_the_last_step() -> None:
+    from edgedp.train.run import epoch_ends
+    assert epoch_ends(60, 0.25) == list(range(4, 61, 4))
+    assert epoch_ends(22, 0.25) == [4, 8, 12, 16, 20, 22]       # 5.5 epochs: the partial one ends at the last step
+    assert epoch_ends(10, 0.3) == [3, 7, 10]
+    assert epoch_ends(2, 0.25) == [2]
+
+
+def _train_cli(out, *extra: str):
+    r = CliRunner().invoke(main, ["train", "--noise-multiplier", "2", "--epochs", "5", "--out", str(out), *extra])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def test_train_logs_epsilon_per_epoch_and_stops_before_max_epsilon(tmp_path) -> None:
+    """Issue 41.6: ε after every epoch in the manifest (a plain list) and the progress bar;
+    --max-epsilon stops before the step that would exceed it, and the manifest says why."""
+    q, d = 0.25, 1e-5
+    full = tmp_path / "full.npz"
+    r = _train_cli(full)
+    t = models_io.read_manifest(full).training
+    assert (t["steps"], t["planned_steps"], t["stopped_early"], t["max_epsilon"]) == (20, 20, False, None)
+    assert "stop_reason" not in t and t["epoch_steps"] == [4, 8, 12, 16, 20]
+    assert t["epsilon_per_epoch"] == [pytest.approx(accountant.epsilon(2.0, q, s, d)) for s in t["epoch_steps"]]
+    assert t["epsilon_per_epoch"][-1] == t["epsilon"] and t["epsilon_per_epoch"] == sorted(t["epsilon_per_epoch"])
+    for e, eps in enumerate(t["epsilon_per_epoch"], 1):   # the bar shows each epoch's ε (stderr, not stdout)
+        assert f"ε {eps:.3g} (PLD, epoch {e})" in r.stderr
+    assert "PLD, epoch" not in r.stdout
+    cap = (t["epsilon_per_epoch"][1] + t["epsilon_per_epoch"][2]) / 2    # between epochs 2 and 3
+    capped = tmp_path / "capped.npz"
+    r = _train_cli(capped, "--max-epsilon", f"{cap!r}")
+    c = models_io.read_manifest(capped).training
+    assert c["stopped_early"] is True and c["planned_steps"] == 20 and c["max_epsilon"] == cap
+    assert 8 <= c["steps"] < 12 and c["epoch_steps"] == sorted({4, 8, c["steps"]})
+    assert c["epsilon"] <= cap < accountant.epsilon(2.0, q, c["steps"] + 1, d)
+    assert c["epsilon_per_epoch"][-1] == c["epsilon"] and len(c["epsilon_per_epoch"]) == len(c["epoch_steps"])
+    assert f"--max-epsilon {cap:g}" in c["stop_reason"] and f"stopped after {c['steps']} of 20" in c["stop_reason"]
+    assert f"stopped early: {c['stop_reason']}" in r.stdout and f"of max {cap:g} (PLD, epoch 2)" in r.stderr
+    # no accuracy is logged with the run's ε: the manifest holds none, per epoch or at the end
+    assert not any("accuracy" in k for k in c) and "accuracy" not in json.dumps(c)
+    # audit-config recomputes ε from the steps actually run: the claim checks (exit 3: the float sampler's warning)
+    r = CliRunner().invoke(main, ["audit-config", str(models_io.manifest_path(capped)), "--no-canary", "--json"])
+    assert r.exit_code == 3 and json.loads(r.stdout)["failed"] == [], r.output
+    r = CliRunner().invoke(main, ["train", "--noise-multiplier", "2", "--max-epsilon", "0.01", "--out",
+                                  str(tmp_path / "none.npz"), "--json", "--no-progress"])
+    assert r.exit_code == 4 and "below the ε of a single step" in json.loads(r.stdout)["message"]
+    assert not (tmp_path / "none.npz").exists()
+
+
+def test_seeded_run_shows_not_private_instead_of_epsilon(tmp_path) -> None:
+    seeded = tmp_path / "s.npz"
+    r = _train_cli(seeded, "--seed", "2", "--max-epsilon", f"{accountant.epsilon(2.0, 0.25, 10, 1e-5)!r}")
+    t = models_io.read_manifest(seeded).training
+    assert t["epsilon_per_epoch"] == "not private" and t["stopped_early"] is True and t["steps"] == 10
+    assert t["epoch_steps"] == [4, 8, 10]
+    assert "a seeded run has no ε" in t["stop_reason"] and "ε from" not in t["stop_reason"]
+    assert "ε not private" in r.stderr and "PLD, epoch" not in r.stderr

@@ -235,7 +235,7 @@ def test_head_and_wipe_constants_cover_their_paths(c):
 
 @pytest.mark.parametrize("image", ["production", "digits_mlp_int8"])
 def test_nonfinite_constants_cover_the_output_check(image, c):
-    """device.c's finite_output on every INFER: the check of the model's outputs and, the last
+    """answer.c's finite_output on every INFER: the check of the model's outputs and, the last
     one not finite (its longest path), the fixed vector in every class, with its call site,
     within EDP_DL_NONFINITE + EDP_DL_NONFINITE_CLASS per class, for 1 to 32, 100 and 1000 classes."""
     from edgedp.bench.infer import model_image

@@ -17,7 +17,12 @@ def test_bench_json(tmp_path) -> None:
                                   "--epsilon", "1", "--no-footprint", "--plot", str(png), "--e2e", "16", "--models", "1", "--json",
                                   "--check"])
     out = json.loads(r.stdout)
-    assert out["missed"] == [name for name, v in out["targets"].items() if not v["ok"]]
+    # the gated targets missed; the entropy ratio is reported but informational (issue 42)
+    assert out["missed"] == [name for name, v in out["targets"].items() if not v["ok"] and v.get("gated", True)]
+    assert out["targets"]["at_most_2.5_entropy_limit"]["gated"] is False
+    for name in ("bits_at_most_h_plus_3", "dp_step_at_most_0.75_today", "k1_at_most_naive",
+                 "deadline_at_most_0.8_today"):  # issue 42's, on this grid's points
+        assert out["targets"][name]["at"] in ({"k": 1, "epsilon": 1.0}, {"k": 10, "epsilon": 1.0}), name
     assert r.exit_code == (1 if out["missed"] else 0), r.output  # --check: a MISSED target fails
     if out["missed"]:
         assert "bench targets MISSED: " + ", ".join(out["missed"]) in r.stderr

@@ -61,6 +61,7 @@ def test_bad_inputs_are_one_line_errors(native_builds: None) -> None:
 def test_admin_without_a_valid_key_fails_with_device_error(native_builds: None, tmp_path) -> None:
     wrong = tmp_path / "wrong.key"
     wrong.write_text("00" * 32)
+    wrong.chmod(0o600)  # a key file of one's own: others-readable ones are refused
     r = cli("admin", "reset-budget", "--key-file", str(wrong), "--json", check=False)
     # the STATE answer is tagged with the device's key, not this one: nothing is signed from it
     assert r.returncode == 7 and json.loads(r.stdout)["error"] == "ERR_NOT_AUTHENTIC"

@@ -200,6 +200,42 @@ def test_a_killed_session_never_rolls_the_budget_back_silently(cli: Cli, tmp_pat
     cli.ok("device", "start")                      # a clean stop needs no acceptance
 
 
+def test_another_targets_session_does_not_clear_the_unclean_mark(cli: Cli, tmp_path: Path) -> None:
+    """Issue 39 item 5: after kill -9 of a qemu session, a session of qemu:stm32f4 started and
+    stopped cleanly leaves the qemu mark alone: a plain `device start` still refuses, and only
+    --accept-rollback gives the spend back (the old host kept one unclean.json for every target:
+    the stm32f4 session's start deleted it and the next start rolled 20 epsilon back to 10)."""
+    rows = tmp_path / "rows.npy"
+    np.save(rows, np.full((5, 3), 0.3, dtype=np.float32))
+    cli.ok("device", "start", "--fresh")
+    cli.ok("admin", "config", "--key-file", KEY, "--epsilon", "2.0", "--daily-cap", "50")
+    cli.ok("admin", "set-time", "--key-file", KEY, "--unix", str(NOON))
+    cli.ok("query", str(rows))
+    cli.ok("device", "stop")                       # saved: 10 epsilon
+    cli.ok("device", "start")
+    cli.ok("query", str(rows))
+    assert cli.json("budget")["lifetime_spent"] == pytest.approx(20.0)
+    os.kill(cli.pid(), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while json.loads(cli("device", "status", "--json").stdout)["running"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    r = cli("device", "start", "--target", "qemu:stm32f4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "removed the state" in r.stderr  # the killed session's, found by this start
+    cli.ok("device", "stop")
+    r = cli("device", "start")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--accept-rollback" in r.stderr and "holds a spend of 10 epsilon" in r.stderr, r.stderr
+    assert not (cli.state / "session.json").exists() and (cli.state / "memory" / "qemu.unclean.json").is_file()
+    r = cli("device", "start", "--accept-rollback")
+    assert r.returncode == 0 and "accepting the rollback" in r.stderr, r.stderr
+    assert cli.json("budget")["lifetime_spent"] == pytest.approx(10.0)
+    assert not (cli.state / "memory" / "qemu.unclean.json").exists()
+    cli.ok("device", "stop")
+    cli.ok("device", "start")                      # accepted, then a clean stop: no mark
+
+
 def test_readme_session_example_runs_as_written(cli: Cli) -> None:
     """Every command of the README's session block succeeds in order (issue 20.10: the query of its
     20 sample rows fits the daily cap it configures), and the block ends with no session running."""

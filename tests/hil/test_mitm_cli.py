@@ -206,11 +206,13 @@ def test_forged_ack_and_withheld_config_are_detected(mitm: Proxy, qemu: Device, 
     r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5")
     assert r.returncode == 6, r.stdout + r.stderr
     assert "state unknown" in r.stderr and "did not take effect" in r.stderr and "configured" not in r.stdout
-    assert len(withheld) == 1
-    # the MITM now delivers the withheld frame: signed for a nonce the re-read killed
-    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
-    f = qemu.receive()
-    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
+    assert "signed again for the fresh nonce" in r.stderr  # the one retry (item 11), swallowed too
+    assert len(withheld) == 2
+    # the MITM now delivers the withheld frames: each signed for a nonce a re-read killed
+    for w in withheld:
+        qemu.send_raw(frames.encode(w.type, w.seq, w.body))
+        f = qemu.receive()
+        assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
     assert authentic_state(qemu, test_key).daily_cap == 1000 * MICRO
 
 
@@ -285,7 +287,7 @@ def test_a_rewritten_budget_cannot_make_query_skip_its_config(mitm: Proxy, qemu:
     after = authentic_state(qemu, test_key)
     assert (after.epsilon_micro, after.daily_spent) == (MICRO // 2, 3 * MICRO // 2)
     sent = mitm.sent()
-    assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (0, 2, 1, 3)
+    assert (sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (0, 3, 1, 3)
 
 
 def test_a_state_forged_with_the_test_key_cannot_skip_the_config(mitm: Proxy, qemu: Device, test_key: bytes,
@@ -322,19 +324,50 @@ def test_a_state_forged_with_the_test_key_cannot_skip_the_config(mitm: Proxy, qe
 
 def test_query_reads_each_state_and_info_once(mitm: Proxy, qemu: Device, test_key: bytes, tmp_path: Path) -> None:
     """With --key-file: STATE once to decide (its nonce signs the CONFIG), once to check the
-    CONFIG; INFO once (connect's, on a board URL; the old host asked it again after the stream).
+    CONFIG, once after the stream (what was charged, issue 39 item 10); INFO once (connect's, on a board URL; the old host asked it again after the stream).
     Without a key or options: BUDGET alone, for the table."""
     x = rows_file(tmp_path, 2)
     r = mitm.cli("query", "--key-file", KEY, "-e", "0.25", "--json", x)
     assert r.returncode == 0, r.stderr
     sent = mitm.sent()
     assert (sent[P.INFO], sent[P.STATE], sent[P.CHALLENGE], sent[P.CONFIG], sent[P.BUDGET], sent[P.QUERY]) == \
-        (1, 2, 0, 1, 0, 2), sent
+        (1, 3, 0, 1, 0, 2), sent  # STATE: to decide, to check the CONFIG, and the spend after the stream
     assert authentic_state(qemu, test_key).epsilon_micro == MICRO // 4
     r = mitm.cli("query", "--json", x)
     assert r.returncode == 0, r.stderr
     sent = mitm.sent()
     assert (sent[P.INFO], sent[P.BUDGET], sent[P.STATE], sent[P.CONFIG], sent[P.QUERY]) == (1, 1, 0, 0, 2), sent
+
+
+def forged_rate_refusals(f: frames.Frame) -> list[bytes] | None:
+    """A proxy rule: every QUERY answer (charged by the device) swapped for a forged ERR_RATE."""
+    if f.type == P.QUERY | P.RESPONSE:
+        return [frames.encode(P.ERROR, f.seq, S.ERROR_BODY_FMT.pack(S.ErrorCode.ERR_RATE, P.QUERY))]
+    return None
+
+
+def test_forged_refusals_for_charged_answers_are_reported(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                          tmp_path: Path) -> None:
+    """Issue 39 item 10: every charged QUERY answer swapped for a forged ERR_RATE. With --key-file
+    query reads the authenticated STATE after the stream and reports the 5 epsilon charged for
+    answers it never received (exit 7, `charged_not_received` in the JSON error; the old host
+    said 5 rows refused, exit 8, and never looked); without a key it says it cannot check."""
+    x = rows_file(tmp_path, 5)
+    mitm.to_host = forged_rate_refusals
+    r = mitm.cli("query", "--key-file", KEY, "--json", x)
+    assert r.returncode == 7, r.stdout + r.stderr
+    lines = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert [ln["status"] for ln in lines[:-1]] == ["ERR_RATE"] * 5
+    assert lines[-1]["error"] == "ERR_CHARGED_NOT_RECEIVED" and lines[-1]["charged_not_received"] == 5.0, lines[-1]
+    err = r.stderr.splitlines()[-1]
+    assert "5 epsilon was charged for answers it did not receive (5 rows reported refused, 0 lost)" in err, err
+    assert authentic_state(qemu, test_key).daily_spent == 5 * MICRO  # what the device did charge
+    r = mitm.cli("query", x)
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert "5 rows were reported refused or lost; without --key-file this host cannot check" in r.stderr, r.stderr
+    mitm.to_host = lambda f: None  # an honest link: the check passes, nothing more is said
+    r = mitm.cli("query", "--key-file", KEY, "--json", x)
+    assert r.returncode == 0 and "charged" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
@@ -490,7 +523,9 @@ def test_an_epsilon_from_edgedp_toml_is_refused_at_a_url_saying_so(mitm: Proxy, 
     r = run_cli("query", rows_file(tmp_path, 2), "--target", mitm.url,
                 env={"EDGEDP_CONFIG": str(tmp_path / "edgedp.toml")})
     assert r.returncode == 8, r.stderr
-    assert r.stderr.count("\n") == 1 and "(epsilon from edgedp.toml is checked against" in r.stderr, r.stderr
+    announced, error = r.stderr.splitlines()  # the value the file gave, named; then the refusal
+    assert announced == f"edgedp: epsilon 0.5 from {tmp_path / 'edgedp.toml'}", r.stderr
+    assert error.startswith("edgedp: error:") and "(epsilon from edgedp.toml is checked against" in error, r.stderr
     assert r.stderr.rstrip().endswith("; for a test image: --key-file tests/keys/test-device.key"), r.stderr
     assert mitm.sent() == Counter(), "a frame was sent before the refusal"
 
@@ -537,10 +572,13 @@ def test_an_untagged_error_after_a_signed_frame_is_state_unknown(mitm: Proxy, qe
     assert r.returncode == 6, r.stdout + r.stderr
     assert json.loads(r.stdout)["error"] == "ERR_STATE_UNKNOWN" and "configured" not in r.stdout
     assert f"untagged ERROR ({error.name}" in r.stderr and "did not take effect" in r.stderr, r.stderr
-    assert len(withheld) == 1 and mitm.sent()[P.STATE] == 2  # the state before, and the re-read after
-    qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
-    f = qemu.receive()
-    assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
+    assert r.stderr.count("did not take effect") == 2 and "signed again for the fresh nonce" in r.stderr
+    # the state before, the re-read after the first CONFIG (the retry signs for its nonce), and after the second
+    assert len(withheld) == 2 and mitm.sent()[P.STATE] == 3
+    for w in withheld:
+        qemu.send_raw(frames.encode(w.type, w.seq, w.body))
+        f = qemu.receive()
+        assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == S.ErrorCode.ERR_AUTH
     assert authentic_state(qemu, test_key).daily_cap == 1000 * MICRO
 
 
@@ -567,6 +605,49 @@ def test_an_untagged_error_and_a_dropped_reread_give_both_reasons(mitm: Proxy, q
     qemu.send_raw(frames.encode(withheld[0].type, withheld[0].seq, withheld[0].body))
     f = qemu.receive()
     assert f.type == P.CONFIG | P.RESPONSE and P.AdminAnswer.parse(f.body).result == 0
+    assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
+
+
+def injecting_ahead_of(kind: int, request: int, times: int) -> tuple[Rule, list[frames.Frame]]:
+    """A rule that puts a frame of type ``request`` of its own (a CHALLENGE, STATE or AUDIT_LOG:
+    each draws a new nonce) on the wire just ahead of each of the first ``times`` frames of
+    ``kind``; and the list of those frames."""
+    seen: list[frames.Frame] = []
+
+    def rule(f: frames.Frame) -> list[bytes] | None:
+        if f.type != kind or len(seen) >= times:
+            return None
+        seen.append(f)
+        body = b"" if request == P.CHALLENGE else bytes(S.AUTH_NONCE)
+        return [frames.encode(request, 0x7F00 + len(seen), body), frames.encode(f.type, f.seq, f.body, f.version)]
+    return rule, seen
+
+
+@pytest.mark.parametrize("request_type", [P.CHALLENGE, P.STATE, P.AUDIT_LOG], ids=lambda t: P.T(t).name)
+def test_one_injected_frame_before_the_signed_one_is_retried_once(mitm: Proxy, qemu: Device, test_key: bytes,
+                                                                  request_type: int) -> None:
+    """Issue 39 item 11: a peer puts one CHALLENGE, STATE or AUDIT_LOG of its own between the
+    operator's STATE and the signed CONFIG, so the device draws a new nonce and refuses the CONFIG
+    (tagged over a nonce the host never saw). The CLI re-reads the authenticated state (not taken),
+    signs once more for its nonce, says why, and the change lands (exit 0; the old host said
+    "state unknown", exit 6). Injected before every CONFIG, the retry fails too: exit 6, both reasons."""
+    rule, hit = injecting_ahead_of(P.CONFIG, request_type, 1)
+    mitm.to_device = rule
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "5", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(hit) == 1 and json.loads(r.stdout)["daily_cap"] == 5.0
+    assert r.stderr.count("\n") == 1 and "CONFIG did not take effect" in r.stderr, r.stderr
+    assert "signed it again for the fresh nonce, which the device accepted" in r.stderr, r.stderr
+    sent = mitm.sent()
+    assert (sent[P.CONFIG], sent[P.STATE]) == (2, 3), sent  # (the host's frames: before, the re-read, after)
+    assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
+
+    rule, hit = injecting_ahead_of(P.CONFIG, request_type, 2)
+    mitm.to_device = rule
+    r = mitm.cli("admin", "config", "--key-file", KEY, "--daily-cap", "7")
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert len(hit) == 2 and r.stderr.count("\n") == 1 and r.stderr.count("did not take effect") == 2, r.stderr
+    assert "signed again for the fresh nonce" in r.stderr, r.stderr
     assert authentic_state(qemu, test_key).daily_cap == 5 * MICRO
 
 

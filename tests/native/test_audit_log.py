@@ -112,6 +112,7 @@ def test_cli_audit_log_json_on_the_host_build(native_builds: None, tmp_path) -> 
     assert r.returncode == 0 and "2 events logged, 2 kept (0 overwritten)" in r.stdout and "reset-budget" in r.stdout
     wrong = tmp_path / "wrong.key"
     wrong.write_text("11" * 32)
+    wrong.chmod(0o600)  # a key file of one's own: others-readable ones are refused
     r = run_cli("audit-log", "--target", "posix", "--key-file", str(wrong), env=env)
     assert r.returncode == 7 and "not authentic" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("audit-log", "--target", "posix", env=env)

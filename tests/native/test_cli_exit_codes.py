@@ -57,6 +57,7 @@ def test_bad_input_and_refusal_codes(native_builds: None) -> None:
     assert [json.loads(x)["status"] for x in r.stdout.splitlines()] == ["ok", "ok", "ERR_BUDGET"]
     wrong = Path("/tmp/edgedp-wrong.key")
     wrong.write_text("00" * 32)
+    wrong.chmod(0o600)  # a key file of one's own: others-readable ones are refused
     json_error(run_cli("admin", "reset-budget", "--target", "posix", "--key-file", str(wrong), "--json"), 7,
                "ERR_NOT_AUTHENTIC", "not authentic")  # the device's tagged state does not check with this key
 
@@ -107,12 +108,21 @@ def test_a_closed_pipe_ends_quietly_before_the_next_charge(native_builds: None, 
 def test_edgedp_toml_gives_target_key_and_epsilon(native_builds: None, tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)
+    (project / ".git").mkdir()  # the search for the project's file ends at the checkout
     (project / "keys").mkdir()
     (project / "keys" / "dev.key").write_text(Path(KEY).read_text())
-    (project / "edgedp.toml").write_text('[defaults]\ntarget = "posix"\nkey_file = "keys/dev.key"\nepsilon = 2.5\n')
+    toml = project / "edgedp.toml"
+    toml.write_text('[defaults]\ntarget = "posix"\nkey_file = "keys/dev.key"\nepsilon = 2.5\n')
     r = run_cli("query", "--json", "-", stdin="0.1,0.9\n", cwd=project / "sub", env=FIND_TOML)  # in a parent folder
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["remaining"] == pytest.approx(1000 - 2.5)
+    # every value taken from the file is named, the signed epsilon included
+    for line in (f"edgedp: target posix from {toml}", f"edgedp: key_file {project}/keys/dev.key from {toml}",
+                 f"edgedp: epsilon 2.5 from {toml}"):
+        assert line + "\n" in r.stderr, r.stderr
+    r = run_cli("-v", "info", "--json", cwd=project / "sub", env=FIND_TOML)  # the file in use: info and -v
+    assert r.returncode == 0 and json.loads(r.stdout)["config"] == str(toml), r.stdout + r.stderr
+    assert f"edgedp: configuration file {toml} (project)\n" in r.stderr, r.stderr
     r = run_cli("admin", "reset-budget", "--json", cwd=project, env=FIND_TOML)  # key_file from the file, relative to it
     assert r.returncode == 0, r.stderr
     # the command line, then EDGEDP_TARGET, beat the file

@@ -201,6 +201,25 @@ static int cobs_case(const uint8_t *data, size_t n)
         ok &= edp_cobs_decode(got + off, got_n - 1) == (int)n && memcmp(got + off, data, n) == 0;
         free(got);
     }
+    /* The frame encoder: the CRC appended and encoded in the same pass, the
+     * same bytes as edp_crc32 then edp_cobs_encode, into exactly EDP_COBS_MAX(n + 4). */
+    for (off = 0; off < 4 && ok; off++) {
+        size_t fcap = EDP_COBS_MAX(n + 4), ref_n;
+        uint8_t *fsrc = malloc(n + 4 + 3), *body = fsrc + (off & 3 ? 3 - off : 0);
+        uint8_t *ref = malloc(fcap), *fgot = malloc(fcap + off), *with_crc = malloc(n + 4);
+        const uint32_t crc = edp_crc32(0, data, n);
+        memcpy(with_crc, data, n);
+        with_crc[n] = (uint8_t)crc, with_crc[n + 1] = (uint8_t)(crc >> 8);
+        with_crc[n + 2] = (uint8_t)(crc >> 16), with_crc[n + 3] = (uint8_t)(crc >> 24);
+        ref_n = cobs_reference(with_crc, n + 4, ref);
+        memcpy(body, data, n);
+        got_n = edp_cobs_encode_crc(body, n, fgot + off);
+        ok &= got_n == ref_n && memcmp(fgot + off, ref, ref_n) == 0 && memcmp(body, with_crc, n + 4) == 0;
+        free(fsrc);
+        free(ref);
+        free(fgot);
+        free(with_crc);
+    }
     if (ok && want_n > 2) {  /* a 0x00 in place of any non-delimiter byte: invalid */
         size_t at = edge_rand() % (want_n - 1);
         want[at] = 0;
@@ -251,7 +270,7 @@ static void cobs_edges(void)
     /* The largest frame with the most 0xFF codes: 16 runs of 254, then zeros. */
     memset(d, 0x7E, sizeof d);
     ok &= cobs_case(d, sizeof d) && EDP_COBS_MAX(sizeof d) == EDP_WIRE_MAX;
-    check(ok, "COBS encoder matches the byte-at-a-time reference (254-runs, zeros, all alignments, max frame)");
+    check(ok, "COBS encoder and the frame encoder (CRC in the same pass) match the byte-at-a-time reference (254-runs, zeros, all alignments, max frame)");
 }
 
 /* ---- INFO version 2 on a stub port ---- */

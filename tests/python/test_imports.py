@@ -9,8 +9,8 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "host" / "edgedp"
 
 LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("paths", "schema", "schema_gen", "version", "datasets"),
-     "leaves: paths, the wire schema and its generator, the version, the records"),
+    (("paths", "schema", "schema_gen", "version", "trust", "datasets"),
+     "leaves: paths, the wire schema and its generator, the version, whose files to trust, the records"),
     (("mech",), "the mechanism: types, lattice, modes, law, keystream (chacha), reference"),
     (("device",), "the wire and its user: frames, protocol, links, targets, client"),
     (("model", "train"), "models for the device; DP-SGD"),

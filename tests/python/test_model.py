@@ -89,7 +89,7 @@ def test_model_file_declares_the_scratch_sizes_the_wipe_zeroes(name: str, tmp_pa
     assert declared in text
     for bad in (text.replace(declared, declared.replace(f" {model.scratch_floats},", " 3,")),
                 text.replace(f"static float scratch[{model.scratch_floats}];", "static float scratch[3];"),
-                text.replace(", act, xp, 32};", ", act, xp, 2};")):
+                text.replace(", act, xp, 32, NULL};", ", act, xp, 2, NULL};")):
         if bad == text:
             continue
         (tmp_path / "bad.c").write_text(bad)

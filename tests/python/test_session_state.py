@@ -79,3 +79,20 @@ def test_sections_rejects_what_is_not_a_32_bit_elf(tmp_path: Path) -> None:
     f.write_bytes(b"\x7fELF\x02\x01" + bytes(64))
     with pytest.raises(ValueError, match="32-bit little-endian"):
         sections(f)
+
+
+def test_unclean_marks_are_per_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 5 without QEMU: a stale qemu session marks qemu alone; the mark one file for
+    every target that earlier versions kept moves to the target it names (an unreadable one to
+    every target), so an upgrade loses no mark."""
+    monkeypatch.setenv("EDGEDP_STATE_DIR", str(tmp_path))
+    write_state(tmp_path, dead_pid())
+    assert session.forget_stale() is not None
+    assert session.unclean_end("qemu") is not None and session.unclean_end("qemu:stm32f4") is None
+    (tmp_path / "memory" / "qemu.unclean.json").unlink()
+    (tmp_path / session.LEGACY_UNCLEAN_FILE).write_text(json.dumps({"target": "qemu:stm32f4", "pid": 7,
+                                                                    "started": 0.0, "found": 0.0}))
+    assert session.unclean_end("qemu") is None and session.unclean_end("qemu:stm32f4")["pid"] == 7
+    assert not (tmp_path / session.LEGACY_UNCLEAN_FILE).exists()
+    (tmp_path / session.LEGACY_UNCLEAN_FILE).write_text("{cut")
+    assert session.unclean_end("qemu") is not None and session.unclean_end("qemu:stm32f4")["pid"] == 7

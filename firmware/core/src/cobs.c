@@ -1,4 +1,5 @@
 #include "cobs.h"
+#include "crc32.h"
 #include "edgedp/error.h"
 #include "le.h"
 
@@ -58,28 +59,45 @@ int edp_cobs_decode(uint8_t *buf, size_t n)
     return (int)(out - buf);
 }
 
-size_t edp_cobs_encode(const uint8_t *buf, size_t n, uint8_t *out)
+/* The encoder's position: the pending code byte, where the next input byte
+ * goes, and the last o at which a whole word still fits the code's run. */
+typedef struct {
+    uint8_t *code, *o, *lim;
+} encoder_t;
+
+/* Encode p[0..n) from e on; with reg (not NULL) fold the same bytes into the
+ * CRC register *reg (crc32.h) in the same pass. The encoding is the input
+ * shifted by one byte with every zero replaced by the distance to the next
+ * zero (or to the end), plus a code 0xFF after every 254 non-zero bytes in a
+ * row. A whole word goes while o <= lim, so its run stays under 254 bytes
+ * (o - code - 1 + 4 <= 253); a word with a zero starts a new run that the next
+ * word fits, so only a zero-free word checks the limit. */
+static inline void encode(encoder_t *e, const uint8_t *p, size_t n, uint32_t *reg)
 {
-    /* The encoding is the input shifted by one byte with every zero replaced by
-     * the distance to the next zero (or to the end), plus a code 0xFF after
-     * every 254 non-zero bytes in a row. code points at the pending code byte,
-     * o is where the next input byte goes; a whole word goes while o <= lim,
-     * so its run stays under 254 bytes (o - code - 1 + 4 <= 253). */
-    const uint8_t *const end = buf + n, *const words_end = n >= 4 ? end - 3 : buf;
-    uint8_t *code = out, *o = out + 1, *lim = out + 250;
+    const uint8_t *const end = p + n, *const words_end = n >= 4 ? end - 3 : p;
+    uint8_t *code = e->code, *o = e->o, *lim = e->lim;
+    uint32_t r = reg ? *reg : 0u;
     for (;;) {
         uint8_t c;
-        for (; buf < words_end && o <= lim; buf += 4, o += 4) {
-            const uint32_t w = edp_rd32(buf), z = zero_bytes(w), e = word_codes[z];
-            edp_wr32(o, w | (e & INNER_CODES));
-            if (z) {
-                *code = (uint8_t)(o + (e >> 24 & 3u) - code);
-                code = o + (e >> 28);
-                lim = code + 250;
+        if (o <= lim) {
+            while (p < words_end) {
+                const uint32_t w = edp_rd32(p), z = zero_bytes(w), x = word_codes[z];
+                if (reg) r = edp_crc32_word(r, w);
+                edp_wr32(o, w | (x & INNER_CODES));
+                p += 4;
+                if (z) {
+                    *code = (uint8_t)(o + (x >> 24 & 3u) - code);
+                    code = o + (x >> 28);
+                    lim = code + 250;
+                    o += 4;
+                } else if ((o += 4) > lim) {
+                    break;
+                }
             }
         }
-        if (buf == end) break;
-        c = *buf++;
+        if (p == end) break;
+        c = *p++;
+        if (reg) r = edp_crc32_byte(r, c);
         if (c) {
             *o++ = c;
             if (o - code != 255) continue;
@@ -90,7 +108,33 @@ size_t edp_cobs_encode(const uint8_t *buf, size_t n, uint8_t *out)
         code = o++;
         lim = code + 250;
     }
-    *code = (uint8_t)(o - code);
+    e->code = code;
+    e->o = o;
+    e->lim = lim;
+    if (reg) *reg = r;
+}
+
+static size_t encoded(const encoder_t *e, uint8_t *out)
+{
+    uint8_t *o = e->o;
+    *e->code = (uint8_t)(o - e->code);
     *o++ = 0;
     return (size_t)(o - out);
+}
+
+size_t edp_cobs_encode(const uint8_t *buf, size_t n, uint8_t *out)
+{
+    encoder_t e = {out, out + 1, out + 250};
+    encode(&e, buf, n, NULL);
+    return encoded(&e, out);
+}
+
+size_t edp_cobs_encode_crc(uint8_t *buf, size_t n, uint8_t *out)
+{
+    encoder_t e = {out, out + 1, out + 250};
+    uint32_t reg = 0xFFFFFFFFu;  /* ~0: edp_crc32's start */
+    encode(&e, buf, n, &reg);
+    (void)edp_wr32(buf + n, ~reg);
+    encode(&e, buf + n, 4, NULL);
+    return encoded(&e, out);
 }

@@ -19,4 +19,12 @@ int edp_cobs_decode(uint8_t *buf, size_t n);
  * 0x01 follows). Returns the encoded length, delimiter included. */
 size_t edp_cobs_encode(const uint8_t *buf, size_t n, uint8_t *out);
 
+/* A frame's encoding in one pass: write the CRC-32 of buf[0..n) (crc32.h)
+ * little-endian at buf[n..n+4) (buf must hold n + 4 bytes) and COBS-encode
+ * buf[0..n+4) with the delimiter into out (EDP_COBS_MAX(n + 4) bytes, not
+ * overlapping buf), the CRC computed as the bytes are encoded. The same
+ * bytes as edp_wr32(buf + n, edp_crc32(0, buf, n)) then
+ * edp_cobs_encode(buf, n + 4, out). Returns the encoded length. */
+size_t edp_cobs_encode_crc(uint8_t *buf, size_t n, uint8_t *out);
+
 #endif

@@ -94,7 +94,7 @@
 #ifndef EDP_DL_MODEL_WIPE_BYTE
 #define EDP_DL_MODEL_WIPE_BYTE 1u   /* per byte zeroed (memset: a word and more per store) */
 #endif
-/* device.c's finite_output, on every INFER whatever the model gave: the check
+/* answer.c's finite_output, on every INFER whatever the model gave: the check
  * of its n_classes outputs and, when one is not finite, the fixed vector that
  * replaces them (longest path: the last output not finite), its call site
  * included (edgedp.bench.deadline.nonfinite_paths). */
@@ -141,6 +141,40 @@
 #ifndef EDP_DL_S8_MAC8
 #define EDP_DL_S8_MAC8 EDP_DL_S8_MAC8_C
 #endif
+#endif
+/* Imported graphs (model_graph.c, portable C): upper bounds per unit of work,
+ * each window charged in full (taps outside the input cost less), set from
+ * edp_model_graph_run's instructions per operator on the Cortex-M4 (Unicorn;
+ * docs/model.md "Deadlines": the two committed CNNs measure 1.0-1.6x below). */
+#ifndef EDP_DL_G_MODEL
+#define EDP_DL_G_MODEL 300u         /* once per INFER: the call, the loops' set-up */
+#endif
+#ifndef EDP_DL_G_INPUT
+#define EDP_DL_G_INPUT 40u          /* per input: its quantisation (a division, the rounding) */
+#endif
+#ifndef EDP_DL_G_OUTPUT
+#define EDP_DL_G_OUTPUT 12u         /* per output: its dequantisation */
+#endif
+#ifndef EDP_DL_G_OP
+#define EDP_DL_G_OP 120u            /* per operator: dispatch, set-up */
+#endif
+#ifndef EDP_DL_G_POS
+#define EDP_DL_G_POS 60u            /* per output position of a window operator: the tap ranges */
+#endif
+#ifndef EDP_DL_G_ELEM
+#define EDP_DL_G_ELEM 120u          /* per output value: a requantisation (double rounding), the clamp */
+#endif
+#ifndef EDP_DL_G_TAP
+#define EDP_DL_G_TAP 26u            /* per output value and kernel tap: its address */
+#endif
+#ifndef EDP_DL_G_MAC
+#define EDP_DL_G_MAC 7u             /* per multiply-accumulate (two loads, the offset, MLA, the loop) */
+#endif
+#ifndef EDP_DL_G_ROW
+#define EDP_DL_G_ROW 30u            /* PAD: per input row copied */
+#endif
+#ifndef EDP_DL_G_BYTE
+#define EDP_DL_G_BYTE 2u            /* PAD: per output byte (the fill and the copy) */
 #endif
 
 #define DL_LN2 0.69314718055994531
@@ -381,13 +415,41 @@ static uint64_t head_insns(const edp_model_t *m)
            (uint64_t)(m->head == EDP_MODEL_VOTES ? EDP_DL_MODEL_VOTE : EDP_DL_MODEL_CLASS) * m->n_classes;
 }
 
+/* An imported graph: per operator its windows, values and sums (EDP_DL_G_*). */
+static uint64_t model_graph_insns(const edp_model_t *m)
+{
+    const edp_graph_s8_t *g = m->s8->graph;
+    uint64_t n = EDP_DL_G_MODEL + (uint64_t)EDP_DL_G_INPUT * m->n_features +
+                 (uint64_t)EDP_DL_G_OUTPUT * m->n_classes + head_insns(m);
+    uint32_t i;
+    for (i = 0; i < g->n_ops; i++) {
+        const edp_op_s8_t *o = &g->ops[i];
+        const uint64_t outs = (uint64_t)o->oh * o->ow * o->oc, pos = (uint64_t)o->oh * o->ow * EDP_DL_G_POS;
+        const uint64_t k = (uint64_t)o->kh * o->kw, in = (uint64_t)o->ih * o->iw * o->ic;
+        n += EDP_DL_G_OP;
+        switch (o->op) {
+        case EDP_OP_CONV: n += pos + outs * (EDP_DL_G_ELEM + k * (EDP_DL_G_TAP + (uint64_t)o->ic * EDP_DL_G_MAC)); break;
+        case EDP_OP_DWCONV: n += pos + outs * (EDP_DL_G_ELEM + k * (EDP_DL_G_TAP + EDP_DL_G_MAC)); break;
+        case EDP_OP_FC: n += outs * (EDP_DL_G_ELEM + in * EDP_DL_G_MAC); break;
+        case EDP_OP_AVGPOOL:
+        case EDP_OP_MAXPOOL: n += pos + outs * (EDP_DL_G_ELEM + k * EDP_DL_G_TAP); break;
+        case EDP_OP_MEAN: n += outs * (EDP_DL_G_ELEM + (uint64_t)o->ih * o->iw * EDP_DL_G_MAC); break;
+        case EDP_OP_PAD: n += outs * EDP_DL_G_BYTE + (uint64_t)o->ih * EDP_DL_G_ROW; break;
+        case EDP_OP_ADD: n += outs * (EDP_DL_G_ELEM + EDP_DL_G_ELEM / 2u); break;
+        default: break;
+        }
+    }
+    return n;
+}
+
 /* An int8 model: the input's quantisation, and per layer its widened input
  * (once for consecutive first layers) and its outputs in pairs (an odd last
  * one, which runs its row alone, is charged as a pair: an upper bound). */
 static uint64_t model_s8_insns(const edp_model_t *m)
 {
     uint64_t n = EDP_DL_S8_MODEL + (uint64_t)EDP_DL_S8_INPUT * m->n_features;
-    uint32_t i, l, xq_widened = 0;  /* as in edp_model_run_s8: a first layer after a first layer reuses xp */
+    uint32_t i, l, xq_widened = 0;
+    if (m->s8->graph) return model_graph_insns(m);  /* as in edp_model_run_s8: a first layer after a first layer reuses xp */
     for (i = 0; i < m->n_nets; i++) {
         const edp_net_s8_t *net = &m->s8->nets[i];
         n += head_insns(m);
@@ -403,7 +465,7 @@ static uint64_t model_s8_insns(const edp_model_t *m)
 
 uint32_t edp_deadline_model(const edp_model_t *m)
 {
-    uint64_t n = (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? 3u : 1u) +
+    uint64_t n = (uint64_t)EDP_DL_MODEL_ZERO * (m->s8 ? (m->s8->graph ? 2u : 3u) : 1u) +
                  (uint64_t)EDP_DL_MODEL_WIPE_BYTE * edp_model_wipe_bytes(m) +
                  EDP_DL_NONFINITE + (uint64_t)EDP_DL_NONFINITE_CLASS * m->n_classes;
     uint32_t i, l;

@@ -68,7 +68,7 @@ uint32_t edp_deadline_noise(const edp_dlap_t *d, uint32_t k);
 /* Instructions of the model's inference, of the check of its outputs (with
  * the fixed vector that replaces a non-finite one) and of the wipe of its
  * scratch after the answer (its part of an INFER window). Depends on the model's shape only;
- * computed once per model and plan at set-up (device.c). Saturates. */
+ * computed once per model and plan at set-up (answer.c). Saturates. */
 uint32_t edp_deadline_model(const edp_model_t *m);
 
 /* Instructions of a whole window around the noise bound `noise`: a request

@@ -4,9 +4,16 @@
  * edp_device_t is storage of EDP_DEVICE_SIZE bytes aligned for
  * EDP_DEVICE_ALIGN; device.c checks at compile time that this struct fits it
  * and needs no stricter alignment. Every core function reaches the state
- * through edp_dev(). The split of device.c (dispatch, auth, rate, audit, mark,
- * window) shares this one struct: each concern's header says which fields it
- * owns. */
+ * through edp_dev(). The device's concerns share this one struct, each in its
+ * own source with a header that says which fields it owns:
+ *   device.c  dispatch: boot, frames in and out, INFO, BUDGET, STATE
+ *             (port, rec, slot, store_state, store_ok, rx*, tx, model)
+ *   answer.h  the external answers QUERY and INFER and the test commands
+ *   auth.h    admin authentication: the nonce, CHALLENGE, the admin commands
+ *   rate.h    the rate limit of external answers
+ *   audit.h   the audit log's events
+ *   mark.h    the flash log's mark of the spend and the counter
+ *   window.h  the release window of an external answer */
 #ifndef EDGEDP_DEVICE_STATE_H
 #define EDGEDP_DEVICE_STATE_H
 #include <stddef.h>
@@ -14,6 +21,7 @@
 
 #include "drbg.h"
 #include "edgedp/device.h"
+#include "edgedp/error.h"
 #include "flog.h"
 #include "mech.h"
 #include "proto.h"
@@ -64,6 +72,14 @@ struct edp_device_state {
 #endif
 };
 typedef struct edp_device_state edp_dev_t;
+
+/* Today's day number from the port's clock (port.h): EDP_OK, or the port's
+ * negative error (then *day is not set). */
+static inline int edp_dev_today(edp_dev_t *d, uint32_t *day)
+{
+    int err = d->port->day(d->port->ctx, day);
+    return err < 0 ? err : EDP_OK;
+}
 
 /* The state behind the application's storage. */
 static inline edp_dev_t *edp_dev(edp_device_t *d)

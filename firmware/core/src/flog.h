@@ -125,7 +125,7 @@ int edp_flog_raise(edp_flog_t *log, const edp_flog_mark_t *m);
  * as edp_flog_raise; after an error log->rate is the limit before, but the
  * record may be in flash all the same (a program that took and reported an
  * error): a caller that keeps the limit before writes it back at r->counter
- * (device.c, a refused RATE). */
+ * (rate.c, a refused RATE). */
 int edp_flog_set_rate(edp_flog_t *log, const edp_flog_rate_t *r);
 
 /* Erase the spare sector if it is not erased and the active sector is

@@ -42,6 +42,5 @@ size_t edp_frame_error(uint8_t *tx, uint32_t type, uint32_t seq, int err)
 void edp_frame_send(uint8_t *tx, size_t len, uint8_t *wire,
                     void (*write)(void *ctx, const uint8_t *p, size_t n), void *ctx)
 {
-    edp_wr32(tx + len, edp_crc32(0, tx, len));
-    write(ctx, wire, edp_cobs_encode(tx, len + EDP_FRAME_CRC, wire));
+    write(ctx, wire, edp_cobs_encode_crc(tx, len, wire));
 }

@@ -113,6 +113,26 @@ void edp_model_zero(void *p, uint32_t n)
     memset(p, 0, n);
 }
 
+const float *edp_model_run_s8(const edp_model_t *m, const float *x)
+{
+    float *out = m->scratch, *z = out + m->n_classes;
+    const edp_graph_s8_t *g = m->s8->graph;
+    uint32_t t, widened = 0;
+    memset(out, 0, m->n_classes * sizeof *out);
+    if (g) {
+        edp_model_graph_run(m, x, z);
+        edp_model_head(m, g->cls, z, m->n_classes, out);
+        return out;
+    }
+    edp_model_s8_input(m, x);
+    for (t = 0; t < m->n_nets; t++) {
+        const edp_net_s8_t *net = &m->s8->nets[t];
+        edp_model_s8_net(m, t, &widened, z);
+        edp_model_head(m, net->cls, z, net->layers[net->n_layers - 1].out, out);
+    }
+    return out;
+}
+
 const float *edp_model_run(const edp_model_t *m, const float *x)
 {
     float *out = m->scratch, *a = out + m->n_classes;

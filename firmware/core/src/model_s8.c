@@ -1,6 +1,7 @@
 /* int8 inference (edgedp/model.h, docs/model.md "int8 models"): integer
  * arithmetic only up to the logits, so any order of the sums gives the same
- * bits; the dequantisation and the head are float32 as in model.c. */
+ * bits; the dequantisation is float32. model.c runs these kernels and the
+ * head; nothing here calls into model.c. */
 #include "fp_contract.h"  /* first: no fused multiply-add in this file */
 
 #include "edgedp/model.h"
@@ -158,46 +159,53 @@ static void dense_s8(const edp_dense_s8_t *l, const int8_t *x, uint32_t widened,
     }
 }
 
-const float *edp_model_run_s8(const edp_model_t *m, const float *x)
+void edp_model_s8_input(const edp_model_t *m, const float *x)
 {
     const edp_model_s8_t *q = m->s8;
-    float *out = m->scratch, *z = out + m->n_classes;
-    int8_t *xq = q->act, *ping = xq + row4(m->n_features), *pong = ping + q->hidden_row;
+    int8_t *xq = q->act;
     const float in_mul = q->in_mul, in_add = q->in_add;  /* locals: the int8 stores may alias them */
     const uint32_t n = m->n_features;
-    uint32_t i, t, l, xq_widened = 0;  /* xp holds xq widened: the last layer run was a first one */
+    uint32_t i;
     for (i = 0; i < n; i++) {
         const float v = x[i] * in_mul + in_add;
         const int32_t u = !(v >= 0.0f) ? 0 : (v >= 255.0f ? 255 : (int32_t)v);  /* floor: v >= 0 */
         xq[i] = (int8_t)(u - 128);
     }
-    memset(out, 0, m->n_classes * sizeof *out);
-    for (t = 0; t < m->n_nets; t++) {
-        const edp_net_s8_t *net = &q->nets[t];
-        const int8_t *in = xq;
-        int8_t *a = ping, *b = pong;
-        for (l = 0; l + 1u < net->n_layers; l++) {
-            dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, a, NULL);
-            xq_widened = l == 0;
-            in = a;
-            a = b;
-            b = (int8_t *)in;
-        }
-        dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, NULL, z);
-        xq_widened = l == 0;
-        edp_model_head(m, net->cls, z, net->layers[l].out, out);
-    }
-    return out;
 }
 
-/* act and xp: row(n_features) + 2 hidden_row bytes and xp_words words. */
+void edp_model_s8_net(const edp_model_t *m, uint32_t t, uint32_t *widened, float *z)
+{
+    const edp_model_s8_t *q = m->s8;
+    const edp_net_s8_t *net = &q->nets[t];
+    int8_t *xq = q->act, *ping = xq + row4(m->n_features), *pong = ping + q->hidden_row;
+    const int8_t *in = xq;
+    int8_t *a = ping, *b = pong;
+    uint32_t l, xq_widened = *widened;  /* xp holds xq widened: the last layer run was a first one */
+    for (l = 0; l + 1u < net->n_layers; l++) {
+        dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, a, NULL);
+        xq_widened = l == 0;
+        in = a;
+        a = b;
+        b = (int8_t *)in;
+    }
+    dense_s8(&net->layers[l], in, l == 0 && xq_widened, q->xp, NULL, z);
+    *widened = l == 0;
+}
+
+/* act and xp: row(n_features) + 2 hidden_row bytes and xp_words words; a
+ * graph: its arena. */
 uint32_t edp_model_wipe_bytes_s8(const edp_model_t *m)
 {
+    if (m->s8->graph) return m->s8->graph->arena_bytes;
     return row4(m->n_features) + 2u * m->s8->hidden_row + m->s8->xp_words * (uint32_t)sizeof *m->s8->xp;
 }
 
 void edp_model_wipe_s8(const edp_model_t *m)
 {
+    if (m->s8->graph) {
+        edp_model_zero(m->s8->graph->arena, m->s8->graph->arena_bytes);
+        return;
+    }
     edp_model_zero(m->s8->act, row4(m->n_features) + 2u * m->s8->hidden_row);
     edp_model_zero(m->s8->xp, m->s8->xp_words * (uint32_t)sizeof *m->s8->xp);
 }

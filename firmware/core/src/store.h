@@ -63,7 +63,7 @@ typedef struct {
     edp_rate_config_t rate;   /* rate limit of external answers (burst 0: none) */
     edp_rate_t bucket;        /* its token bucket, committed with every charge (a reset refills nothing);
                                * last = UINT64_MAX: restored after a store loss, empty, refills from
-                               * the first clock read (device.c) */
+                               * the first clock read (rate.c) */
 } edp_record_t;
 
 enum edp_store_state {

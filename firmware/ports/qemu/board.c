@@ -152,19 +152,27 @@ static int device_key(void *ctx, const uint8_t **key)
     return EDP_OK;
 }
 
+/* QEMU's USART (hw/char/stm32f2xx_usart.c) sends a DR write at once and never
+ * clears TXE ("I/O are currently synchronous"), so TXE is checked once per
+ * write, not per byte (a bounded wait, cold here), and the bytes go four per
+ * pass; each DR write is a word whose low byte is the character. */
 static void uart_write(void *ctx, const uint8_t *buf, size_t n)
 {
+    const uint8_t *end = buf + n, *words_end = buf + (n & ~(size_t)3);
     (void)ctx;
     edp_cortexm_sent();
-    const uint8_t *end = buf + n;
-    while (buf != end) {
-        if (!(USART1_SR & SR_TXE)) {  /* QEMU's USART is always ready: the bounded wait is cold */
-            uint32_t spin = 100000u;
-            while (!(USART1_SR & SR_TXE) && --spin) {
-            }
+    if (!(USART1_SR & SR_TXE)) {
+        uint32_t spin = 100000u;
+        while (!(USART1_SR & SR_TXE) && --spin) {
         }
-        USART1_DR = *buf++;
     }
+    for (; buf != words_end; buf += 4) {
+        USART1_DR = buf[0];
+        USART1_DR = buf[1];
+        USART1_DR = buf[2];
+        USART1_DR = buf[3];
+    }
+    while (buf != end) USART1_DR = *buf++;
 }
 
 #define TIM2_CNT (*(volatile uint32_t *)0x40000024u)  /* prescaler 0, ARR 0 from reset: ns, no interrupts */

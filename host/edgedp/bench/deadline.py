@@ -17,7 +17,7 @@ Unicorn, what those constants must cover:
   it goes through every one (its longest path);
 - ``refill``: edp_drbg_next_block (EDP_DRBG_BATCH_BLOCKS = 6 ChaCha12 blocks and the key erasure: no data-dependent branch);
 - ``prepare``: edp_mech_prepare (with the deadline's own set-up) by (L, nchunks), every L;
-- :func:`nonfinite_paths`: device.c's finite_output (the check of a model's outputs, the fixed
+- :func:`nonfinite_paths`: answer.c's finite_output (the check of a model's outputs, the fixed
   vector for a non-finite one) by class count, its longest path, and its call site.
 
 :func:`windows` runs whole QUERY / INFER windows of the production timing image and splits each
@@ -430,7 +430,7 @@ def head_per_class(elf: str | Path) -> dict[str, float]:
 
 @dataclass
 class NonfinitePaths:
-    """device.c's finite_output, on every INFER: what EDP_DL_NONFINITE and EDP_DL_NONFINITE_CLASS
+    """answer.c's finite_output, on every INFER: what EDP_DL_NONFINITE and EDP_DL_NONFINITE_CLASS
     must cover."""
 
     run: dict[int, int]   # n_classes -> instructions, the last output NaN (the check's longest, then the fill)

@@ -25,7 +25,6 @@ from .trace import Emulator, TraceLink
 MODELS = ("digits_logreg", "digits_mlp", "digits_ensemble", "digits_logreg_int8", "digits_mlp_int8",
           "digits_ensemble_int8")
 QUERY_KS = (10, 1000)
-TEST_KEY = "tests/keys/test-device.key"
 
 
 def model_image(name: str, timing: bool = False):
@@ -122,7 +121,7 @@ def run(n: int = 20, mode: str = "label", qemu: bool = True, deadline: bool = Tr
     frames at k = 10 and 1000 (framing vs DP step)."""
     from ..model import cgen
     say = progress or (lambda msg: None)
-    key = load_key(project_root() / TEST_KEY)
+    key = load_key()  # the test images' key
     X = _inputs(n)
     rows = []
     for name in MODELS:

@@ -63,7 +63,7 @@ CMSIS_DSP_FILES = (
 # CMSIS-DSP's CMake defaults (LOOPUNROLL on); __GNUC_PYTHON__ drops the CMSIS-Core dependency,
 # which only the fixed-point kernels' DSP intrinsics need.
 CMSIS_DSP_DEFS = ("-DARM_MATH_LOOPUNROLL", "-D__GNUC_PYTHON__")
-EDGEDP_FILES = ("model.c", "model_s8.c", "sha256.c", "arch/armv7m/model_armv7m.c", "arch/portable/model_portable.c")
+EDGEDP_FILES = ("model.c", "model_s8.c", "model_graph.c", "sha256.c", "arch/armv7m/model_armv7m.c", "arch/portable/model_portable.c")
 TOLERANCE = 1e-5
 LINKER_SCRIPT = """\
 MEMORY { FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1M

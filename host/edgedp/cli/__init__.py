@@ -15,8 +15,9 @@ import click
 
 from ..version import __version__
 from ..device.errors import EdgeDPError
-from . import signals
+from . import config, signals
 from .common import fail, set_verbosity
+from .verbosity import warnings_as_notes
 from .exit_codes import ExitCode
 
 
@@ -45,6 +46,8 @@ COMMANDS: dict[str, Entry] = {
     "demo": Entry("demo", "demo", "Build, boot the firmware in QEMU, stream real model outputs, show raw vs "
                                   "private and the budget."),
     "build": Entry("build", "build", "Build the firmware images with a model; later device commands run them."),
+    "provision": Entry("build", "provision", "The production image with a device key, for the model it was built "
+                                             "with."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
     "account": Entry("analysis", "account", "Total epsilon of N answers of the device's mechanism (basic, "
                                             "advanced, PLD) with every per-answer term, or the largest daily "
@@ -71,6 +74,10 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
+VERBOSITY_FLAGS = ("-v", "--verbose", "-q", "--quiet")
+"""The group's options that are also accepted after the command (LazyGroup.hoist_verbosity)."""
+
+
 class LazyGroup(click.Group):
     """A group that imports a command's module on first use; usage errors are one line."""
 
@@ -87,13 +94,32 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, e.summary) for name, e in COMMANDS.items()])
 
+    def hoist_verbosity(self, args: list[str]) -> list[str]:
+        """``-q``/``-v`` (``--quiet``/``--verbose``) given after the command, as in ``edgedp query
+        -v rows.npy``, moved before it, where the group takes them; a flag the command (or a
+        subcommand of its group) defines itself stays (train's ``-q`` is its sampling rate), and so
+        does everything after ``--``. The command is the first word that names one: the group's
+        own options take no value."""
+        end = args.index("--") if "--" in args else len(args)
+        at = next((i for i in range(end) if args[i] in COMMANDS), None)
+        if at is None:
+            return args
+        cmd = self.get_command(click.Context(self), args[at])
+        own: set[str] = set()
+        for c in [cmd, *(cmd.commands.values() if isinstance(cmd, click.Group) else [])]:
+            for param in c.params if c is not None else []:
+                own.update(getattr(param, "opts", []))
+        moved = [a for a in args[at + 1:end] if a in VERBOSITY_FLAGS and a not in own]
+        kept = [a for a in args[at + 1:end] if not (a in VERBOSITY_FLAGS and a not in own)]
+        return args[:at] + moved + [args[at]] + kept + args[end:] if moved else args
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> NoReturn:
         """Click's main, with the exit codes of cli/exit_codes.py: a usage error is one line
         ``edgedp: error: <reason>`` (and one JSON object on stdout under --json), Ctrl-C is 130,
         SIGTERM 143 (cli/signals.py), a missing extra is named. It always exits with its code:
         ``standalone_mode`` is accepted for click's signature and ignored."""
-        args = list(sys.argv[1:] if args is None else args)
+        args = self.hoist_verbosity(list(sys.argv[1:] if args is None else args))
         as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
         old_sigterm = signals.install()
         try:
@@ -126,14 +152,17 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="edgedp")
 @click.option("--verbose", "-v", "verbose", count=True, help="Details on stderr (timings, the device's facts).")
-@click.option("--quiet", "-q", "quiet", is_flag=True, help="Errors only: no warnings, notes or progress bars.")
+@click.option("--quiet", "-q", "quiet", is_flag=True, help="Errors only: no warnings, notes or progress bars (values taken from edgedp.toml are still named).")
 def main(verbose: int, quiet: bool) -> None:
     """Differential-privacy output layer for Cortex-M4: device tools and privacy analysis.
 
     Exit codes: 0 ok, 1 a check failed, 2 usage, 3 transport, 4 bad input, 5 device state not as
     signed, 6 device state unknown, 7 answer not authentic, 8 device refusal, 130 interrupted,
     143 terminated (docs/cli.md). Defaults for --target, --key-file and
-    --epsilon can live in edgedp.toml."""
+    --epsilon can live in edgedp.toml (only a file of your own; each value used is named on
+    stderr, `edgedp info` names the file)."""
     if verbose and quiet:
         raise click.UsageError("-v and -q contradict each other")
     set_verbosity(-1 if quiet else min(verbose, 1))
+    warnings_as_notes()
+    config.forget()

@@ -13,7 +13,7 @@ from ..device.protocol import (CONFIG, RATE, RESET_BUDGET, SET_TIME, Budget, Cap
                                config_payload, day_date)
 from ..schema import SET_TIME_PAYLOAD_FMT
 from ..mech.lattice import to_epsilon, to_micro
-from .common import emit_json, handle_errors, json_option, target_option
+from .common import emit_json, handle_errors, json_option, note, target_option
 from .keys import admin_key, admin_key_option
 from .params import DAILY_CAP, DATE, EPSILON, LIFETIME_CAP, SENSITIVITY, UNIX_TIME, check_range
 from .state import budget_dict, rate_dict
@@ -59,13 +59,22 @@ def configure_from_state(dev: Device, key: bytes, epsilon: float | None = None, 
 
     ``state``: the STATE just read with ``key`` (nothing sent since), to sign for its nonce
     instead of reading another (authadmin.run)."""
-    signed: list[tuple[MechConfig, Caps]] = []
+    signed: list[tuple[MechConfig, Caps]] = []  # what each attempt signed (a retry builds from a fresh state)
 
     def build(b: Budget) -> bytes:
         signed.append((merged_config(b, epsilon, sensitivity, value_range, m), merged_caps(b, daily_cap, lifetime_cap)))
-        return config_payload(*signed[0])
-    return authadmin.run(dev, key, CONFIG, build, lambda before, after: config_check(*signed[0])(before, after),
-                         state)
+        return config_payload(*signed[-1])
+    out = authadmin.run(dev, key, CONFIG, build, lambda before, after: config_check(*signed[-1])(before, after),
+                        state)
+    note_retried(out)
+    return out
+
+
+def note_retried(out: authadmin.Outcome) -> None:
+    """One stderr line when the command had to be signed a second time, saying why."""
+    if out.retried:
+        note(f"note: {out.retried}; signed it again for the fresh nonce, which the device accepted "
+             "(a peer on the link can draw a new nonce between the state read and the signed frame)")
 
 
 @click.group()
@@ -147,6 +156,7 @@ def admin_set_time(target: str | None, key_file: str, unix_seconds: int | None, 
         return None if after.day == day else f"day {after.day} instead of {day}"
     with open_device(target) as dev:
         out = authadmin.run(dev, key, SET_TIME, lambda b: SET_TIME_PAYLOAD_FMT.pack(unix_seconds), check)
+        note_retried(out)
     d = {"accepted_counter": out.counter, "unix": unix_seconds, **budget_dict(out.after), "authenticated": True,
          "lost_at_exit": lost_at_exit(dev)}
     emit_json(d) if as_json else click.echo(f"clock set to {unix_seconds} ({day_date(day)}, counter {out.counter})")
@@ -167,6 +177,7 @@ def admin_reset_budget(target: str | None, key_file: str, as_json: bool) -> None
         return None if after.daily_spent <= since else f"{to_epsilon(after.daily_spent):g} spent today"
     with open_device(target) as dev:
         out = authadmin.run(dev, key, RESET_BUDGET, lambda b: b"", check)
+        note_retried(out)
     d = {"accepted_counter": out.counter, **budget_dict(out.after), "authenticated": True,
          "lost_at_exit": lost_at_exit(dev)}
     emit_json(d) if as_json else click.echo(f"daily budget reset (counter {out.counter})")
@@ -191,6 +202,7 @@ def admin_rate(target: str | None, key_file: str, burst: int, per_minute: int, t
     payload = want.pack()
     with open_device(target) as dev:
         out = authadmin.run(dev, key, RATE, lambda b: payload, lambda before, after: None)
+        note_retried(out)
     if out.rate != want:
         raise StateMismatch(f"after RATE the authenticated state is not what was signed: {out.rate}, not {want}")
     d = {"accepted_counter": out.counter, **rate_dict(out.rate), "authenticated": True}

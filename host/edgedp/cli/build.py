@@ -1,12 +1,15 @@
-"""edgedp build: the firmware images with a given model (what `make firmware MODEL=...` does in a checkout)."""
+"""edgedp build: the firmware images with a given model (what `make firmware MODEL=...` does in a checkout);
+edgedp provision: the production image with a device key (`make provision`)."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import click
 
 from ..device import session
-from ..device.targets.images import ARM_CC, HOST_CC, make
+from ..device.client import load_key
+from ..device.targets.images import ARM_CC, HOST_CC, make, model_file, recorded_model
 from ..model.image import UnknownModel, image_model, model_dict
 from ..paths import build_dir, checkout_root, project_root
 from .common import emit_json, handle_errors, json_option
@@ -59,3 +62,50 @@ def build(model_path: str | None, targets: tuple[str, ...], as_json: bool) -> No
     if running is not None and running.elf in images:
         click.echo(f"note: the running device session (pid {running.pid}) still runs the image it started with: "
                    "`edgedp device stop` and `edgedp device start` run the new one", err=True)
+
+
+@click.command()
+@click.option("--key-file", required=True, type=click.Path(dir_okay=False),
+              help="The device key (64 hex digits; not the public test key).")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+              help="Model C data to build the image with [default: the model build/stm32f4/edgedp.elf was "
+                   "built with (edgedp build --target qemu:stm32f4 --model ...)].")
+@json_option
+@handle_errors
+def provision(key_file: str, model_path: str | None, as_json: bool) -> None:
+    """The production image with a device key, for the model it was built with.
+
+    Writes build/stm32f4/edgedp-provisioned.elf (flash it whole) and edp_key.bin (the key alone,
+    for sector 11), as `make provision` does (docs/hardware.md). The model is --model, else the one
+    the image records; never the bundled default unless named: before the first build, --model is
+    required. Prints the model and the sha256 of the image it provisions."""
+    key = load_key(key_file)
+    if key == load_key():  # the test images' key
+        raise ValueError(f"refusing the public test key ({key_file}): anyone can sign admin frames with it")
+    if key in (bytes(32), bytes([255]) * 32):
+        raise ValueError(f"{key_file}: an all-0x00 or all-0xFF key reads as unprovisioned")
+    if model_path is None:
+        recorded = recorded_model("stm32f4")
+        if recorded is None:
+            raise click.UsageError("build/stm32f4/edgedp.elf records no model (it was not built yet): pass --model, "
+                                   f"e.g. --model {project_root() / DEFAULT_MODEL}")
+        model = model_file(recorded)
+    else:
+        model = Path(model_path).expanduser().resolve()
+    if not model.is_file():
+        raise ValueError(f"{model}: no such model file")
+    make(["provision", f"KEY={Path(key_file).resolve()}"], str(model), (ARM_CC,))
+    image = build_dir() / "stm32f4" / "edgedp.elf"
+    described: dict | str | None
+    try:
+        described = model_dict(image_model(image))
+    except UnknownModel as exc:
+        described = f"unknown: {exc}"
+    d = {"provisioned": str(image.with_name("edgedp-provisioned.elf")), "key_bin": str(image.with_name("edp_key.bin")),
+         "model_file": str(model), "model": described, "image": str(image),
+         "image_sha256": hashlib.sha256(image.read_bytes()).hexdigest()}
+    if as_json:
+        emit_json(d)
+        return
+    name = described["name"] if isinstance(described, dict) else ("no model" if described is None else model.name)
+    click.echo(f"provisioned {d['provisioned']}: model {name} ({model}), image {image} sha256 {d['image_sha256']}")

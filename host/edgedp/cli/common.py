@@ -1,4 +1,5 @@
-"""Shared pieces of the command line: target and --json options, output, verbosity, one-line errors."""
+"""Shared pieces of the command line: target and --json options, output, one-line errors (verbosity:
+cli/verbosity.py, re-exported here)."""
 from __future__ import annotations
 
 import functools
@@ -15,6 +16,8 @@ from ..device.client import DEFAULT_TIMEOUT, TIMEOUT_ENV
 from ..device.errors import EdgeDPError, TransportError
 from ..device.targets import check_spec
 from .config import config_default
+from .verbosity import (detail as detail, note as note, progress as progress, quiet as quiet,
+                        set_verbosity as set_verbosity)
 from .exit_codes import ExitCode, error_name, for_exception
 
 
@@ -55,36 +58,6 @@ json_option = click.option("--json", "as_json", is_flag=True,
 progress_option = click.option("--no-progress", is_flag=True,
                                help="No progress bars (they go to stderr, also under --json; -q implies this).")
 
-_verbosity = 0
-
-
-def set_verbosity(level: int) -> None:
-    """-q (−1): errors only; default (0): errors, warnings and notes; -v (1): also details."""
-    global _verbosity
-    _verbosity = level
-
-
-def quiet() -> bool:
-    return _verbosity < 0
-
-
-def progress(no_progress: bool) -> bool:
-    """Whether to show progress bars: not under --no-progress or -q."""
-    return not (no_progress or quiet())
-
-
-def note(message: str) -> None:
-    """A warning or note on stderr (not under -q)."""
-    if _verbosity >= 0:
-        click.echo(message, err=True)
-
-
-def detail(message: str) -> None:
-    """A detail on stderr (only under -v)."""
-    if _verbosity > 0:
-        click.echo(message, err=True)
-
-
 def _use_dask(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """Run the command's parallel steps on the Dask cluster at value, for as long as it runs."""
     if value is None:
@@ -122,13 +95,14 @@ def emit_json(obj: Any) -> None:
     click.echo(dumps(obj))
 
 
-def fail(exc: BaseException, as_json: bool, code: ExitCode | None = None) -> None:
-    """End the command on an error: one stderr line, one JSON object on stdout under --json."""
+def fail(exc: BaseException, as_json: bool, code: ExitCode | None = None, extra: dict | None = None) -> None:
+    """End the command on an error: one stderr line, one JSON object on stdout under --json
+    (with the fields of ``extra`` after the error's own)."""
     status = for_exception(exc) if code is None else code
     msg = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
     if as_json:
         try:
-            emit_json({"error": error_name(exc), "message": msg, "exit_code": int(status)})
+            emit_json({"error": error_name(exc), "message": msg, "exit_code": int(status), **(extra or {})})
         except BrokenPipeError:
             close_stdout_quietly()
     click.echo(f"edgedp: error: {msg}", err=True)

@@ -55,12 +55,16 @@ def deploy(model: str, out: str, seed: int, teachers: int, input_range: tuple[fl
         return
     if d.non_private:
         click.echo(f"edgedp: warning: deploying a model that is not private: {d.non_private}", err=True)
-    click.echo(f"{d.out}: {d.name}, {d.head} head, {d.nets} net(s), {d.n_features} inputs -> "
+    shape = f"an int8 graph of {d.graph_ops} operators" if d.graph_ops is not None else f"{d.nets} net(s)"
+    click.echo(f"{d.out}: {d.name}, {d.head} head, {shape}, {d.n_features} inputs -> "
                f"{d.n_classes} outputs in [{d.lo:g}, {d.hi:g}], sensitivity {d.sensitivity:g}")
     click.echo(f"  inputs clamped to [{d.input_range[0]:g}, {d.input_range[1]:g}] "
                f"({d.input_range_source})")
     click.echo(f"  {d.weights} {'int8' if d.int8 else 'float32'} parameters = {d.flash_weight_bytes} bytes of flash, "
-               f"{d.scratch_ram_bytes} bytes of scratch RAM, {d.macs} multiply-adds per inference")
+               f"{d.scratch_ram_bytes} bytes of scratch RAM"
+               + (f" ({d.arena_bytes} bytes of arena)" if d.arena_bytes is not None else "")
+               + f", {d.macs} multiply-adds per inference")
+    click.echo(f"  the STM32F4 image leaves {d.flash_free} bytes of flash and {d.ram_free} of RAM for a model")
     if d.device_accuracy is not None:
         click.echo(f"  accuracy on {d.scored_on} ({d.scored_records} records): float model {d.float_accuracy:.4f}, "
                    f"device kernels {d.device_accuracy:.4f} (same label on {d.agreement:.2%})")

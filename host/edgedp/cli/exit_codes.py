@@ -33,7 +33,8 @@ class ExitCode(IntEnum):
     is unknown; read the device's state (edgedp budget) before retrying (StateUnknown)."""
     NOT_AUTHENTIC = 7
     """An answer that should carry the device's tag does not: forged on the way, or the device
-    does not hold this key (NotAuthentic)."""
+    does not hold this key (NotAuthentic); or the authenticated state shows spend for answers
+    the host did not receive (ChargedNotReceived)."""
     REFUSED = 8
     """The device refused: an ERR_* answer (budget, authentication, value, entropy, ...); for
     query, at least one row was refused (DeviceError)."""

@@ -4,7 +4,8 @@ An answer is paid for (charged to the device's budget) before the host sees it, 
 not lose it: the output file is opened before the first query, each answer is written and flushed
 when it arrives (a JSONL line; a row appended to the .npy, whose header is rewritten to count it,
 so the file is a complete array after every answer), and a write that fails stops the stream
-before the next row is sent."""
+before the next row is sent, the file cut back to what was written whole (never part of a line
+or of a row)."""
 from __future__ import annotations
 
 import contextlib
@@ -116,8 +117,11 @@ class JsonlSink(_OutputFile):
 
 
 class NpySink(_OutputFile):
-    """A .npy that holds every answer so far: rows are appended, then the header's count is rewritten
-    (its length is fixed, so a file cut at any point is a valid array of the answers before it)."""
+    """A .npy that holds every answer so far: each row is appended, then the header's count is
+    rewritten in place (its length is fixed, room for every row). Writes are unbuffered, so what
+    failed is known to the byte: a row that cannot be written whole (a full disk) is cut off again,
+    and the file stays the valid array of the answers saved before it; if not even the header
+    can be written, the file is removed (no answer was saved)."""
 
     def __init__(self, path: Path, mode: Mode, max_rows: int):
         super().__init__(path, binary=True)
@@ -125,6 +129,7 @@ class NpySink(_OutputFile):
         self._dtype: np.dtype | None = None
         self._inner: tuple[int, ...] = ()
         self._header_len = 0
+        self._end = 0  # bytes of the header and the rows saved
 
     def _header(self, count: int) -> bytes:
         assert self._dtype is not None
@@ -137,32 +142,54 @@ class NpySink(_OutputFile):
         return np.lib.format.magic(1, 0) + struct.pack("<H", self._header_len) + \
             (text.ljust(self._header_len - 1) + "\n").encode("latin1")
 
+    def _put(self, data: bytes, at: int) -> None:
+        """Write all of ``data`` at offset ``at`` (OSError if the system takes only part of it)."""
+        fd, view = self.file().fileno(), memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, at)
+            view, at = view[n:], at + n
+
     def _start(self, first: np.ndarray) -> None:
         self._dtype, self._inner = first.dtype, first.shape[1:]
-        self.file().write(self._header(0))
+        header = self._header(0)
+        try:
+            self._put(header, 0)
+        except OSError:
+            self._dtype = None  # nothing was saved: the file goes (close)
+            raise
+        self._end = len(header)
 
     def write(self, row: int, record: dict, answer: QueryResult | None) -> None:
         try:
-            f = self.file()  # a refusal too: the command has begun, the old file is replaced
+            self.file()  # a refusal too: the command has begun, the old file is replaced
             if answer is None:
                 return
             arr = released_array(self._mode, [(row, answer)])
             if self._dtype is None:
                 self._start(arr)
-            f.seek(0, 2)
-            f.write(arr.astype(self._dtype).tobytes())
-            f.seek(0)
-            f.write(self._header(self.saved + 1))
-            f.flush()
+            data = arr.astype(self._dtype).tobytes()
+            try:
+                self._put(data, self._end)
+                self._put(self._header(self.saved + 1), 0)  # (in place: no new blocks)
+            except OSError:
+                with contextlib.suppress(OSError):  # the part of the row that was written goes
+                    os.ftruncate(self.file().fileno(), self._end)
+                    self._put(self._header(self.saved), 0)
+                raise
         except OSError as exc:
             raise self.failed(exc) from None
+        self._end += len(data)
         self.saved += 1
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            if self._f is not None and self._dtype is None:  # rows, but no answer: an empty array
-                self._start(released_array(self._mode, []))
-                self._f.flush()
+            if self._f is not None and self._dtype is None:  # rows, but no answer saved: an empty array
+                try:
+                    self._start(released_array(self._mode, []))
+                except OSError:  # not even the header fits: no file rather than a partial one
+                    self._f.close()
+                    self._f = None
+                    self.path.unlink()
         super().close()
 
 

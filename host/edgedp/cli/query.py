@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -10,10 +12,11 @@ from click.core import ParameterSource
 
 from ..device import admin as authadmin
 from ..device.client import Device, connect, default_timeout, load_key, open_device
-from ..device.errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic
+from ..device.errors import AnswerLost, ChargedNotReceived, DeviceError, EdgeDPError, ErrorCode, NotAuthentic
 from ..device.targets import Target, start_target
-from ..device.protocol import MechConfig, QueryResult, SampleRequest, shown
-from ..mech.lattice import MAX_CLASSES, make_lattice, to_micro
+from ..device.protocol import Budget, MechConfig, QueryResult, SampleRequest, shown
+from ..device.spend import Spend, spend_between
+from ..mech.lattice import MAX_CLASSES, make_lattice, to_epsilon, to_micro
 from ..mech.modes import BUCKET_NAMES, MODE_TOPK, Mode
 from ..model.image import check_target_inputs
 from .admin import configure_from_state, merged_config
@@ -25,6 +28,9 @@ from .inputs import check_finite, read_rows
 from .keys import NEEDS_KEY, key_option
 from .output import OutputError, Sink, StopRequest, open_sink
 from .params import CLASSES, EPSILON, MODE, SAMPLES, SENSITIVITY, check_mode_fits, check_range, check_writable
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 QUERY_NEEDS_KEY = (f"{NEEDS_KEY} (--epsilon, --sensitivity and --range are checked against the device's "
                    "authenticated configuration, and the device did not authenticate it with the test images' key; "
@@ -62,8 +68,9 @@ def check_test_key_link(target: Target, key_file: str | None, epsilon: float | N
 
 
 def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sensitivity: float | None,
-                  value_range: tuple[float, float] | None, k: int) -> MechConfig:
-    """The mechanism the queries of k classes will run: the device's, with the options given.
+                  value_range: tuple[float, float] | None, k: int) -> tuple[MechConfig, Budget | None]:
+    """The mechanism the queries of k classes will run: the device's, with the options given;
+    and the authenticated state the stream starts from (None when no STATE was read).
 
     Whether to reconfigure is decided only from the authenticated state: STATE, tagged with
     --key-file's key, or without one the test images' key -- only on a target edgedp started on
@@ -78,7 +85,7 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
     if not key_file and epsilon is None and sensitivity is None and value_range is None:
         cfg = dev.budget().config
         cfg.lattice(k)
-        return cfg
+        return cfg, None
     key = load_key(key_file)
     try:
         st = dev.state(key)
@@ -89,10 +96,33 @@ def ensure_config(dev: Device, key_file: str | None, epsilon: float | None, sens
     cfg = merged_config(st.budget, epsilon, sensitivity, value_range)
     cfg.lattice(k)
     if cfg.same_on_device(st.budget.config):
-        return cfg
-    cfg = configure_from_state(dev, key, epsilon, sensitivity, value_range, state=st).after.config
+        return cfg, st.budget
+    after = configure_from_state(dev, key, epsilon, sensitivity, value_range, state=st).after
+    cfg = after.config
     cfg.lattice(k)
-    return cfg
+    return cfg, after
+
+
+def check_spend(dev: Device, key_file: str | None, before: Budget | None, run: "QueryRun") -> None:
+    """After the stream: with a key (``before`` read with it), read the authenticated STATE and
+    keep what the device charged against the answers received (``run.spend``); without one,
+    say that refused or lost rows cannot be checked. A state that cannot be read is noted, not
+    fatal: the answers are already reported."""
+    unreceived = run.refused + run.lost
+    if before is None:
+        if unreceived:
+            note(f"note: {unreceived} rows were reported refused or lost; without --key-file this host cannot "
+                 "check whether the device charged them (a refusal is not authenticated)")
+        return
+    try:
+        after = dev.state(load_key(key_file), authadmin.INTERRUPTED_REREAD_S if run.stop.signal else None).budget
+    except EdgeDPError as exc:
+        note(f"note: the authenticated state could not be read after the stream ({exc}): what the device "
+             "charged is not checked")
+        return
+    run.spend = spend_between(before, after, run.answered)
+    detail(f"authenticated spend: {to_epsilon(run.spend.charged):g} epsilon charged for {run.answered} answers "
+           "received")
 
 
 def warn_clamped(rows: np.ndarray, cfg: MechConfig) -> None:
@@ -158,10 +188,13 @@ class Table:
                    "file complete.")
 @key_option
 @json_option
+@click.option("--no-progress", is_flag=True,
+              help="No progress bar (rows/s, ε left, ETA on stderr; shown only when stdout and stderr are both "
+                   "terminals, never under --json or -q).")
 @handle_errors
 def query(target: str | None, epsilon: float | None, sensitivity: float | None,
           value_range: tuple[float, float] | None, mode: Mode, infer: bool, input_path: str, out: str | None,
-          key_file: str | None, as_json: bool) -> None:
+          key_file: str | None, as_json: bool, no_progress: bool) -> None:
     """Stream rows of logits/probabilities (.npy, .npz, .csv, or - for stdin) through the device.
 
     With --infer the rows are model inputs (e.g. images.npy of shape (n, 64)) for the model compiled
@@ -194,12 +227,15 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         dev = connect(t, default_timeout())
         if infer:  # a width that is not the model's: refused before anything is sent
             check_target_inputs(dev.target, rows.shape[1])
-        cfg = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
+        cfg, before = ensure_config(dev, key_file, epsilon, sensitivity, value_range, rows.shape[1])
         if not infer:  # model inputs are not clamped to the mechanism's range
             warn_clamped(rows, cfg)
-        run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, t.name, stop)
+        bar = progress_bar(len(rows)) if progress(no_progress) and not as_json and terminals() else None
+        if bar is not None:
+            cleanup.callback(bar.close)  # (first: the summary and any error come after it is gone)
+        run = QueryRun(rows, Table(rows, cfg, m, infer), sink, as_json, t.name, stop, bar)
         if not as_json:
-            click.echo(run.table.header())
+            run.echo(run.table.header())
         t0 = time.perf_counter()
         # From the first row until the target is closed and the file complete (cleanup exits
         # first), a first signal only stops the stream: run.finish says what was answered and saved.
@@ -209,6 +245,7 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
         for i, r in enumerate(answers):
             run.take(i, r)
         elapsed = time.perf_counter() - t0
+        check_spend(dev, key_file, before, run)
         # (asked once: a board link's connect has read it; after a signal, not for a full timeout)
         i_dev = dev.last_info or dev.info(authadmin.INTERRUPTED_REREAD_S if stop.signal else None)
     detail(f"device: {shown(i_dev.board)}, {i_dev.build} build, firmware {shown(i_dev.firmware_version)}")
@@ -216,20 +253,49 @@ def query(target: str | None, epsilon: float | None, sensitivity: float | None,
     run.finish(i_dev.build == "test")
 
 
+def terminals() -> bool:
+    """Whether stdout and stderr are both terminals (the only case query shows a progress bar)."""
+    return all(f is not None and f.isatty() for f in (sys.stdout, sys.stderr))
+
+
+def progress_bar(total: int) -> tqdm:
+    """query's progress bar on stderr: rows answered of total, rows/s, ETA and (as postfix) ε left."""
+    from tqdm import tqdm  # (imported only when a bar is shown)
+    return tqdm(total=total, desc="query", unit="row", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
 class QueryRun:
-    """What query does with each answer as it arrives: file, stdout, and when to stop sending."""
+    """What query does with each answer as it arrives: file, stdout, the progress bar, and when to
+    stop sending."""
 
     def __init__(self, rows: np.ndarray, table: Table, sink: Sink | None, as_json: bool, target_name: str,
-                 stop: StopRequest):
+                 stop: StopRequest, bar: tqdm | None = None):
         self.rows, self.table, self.sink, self.as_json, self.target_name = rows, table, sink, as_json, target_name
-        self.stop = stop
+        self.stop, self.bar = stop, bar
         self.answered = self.refused = self.lost = 0
         self.write_error: OSError | None = None
         self.pipe_closed = self.budget_noted = self.rate_noted = False
+        self.spend: Spend | None = None  # what the authenticated state says was charged (check_spend)
 
     @property
     def done(self) -> int:
         return self.answered + self.refused + self.lost
+
+    def echo(self, text: str) -> None:
+        """A line on stdout, above the progress bar when one is shown."""
+        if self.bar is None:
+            click.echo(text)
+        else:
+            with self.bar.external_write_mode():
+                click.echo(text)
+
+    def note(self, text: str) -> None:
+        """A note on stderr, above the progress bar when one is shown."""
+        if self.bar is None:
+            note(text)
+        else:
+            with self.bar.external_write_mode(file=sys.stderr):
+                note(text)
 
     def take(self, i: int, r: QueryResult | DeviceError | AnswerLost) -> None:
         """Row i's answer, refusal or lost answer: saved (a write that fails stops the stream),
@@ -240,7 +306,7 @@ class QueryRun:
             self.lost += 1
             if not self.stop.reason:
                 self.stop.stop(f"row {i}'s answer was lost on the link (it may have been charged): no more rows sent")
-                note(self.stop.reason or "")
+                self.note(self.stop.reason or "")
         elif isinstance(r, DeviceError):
             answer, rec = None, {"row": i, "status": r.code, "output": None, "remaining": None}
             if r.wait is not None:  # ERR_RATE: seconds until the bucket has an answer again
@@ -256,9 +322,13 @@ class QueryRun:
             except OSError as exc:
                 self.write_error = exc
                 self.stop.stop(str(exc))
+        if self.bar is not None:
+            if rec["remaining"] is not None:
+                self.bar.set_postfix_str(f"ε left {rec['remaining']:.3f}", refresh=False)
+            self.bar.update(1)  # (before the line: the bar redrawn under it counts it)
         if not self.pipe_closed:
             try:
-                click.echo(dumps(rec) if self.as_json else self.table.line(i, self.rows[i], rec))
+                self.echo(dumps(rec) if self.as_json else self.table.line(i, self.rows[i], rec))
             except BrokenPipeError:
                 self.pipe_closed = True
                 self.stop.stop("stdout closed")
@@ -267,13 +337,13 @@ class QueryRun:
             board, elsewhere = STOPS[r.error]
             self.stop.stop(NO_PART_ON_QEMU.format(err=r.code, target=self.target_name.removeprefix("session:"),
                                                   part=board) if on_qemu else elsewhere)
-            note(self.stop.reason or "")
+            self.note(self.stop.reason or "")
         if rec["status"] == "ERR_BUDGET" and not self.budget_noted:  # once, also for rows already on the wire
             self.budget_noted = True
-            note("budget exhausted: the device refuses further external answers today")
+            self.note("budget exhausted: the device refuses further external answers today")
         elif rec["status"] == "ERR_RATE" and not self.rate_noted:
             self.rate_noted = True
-            note(f"rate limit: {r}")
+            self.note(f"rate limit: {r}")
 
     def summary(self) -> str:
         """What was answered and saved (every answer is on stdout and in --out as it arrives)."""
@@ -288,13 +358,23 @@ class QueryRun:
         if test_image:
             note(TEST_IMAGE_NOTE)
         self.stop.end(self.summary(), as_json=self.as_json)
+        if self.spend is not None and self.spend.not_received > self.lost * self.spend.per_answer:
+            nr = self.spend.not_received
+            fail(ChargedNotReceived(
+                f"the authenticated state shows {to_epsilon(self.spend.charged):g} epsilon charged during this "
+                f"command and this host received {self.answered} answers ({to_epsilon(self.spend.received):g} "
+                f"epsilon): {to_epsilon(nr):g} epsilon was charged for answers it did not receive ({self.refused} "
+                f"rows reported refused, {self.lost} lost). A refusal is not authenticated: one forged on the way "
+                "can hide a charged answer (or another client used the device meanwhile); suspect the link", nr),
+                 self.as_json, extra={"charged_not_received": to_epsilon(nr)})
         if self.write_error is not None:
             assert self.sink is not None
             unsaved = self.answered - self.sink.saved
+            whole = "a complete array of those rows" if self.sink.path.suffix == ".npy" else "whole lines only"
             where = ("are on stdout above, as every answer is" if not self.pipe_closed else
                      "were not saved: stdout was closed too")
             fail(OutputError(f"{self.write_error}; {self.answered} answers were charged and {self.sink.saved} written to "
-                             f"{self.sink.path} (whole lines only); the other {unsaved} {where}"), self.as_json)
+                             f"{self.sink.path} ({whole}); the other {unsaved} {where}"), self.as_json)
         if self.lost:
             fail(EdgeDPError(f"{self.lost} answer(s) lost on the link after the device charged them; "
                              f"{self.answered} answered, {self.refused} refused", "ERR_LOST"), self.as_json,

@@ -8,6 +8,7 @@ from ..device.protocol import Budget, Rate, day_date, shown
 from ..mech.lattice import to_epsilon
 from ..model.image import describe_target_model
 from .common import emit_json, handle_errors, json_option, target_option
+from .config import config_path
 from .keys import admin_key, admin_key_option, key_option
 
 
@@ -36,6 +37,7 @@ def rate_dict(r: Rate) -> dict:
 @handle_errors
 def info(target: str | None, as_json: bool) -> None:
     """Board, build, entropy and firmware facts of a device."""
+    config = config_path()
     with open_device(target) as dev:
         i = dev.info()
         image = describe_target_model(dev.target)
@@ -49,7 +51,8 @@ def info(target: str | None, as_json: bool) -> None:
     d = {"board": i.board, "build": i.build, "entropy": i.entropy, "noise_entropy": i.noise_entropy,
          "nonce_entropy": i.nonce_entropy, "firmware_version": i.firmware_version,
          "max_classes": i.max_classes, "rx_buffer": i.rx_buffer, "tick": i.tick_kind, "tick_hz": i.tick_hz,
-         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model, **rate_dict(i.rate)}
+         "store": i.store, "store_ok": i.store_ok, "time_ok": i.time_ok, "model": model, **rate_dict(i.rate),
+         "config": None if config is None else str(config)}
     if as_json:
         emit_json(d)
     else:

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import warnings
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from .exit_codes import ExitCode
 from .common import emit_json, handle_errors, json_option, note, progress as show_progress
 from .params import positive
+
+if TYPE_CHECKING:  # (edgedp.train.run needs JAX, imported only when train runs)
+    from ..train.run import Spent
 
 SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice, not a secret
 
@@ -28,6 +31,9 @@ SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice,
 @click.option("--sampling-rate", "-q", type=positive("the sampling rate", 1.0), default=0.25, show_default=True,
               help="Poisson sampling rate q (each record in each step with probability q).")
 @click.option("--epochs", type=positive("the epochs"), default=15.0, show_default=True, help="Expected passes (steps = epochs/q).")
+@click.option("--max-epsilon", type=positive("the maximum epsilon"), default=None,
+              help="Stop before the step that would take ε (by --accountant) past this: the steps are capped before "
+                   "training, and the manifest says the run stopped early and why.")
 @click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True)
 @click.option("--learning-rate", "--lr", type=positive("the learning rate"), default=0.05, show_default=True)
 @click.option("--accountant", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True,
@@ -42,10 +48,11 @@ SPLIT_SEED = 0   # the train/test split of a private run: a fixed public choice,
 @handle_errors
 def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, noise_multiplier: float | None,
           delta: float, allow_large_delta: bool, clip_norm: float, sampling_rate: float, epochs: float,
-          optimizer: str, learning_rate: float, accountant: str, seed: int | None, out_path: str, no_progress: bool,
+          max_epsilon: float | None, optimizer: str, learning_rate: float, accountant: str, seed: int | None, out_path: str, no_progress: bool,
           as_json: bool) -> None:
     """Train a logistic regression or small MLP with DP-SGD (per-example clipping, Poisson
-    subsampling, Gaussian noise); write the model and its privacy manifest."""
+    subsampling, Gaussian noise); write the model and its privacy manifest, which logs ε at the
+    end of every epoch (the progress bar shows it as the run goes; "not private" for --seed)."""
     from tqdm import tqdm
 
     from ..train import model_file as models_io
@@ -66,19 +73,24 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
         target_epsilon = 1.0
     cfg = TrainConfig(kind=kind, hidden=layers, target_epsilon=target_epsilon, noise_multiplier=noise_multiplier,
                       delta=delta, clip_norm=clip_norm, accountant=accountant, seed=seed,
-                      allow_large_delta=allow_large_delta,
+                      allow_large_delta=allow_large_delta, max_epsilon=max_epsilon,
                       hyper=dpsgd.Hyper(optimizer=optimizer, learning_rate=learning_rate, epochs=epochs,
                                         sampling_rate=sampling_rate))
     d = data.load(data_spec, SPLIT_SEED if seed is None else seed)
     bar = tqdm(total=cfg.steps, desc="DP-SGD", unit="step", disable=not show_progress(no_progress), leave=False)
 
-    def progress(t: int, steps: int) -> None:
+    def progress(t: int, steps: int, spent: Spent | None) -> None:
+        if bar.total != steps:  # --max-epsilon capped the run below its planned steps
+            bar.total = steps
+        bar.set_postfix_str(spent_text(spent, accountant, max_epsilon) if spent else "", refresh=False)
         bar.update(t - bar.n)
+        if spent is not None and spent.step == t:  # an epoch ended: show its ε now (update() may wait)
+            bar.refresh()
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if target_epsilon is not None and show_progress(no_progress):
-            bar.set_postfix_str("calibrating noise")
+        if show_progress(no_progress):  # (the noise, the step cap and every epoch's ε come before the first step)
+            bar.set_postfix_str("calibrating noise" if target_epsilon is not None else "accounting")
         try:
             res = run(cfg, d, progress)
         finally:
@@ -103,8 +115,18 @@ def train(data_spec: str, kind: str, hidden: str, target_epsilon: float | None, 
                    f"removing one record; replace-one: ({s['epsilon_replace_one']:.4g}, {delta:g})")
     click.echo(f"  noise multiplier {s['noise_multiplier']:.4g}, C = {clip_norm:g}, q = {sampling_rate:g} (Poisson, "
                f"expected batch {s['n_train'] * sampling_rate:.0f}), {s['steps']} steps; {s['randomness']}")
-    click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records")
+    if s["stopped_early"]:
+        click.echo(f"  stopped early: {s['stop_reason']}")
+    click.echo(f"  test accuracy {s['test_accuracy']:.3f} on {s['n_test']} held-out records (not covered by ε)")
     click.echo(f"  wrote {out_path} and {models_io.manifest_path(out_path).name}")
+
+
+def spent_text(spent: Spent, accountant: str, max_epsilon: float | None) -> str:
+    """The progress bar's privacy spend: ε after the last completed epoch, or "not private"."""
+    if isinstance(spent.epsilon, str):
+        return f"ε {spent.epsilon}"
+    cap = f" of max {max_epsilon:g}" if max_epsilon is not None else ""
+    return f"ε {spent.epsilon:.3g}{cap} ({accountant.upper()}, epoch {spent.epoch})"
 
 
 def _cannot_judge(exc: Exception, as_json: bool) -> NoReturn:

@@ -7,6 +7,13 @@ fresh nonce, checks the tagged answer, re-reads the authenticated state and chec
 exactly what was signed. Every failure after the signed frame went out re-reads the state first
 (an interrupt too, Ctrl-C or SIGTERM, which then says whether the command took effect): that
 draws a new nonce, so a frame a man in the middle withheld can never land later.
+
+A peer on the link can always kill a signed frame by drawing a new nonce first (one CHALLENGE,
+STATE or AUDIT_LOG of its own between the operator's STATE and the frame): the device refuses
+the frame and tags its refusal over a nonce this host never saw. When the answer is not
+authentic and the re-read state shows the command did not take effect, ``run`` signs it once
+more for the re-read state's nonce (nothing was sent since) and says why (``Outcome.retried``);
+a second failure is StateUnknown with both reasons. docs/privacy.md's threat table lists it.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ class Outcome:
     before: Budget
     after: Budget
     rate: Rate  # the rate limit after
+    retried: str | None = None  # why the command was signed a second time (None: it was not)
 
 
 Build = Callable[[Budget], bytes]
@@ -38,24 +46,54 @@ INTERRUPTED_REREAD_S = 2.0
 """How long an interrupted command waits for the state it re-reads: the operator asked to stop."""
 
 
-def _reread(dev: Device, key: bytes, timeout: float | None = None) -> Budget | EdgeDPError:
+def _reread(dev: Device, key: bytes, timeout: float | None = None) -> State | EdgeDPError:
     """The authenticated state (which draws a new nonce), or why it could not be read."""
     try:
-        return dev.state(key, timeout).budget
+        return dev.state(key, timeout)
     except EdgeDPError as exc:
         return exc
 
 
-def _took(name: str, counter: int, after: Budget | EdgeDPError) -> str:
+def _took(name: str, counter: int, after: State | EdgeDPError) -> str:
     """Whether the command signed with ``counter`` took effect, from the state re-read after it
     (or the re-read's failure: then the withheld frame may still land)."""
     if isinstance(after, EdgeDPError):
         return (f"{name} was signed and may have been sent; the authenticated state could not be re-read ({after}), "
                 "so the signed frame may still land if it was withheld: read the state (edgedp budget --key-file) "
                 "before any retry")
-    took = after.auth_counter >= counter
+    took = after.budget.auth_counter >= counter
     return (f"re-read the authenticated state: {name} {'took effect' if took else 'did not take effect'} "
-            f"(counter {after.auth_counter}), and the signed frame can no longer land")
+            f"(counter {after.budget.auth_counter}), and the signed frame can no longer land")
+
+
+class _NotTaken(Exception):
+    """A signed frame answered by nothing authentic, and the re-read state (``state``, whose
+    nonce is the device's current one) shows it did not take effect: it may be signed again."""
+
+    def __init__(self, why: str, state: State):
+        super().__init__(why)
+        self.state = state
+
+
+def _send(dev: Device, key: bytes, type_: int, build: Build, st: State) -> tuple[int, int]:
+    """Sign ``build(st.budget)`` for ``st``'s nonce and send it: (counter signed, counter accepted).
+    _NotTaken, StateUnknown, DeviceError and KeyboardInterrupt as ``run`` explains."""
+    counter = st.budget.auth_counter + 1
+    payload = build(st.budget)
+    name = T(type_).name
+    try:
+        return counter, dev.admin(type_, payload, key, counter=counter, nonce=st.nonce)
+    except StateUnknown as exc:
+        after = _reread(dev, key)
+        if isinstance(after, State) and after.budget.auth_counter < counter:
+            raise _NotTaken(f"{exc}; {_took(name, counter, after)}", after) from None
+        raise StateUnknown(f"{exc}; {_took(name, counter, after)}") from None
+    except DeviceError:  # tagged over this frame (untagged refusals are StateUnknown); an ERR_AUTH leaves the
+        _reread(dev, key)  # nonce alive, and a copy of the frame could be withheld: draw a new nonce
+        raise
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (cli/signals.Terminated) with the frame maybe out
+        # (a second signal during the re-read interrupts it: the operator insists)
+        raise type(exc)(_took(name, counter, _reread(dev, key, INTERRUPTED_REREAD_S))) from None
 
 
 def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: State | None = None) -> Outcome:
@@ -65,22 +103,23 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: 
     nonce is the device's current one, docs/protocol.md); default: read one here. Raises
     DeviceError for a refusal the device tagged over the frame, StateUnknown when anything else
     came back (an untagged ERROR, garbage, nothing, a wrong tag: the state is re-read first, and
-    the message says whether the command took effect, or why the re-read failed too), StateMismatch when the state after is not
+    the message says whether the command took effect, or why the re-read failed too) -- unless
+    the re-read shows it did not take effect: then ``build`` is called again on the re-read state,
+    signed for its nonce and sent once more (``Outcome.retried`` says why), and only a second
+    such failure is StateUnknown, with both reasons. StateMismatch when the state after is not
     what was signed; NotAuthentic (nothing sent) when the first state read is not authentic."""
     st = dev.state(key) if state is None else state
-    before, counter = st.budget, st.budget.auth_counter + 1
-    payload = build(before)
     name = T(type_).name
+    retried: str | None = None
     try:
-        accepted = dev.admin(type_, payload, key, counter=counter, nonce=st.nonce)
-    except StateUnknown as exc:
-        raise StateUnknown(f"{exc}; {_took(name, counter, _reread(dev, key))}") from None
-    except DeviceError:  # tagged over this frame (untagged refusals are StateUnknown); an ERR_AUTH leaves the
-        _reread(dev, key)  # nonce alive, and a copy of the frame could be withheld: draw a new nonce
-        raise
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (cli/signals.Terminated) with the frame maybe out
-        # (a second signal during the re-read interrupts it: the operator insists)
-        raise type(exc)(_took(name, counter, _reread(dev, key, INTERRUPTED_REREAD_S))) from None
+        counter, accepted = _send(dev, key, type_, build, st)
+    except _NotTaken as first:
+        retried, st = str(first), first.state
+        try:
+            counter, accepted = _send(dev, key, type_, build, st)
+        except (_NotTaken, StateUnknown) as second:
+            raise StateUnknown(f"{first}; signed again for the fresh nonce: {second}") from None
+    before = st.budget
     try:
         st_after = dev.state(key)
         after = st_after.budget
@@ -96,4 +135,4 @@ def run(dev: Device, key: bytes, type_: int, build: Build, check: Check, state: 
     why = check(before, after)
     if why:
         raise StateMismatch(f"after {name} the authenticated state is not what was signed: {why}")
-    return Outcome(counter, before, after, st_after.rate)
+    return Outcome(counter, before, after, st_after.rate, retried)

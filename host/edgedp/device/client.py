@@ -21,6 +21,7 @@ from .. import schema as S
 from ..mech import chacha
 from ..mech.modes import MODE_FULL, Mode
 from ..paths import test_key_path
+from ..trust import key_file_problem
 from . import frames, protocol as P
 from .errors import AnswerLost, DeviceError, EdgeDPError, ErrorCode, NotAuthentic, StateUnknown, TransportError
 from .targets import Target, start_target
@@ -63,12 +64,31 @@ def timeout_or(default: float) -> float:
     return default_timeout() if os.environ.get(TIMEOUT_ENV) else default
 
 
+class KeyFileModeError(PermissionError):
+    """A key file group or others can read or write: not used (the message names the chmod)."""
+
+
 def load_key(path: str | Path | None = None) -> bytes:
     """A device key file: 64 hex digits (32 bytes); default (None or "", as `--key-file ""` gives,
-    which means no key everywhere): the public key of test images."""
-    path = path or test_key_path()
+    which means no key everywhere): the public key of test images.
+
+    A file named here that group or others can read or write is refused (KeyFileModeError,
+    naming the ``chmod 600`` to run; edgedp.trust.key_file_problem) -- unless it holds the public
+    test key, which is used whatever its mode: the key is public, so its mode protects nothing, and
+    a checkout's tests/keys/ has it 0644 (git keeps no other mode)."""
+    named = bool(path)
+    path = Path(path or test_key_path())
+    key = _read_key(path)
+    problem = key_file_problem(path) if named else None
+    if problem:
+        if key != _read_key(test_key_path()):
+            raise KeyFileModeError(problem)
+    return key
+
+
+def _read_key(path: Path) -> bytes:
     try:
-        key = bytes.fromhex(Path(path).read_text().strip())
+        key = bytes.fromhex(path.read_text().strip())
     except (OSError, ValueError) as exc:
         raise TransportError(f"cannot read key file {path}: {exc}") from None
     if len(key) != 32:

@@ -77,6 +77,19 @@ class NotAuthentic(EdgeDPError):
     exit_code = 7
 
 
+class ChargedNotReceived(EdgeDPError):
+    """The authenticated state shows the device charged more than the answers this host received
+    (and any it knows were lost): refusals forged on the way for answers it paid for, or another
+    client of the device meanwhile (edgedp.device.spend). ``not_received``: the micro-epsilon."""
+
+    code = "ERR_CHARGED_NOT_RECEIVED"
+    exit_code = 7
+
+    def __init__(self, message: str, not_received: int):
+        super().__init__(message)
+        self.not_received = not_received
+
+
 class TransportError(EdgeDPError):
     """No answer, a broken link, or a target that cannot start."""
 

@@ -20,10 +20,13 @@ and starts again.
 
 The saved memory is the state of the last ``stop``: a session whose QEMU ended any other way
 (killed, crashed, the host rebooted) spent budget after it that the saved memory does not hold.
-Such an unclean end is recorded (``unclean.json``), and ``start`` refuses to run from the older
-memory -- which would give that spend back -- unless asked with ``accept_rollback`` (or
-``fresh``); its error states the spend the saved memory holds and how much may have been spent
-since (:func:`rollback_risk`).
+Such an unclean end is recorded beside the saved memory it concerns (``memory/<target>.unclean.json``),
+and ``start`` of that target refuses to run from the older memory -- which would give that spend
+back -- unless asked with ``accept_rollback`` (or ``fresh``, which discards the memory); its error
+states the spend the saved memory holds and how much may have been spent since
+(:func:`rollback_risk`). The mark is per target: a session of another target neither sees nor
+clears it; only a start of its own target that accepts the rollback (or discards the memory)
+removes it, and the next clean stop of that session saves memory that holds everything again.
 
 The session's QEMU runs without ``-icount``: the device clock follows the host's clock
 (under ``-icount`` it would follow the instructions executed while the firmware works), and
@@ -34,8 +37,11 @@ core busy.
 
 State directory: ``$EDGEDP_STATE_DIR``, else ``$XDG_STATE_HOME/edgedp``, else
 ``~/.local/state/edgedp``. It holds ``session.json`` while a session runs, ``qemu.log``,
-``memory/<target>.json`` with one ``.bin`` file per saved section, and ``unclean.json`` after
-an unclean end until the next ``start`` accepts it.
+``memory/<target>.json`` with one ``.bin`` file per saved section, and
+``memory/<target>.unclean.json`` after an unclean end of a session of that target until a
+``start`` of it accepts the rollback. (A ``unclean.json`` in the state directory itself, where
+earlier versions kept one mark for every target, is moved beside the memory of the target it
+names when first read.)
 """
 from __future__ import annotations
 
@@ -59,7 +65,7 @@ from .targets.qemu import IMAGES, ensure_image, free_port, qemu_argv, qemu_in_fl
 from .transport import Link, LinkWrapper, SerialLink
 
 STATE_FILE = "session.json"
-UNCLEAN_FILE = "unclean.json"
+LEGACY_UNCLEAN_FILE = "unclean.json"  # one mark for every target, as earlier versions kept it
 LOG_FILE = "qemu.log"
 PERSISTENT_PREFIX = ".noinit"
 QMP_DIR_PREFIX = "edgedp-session-"
@@ -190,21 +196,53 @@ def forget_stale() -> Session | None:
     return s
 
 
+def _unclean_path(target: str) -> Path:
+    """The unclean mark of ``target``: beside the memory it protects (``_memory_paths``)."""
+    manifest, _ = _memory_paths(target)
+    return manifest.with_name(manifest.stem + ".unclean.json")
+
+
 def _mark_unclean(s: Session) -> None:
     if s.regions:  # an image without persistent memory loses nothing it would have kept
-        _write_json(state_dir() / UNCLEAN_FILE, {"pid": s.pid, "target": s.target, "started": s.started,
-                                                 "found": time.time()})
+        path = _unclean_path(s.target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_json(path, {"pid": s.pid, "target": s.target, "started": s.started, "found": time.time()})
+
+
+def _adopt_legacy_mark() -> None:
+    """Move the one mark earlier versions kept (``unclean.json``) to the target it names; one
+    that cannot be read is copied to every target's (it could be any one's)."""
+    legacy = state_dir() / LEGACY_UNCLEAN_FILE
+    try:
+        text = legacy.read_text()
+    except FileNotFoundError:
+        return
+    try:
+        rec = json.loads(text)
+        targets = [str(rec["target"])] if isinstance(rec, dict) and rec.get("target") in IMAGES else list(IMAGES)
+    except ValueError:
+        targets = list(IMAGES)
+    for t in targets:
+        path = _unclean_path(t)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    legacy.unlink()
 
 
 def unclean_end(target: str) -> dict | None:
-    """The recorded unclean end of a session of ``target`` (None if its last session stopped cleanly)."""
+    """The recorded unclean end of a session of ``target`` (None if its last session stopped
+    cleanly, or its rollback was accepted since); a mark that cannot be read counts as one."""
+    _adopt_legacy_mark()
     try:
-        rec = json.loads((state_dir() / UNCLEAN_FILE).read_text())
+        rec = json.loads(_unclean_path(target).read_text())
     except FileNotFoundError:
         return None
     except ValueError:
+        rec = None
+    if not isinstance(rec, dict):
         return {"target": target, "pid": 0, "started": 0.0, "found": 0.0}
-    return rec if rec.get("target") == target else None
+    return {**rec, "target": target}
 
 
 def _utc(t: float) -> str:
@@ -339,10 +377,11 @@ def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port
     """Start a session for ``target`` (``qemu`` or ``qemu:stm32f4``) and return it.
 
     SessionError if one runs already; the state of a session whose QEMU is gone is removed
-    first (``forget_stale``). After an unclean end of the last session, SessionError stating
-    :func:`rollback_risk` unless ``accept_rollback`` (start from the older saved memory) or
-    ``fresh`` (discard the memory saved for ``target``); ``port`` (default: a free one) is the
-    console's TCP port."""
+    first (``forget_stale``). After an unclean end of the last session of ``target``, SessionError
+    stating :func:`rollback_risk` unless ``accept_rollback`` (start from the older saved memory)
+    or ``fresh`` (discard the memory saved for ``target``), either of which, once QEMU answers,
+    clears ``target``'s mark (and no other's); ``port`` (default: a free one) is the console's
+    TCP port."""
     if target not in IMAGES:
         raise SessionError(f"a device session runs {' or '.join(IMAGES)}, not {target!r}")
     current = running()
@@ -377,7 +416,8 @@ def start(target: str = "qemu", fresh: bool = False, timeout: float = 30.0, port
         shutil.rmtree(qmp_dir, ignore_errors=True)
         raise
     _write_json(d / STATE_FILE, s.as_dict())
-    (d / UNCLEAN_FILE).unlink(missing_ok=True)
+    if fresh or accept_rollback:  # (without either, start refused above if there was a mark)
+        _unclean_path(target).unlink(missing_ok=True)
     return s
 
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from .graph import FIELDS, Graph, from_records, record
 from .spec import HEADS, Dense, Dense8, DeviceModel, InputQuant, Net, row4
 
 
@@ -30,6 +32,8 @@ def digest(model: DeviceModel) -> str:
                        f"{model.m}|{model.input_range}".encode())
     if model.quant is not None:
         h.update(f"|int8|{model.quant.mul!r}|{model.quant.add!r}".encode())
+    if model.graph is not None:
+        _digest_graph(h, model.graph)
     for net in model.nets:
         h.update(net.classes.astype("<u2").tobytes())  # weights in (in, out) order
         for layer in net.layers:
@@ -43,6 +47,46 @@ def digest(model: DeviceModel) -> str:
             else:
                 h.update(layer.w.astype("<f4").tobytes() + layer.b.astype("<f4").tobytes())
     return h.hexdigest()
+
+
+def _graph_io(g: Graph) -> tuple[int, int, float, float, int, int, int]:
+    """The graph's own fields (edp_graph_s8_t): input and output offsets, scales, zero points, arena."""
+    ti, to = g.tensors[g.input], g.tensors[g.output]
+    return (g.offsets[g.input], g.offsets[g.output], float(np.float32(ti.scale)), float(np.float32(to.scale)),
+            ti.zp, to.zp, g.arena_bytes)
+
+
+def _digest_graph(h, g: Graph) -> None:  # h: hashlib's sha256 object
+    """What the device holds of a graph: its fields, every operator's record and arrays."""
+    h.update(f"|graph|{_graph_io(g)!r}".encode())
+    for op in g.ops:
+        h.update(repr(record(g, op)).encode())
+        for a, dt in ((op.w, "<i1"), (op.bias, "<i4"), (op.mult, "<i4"), (op.shift, "<i1")):
+            h.update(b"-" if a is None else np.ascontiguousarray(a).astype(dt).tobytes())
+
+
+def _graph_c(model: DeviceModel, g: Graph) -> list[str]:
+    out = []
+    rows = []
+    for i, op in enumerate(g.ops):
+        names = []
+        for key, ctype, a in (("w", "int8_t", op.w), ("bias", "int32_t", op.bias), ("mult", "int32_t", op.mult),
+                              ("shift", "int8_t", op.shift)):
+            if a is None:
+                names.append("NULL")
+                continue
+            out.append(_array(ctype, f"g{key}{i}", np.asarray(a), lambda v: str(int(v)), per_line=16))
+            names.append(f"g{key}{i}")
+        n_q = 0 if op.mult is None else len(op.mult)
+        rows.append("{" + ", ".join(map(str, record(g, op))) + ", " + ", ".join(names) + f", {n_q}}}")
+    out.append(f"static const edp_op_s8_t ops[{len(rows)}] = {{\n    " + ",\n    ".join(rows) + ",\n};\n")
+    out.append(_array("uint16_t", "cls0", np.arange(model.n_classes), lambda v: str(int(v)), per_line=16))
+    a_in, a_out, s_in, s_out, z_in, z_out, size = _graph_io(g)
+    out.append(f"static int8_t arena[{max(size, 4)}] __attribute__((aligned(4)));\n"
+               f"static const edp_graph_s8_t graph = {{{len(g.ops)}, ops, arena, {size}, {a_in}, {a_out}, "
+               f"{_f(np.float32(s_in))}, {_f(np.float32(s_out))}, {z_in}, {z_out}, cls0}};\n"
+               "static const edp_model_s8_t s8 = {0.0f, 0.0f, NULL, 0, NULL, NULL, 0, &graph};\n")
+    return out
 
 
 def _sha256_literal(hexdigest: str) -> str:
@@ -99,6 +143,8 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         '#include "edgedp/model.h"\n\n',
     ]
     nets = []
+    if model.graph is not None:
+        out += _graph_c(model, model.graph)
     for t, net in enumerate(model.nets):
         if model.int8:
             data, entry = _net8(t, net)
@@ -114,19 +160,20 @@ def generate(model: DeviceModel, source: str = "", warning: str | None = None) -
         out.append(_array("uint16_t", f"cls{t}", net.classes, lambda v: str(int(v)), per_line=16))
         nets.append(f"{{{len(net.layers)}, layers{t}, cls{t}}}")
     kind = "edp_net_s8_t" if model.int8 else "edp_net_t"
-    out.append(f"\nstatic const {kind} nets[] = {{\n    " + ",\n    ".join(nets) + ",\n};\n")
+    if nets:
+        out.append(f"\nstatic const {kind} nets[] = {{\n    " + ",\n    ".join(nets) + ",\n};\n")
     out.append(f"static float scratch[{model.scratch_floats}];\n")
     if model.quant is not None:  # int8
         hidden = (model.act_bytes - row4(model.n_features)) // 2
         out.append(f"static int8_t act[{model.act_bytes}];\nstatic uint32_t xp[{model.xp_words}];\n"
                    f"static const edp_model_s8_t s8 = {{{_f(np.float32(model.quant.mul))}, "
-                   f"{_f(np.float32(model.quant.add))}, nets, {hidden}, act, xp, {model.xp_words}}};\n")
+                   f"{_f(np.float32(model.quant.add))}, nets, {hidden}, act, xp, {model.xp_words}, NULL}};\n")
     out.append("\n")
     m = "EDP_M_AUTO" if model.m is None else str(model.m)
     out.append(
         "static const edp_model_t model = {\n"
         f'    "{model.name}", {HEADS.index(model.head)}, {model.n_features}, {model.n_classes}, '
-        f"{len(model.nets)}, {'NULL' if model.int8 else 'nets'}, scratch,\n"
+        f"{max(len(model.nets), 1)}, {'NULL' if model.int8 else 'nets'}, scratch,\n"
         f"    {_f(np.float32(model.lo))}, {_f(np.float32(model.hi))}, "
         f"{_f(np.float32(model.sensitivity))}, {m},\n"
         f"    {_f(np.float32(in_lo))}, {_f(np.float32(in_hi))},\n"
@@ -141,7 +188,11 @@ _ARRAY = re.compile(r"static const (float|uint16_t|int8_t|int32_t|uint8_t) (\w+)
 _LAYERS = re.compile(r"static const edp_dense(_s8)?_t layers(\d+)\[\d+\] = \{(.*)\};")
 _LAYER = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+)\}")
 _LAYER8 = re.compile(r"\{(\d+), (\d+), (w\d+_\d+), (b\d+_\d+), (\w+), (\w+), (\w+)\}")
-_S8 = re.compile(r"static const edp_model_s8_t s8 = \{(\S+), (\S+), nets, \d+, act, xp, (\d+)\};")
+_S8 = re.compile(r"static const edp_model_s8_t s8 = \{(\S+), (\S+), nets, \d+, act, xp, (\d+), NULL\};")
+_OPS = re.compile(r"static const edp_op_s8_t ops\[(\d+)\] = \{(.*?)\n\};", re.S)
+_OP = re.compile(r"\{([-\d, ]+), (\w+), (\w+), (\w+), (\w+), (\d+)\}")
+_GRAPH = re.compile(r"static const edp_graph_s8_t graph = \{(\d+), ops, arena, (\d+), (\d+), (\d+), (\S+), (\S+), "
+                    r"(-?\d+), (-?\d+), cls0\};")
 _MODEL = re.compile(r'static const edp_model_t model = \{\s*"([^"]+)", (\d+), (\d+), (\d+), (\d+), (?:nets|NULL), '
                     r"scratch,\s*(\S+), (\S+), (\S+), (\S+),\s*(\S+), (\S+),\s*(?:NULL|&s8), (\d+),"
                     r"\s*(\d+), \{([\d, ]+)\},\s*\{([0-9a-fx, ]+)\},\s*\};")
@@ -160,6 +211,45 @@ def _layer8(arrays: dict, i: str, o: str, w: str, b: str, mult: str, shift: str,
         raise ValueError(f"{w}: the padding after each row's {n_in} inputs must be zero")
     get = arrays.get
     return Dense8(rows[:, :n_in].T, arrays[b], get(mult), get(shift), get(scale))
+
+
+def _read_graph(text: str, arrays: dict, path: str | Path) -> Graph | None:
+    ops, g = _OPS.search(text), _GRAPH.search(text)
+    if ops is None and g is None:
+        return None
+    if ops is None or g is None:
+        raise ValueError(f"{path}: a graph model needs both its operators and its edp_graph_s8_t")
+    recs = []
+    for vals, *names, n_q in _OP.findall(ops.group(2)):
+        ints = tuple(int(v) for v in vals.split(","))
+        if len(ints) != len(FIELDS):
+            raise ValueError(f"{path}: an operator has {len(ints)} fields, edp_op_s8_t {len(FIELDS)}")
+        got = {k: (None if n == "NULL" else arrays[n]) for k, n in zip(("w", "bias", "mult", "shift"), names)}
+        if got["mult"] is not None and len(got["mult"]) != int(n_q):
+            raise ValueError(f"{path}: n_q {n_q} declared, {len(got['mult'])} multipliers")
+        recs.append((ints, got))
+    n_ops, size, a_in, a_out, s_in, s_out, z_in, z_out = g.groups()
+    if int(n_ops) != len(recs) or int(ops.group(1)) != len(recs):
+        raise ValueError(f"{path}: {n_ops} operators declared, {len(recs)} found")
+    return _with_weights(from_records(recs, int(a_in), int(a_out), (_value(s_in), int(z_in)),
+                                      (_value(s_out), int(z_out)), int(size)))
+
+
+def _with_weights(g: Graph) -> Graph:
+    """Weights read back in their shapes (conv oc x kh x kw x ic, dwconv kh x kw x oc, fc oc x n)."""
+    ops = []
+    for op in g.ops:
+        if op.w is not None:
+            ta, ty = g.tensors[op.a], g.tensors[op.y]
+            shape = {"conv": (ty.shape[2],) + op.kernel + (ta.shape[2],), "dwconv": op.kernel + (ty.shape[2],),
+                     "fc": (ty.size, ta.size)}[op.kind]
+            if op.w.size != int(np.prod(shape)):
+                raise ValueError(f"{op.node}: {op.w.size} weights, its shapes need {shape}")
+            op = replace(op, w=op.w.astype(np.int8).reshape(shape))
+        ops.append(replace(op, bias=None if op.bias is None else op.bias.astype(np.int32),
+                           mult=None if op.mult is None else op.mult.astype(np.int32),
+                           shift=None if op.shift is None else op.shift.astype(np.int8)))
+    return replace(g, ops=tuple(ops))
 
 
 def read(path: str | Path) -> DeviceModel:
@@ -182,19 +272,20 @@ def read(path: str | Path) -> DeviceModel:
         nets.append(Net(layers, arrays[f"cls{t}"]))
     q = _S8.search(text)
     m = _MODEL.search(text)
-    if m is None or not nets:
+    graph = _read_graph(text, arrays, path)
+    if m is None or not (nets or graph):
         raise ValueError(f"{path}: not a model file written by `edgedp deploy`")
     name, head, n_features, n_classes, n_nets, lo, hi, sens, mm, in_lo, in_hi, scratch_floats, rank, dims, sha = \
         m.groups()
     shape = tuple(int(d) for d in dims.split(","))
     if len(shape) != int(rank):
         raise ValueError(f"{path}: input rank {rank} declared, {len(shape)} dims given")
-    if int(n_nets) != len(nets):
+    if int(n_nets) != max(len(nets), 1 if graph else 0):
         raise ValueError(f"{path}: {n_nets} nets declared, {len(nets)} found")
     model = DeviceModel(name, HEADS[int(head)], int(n_classes), tuple(nets), _value(lo), _value(hi),
                         _value(sens), None if mm == "EDP_M_AUTO" else int(mm),
                         (_value(in_lo.rstrip(",")), _value(in_hi.rstrip(","))),
-                        InputQuant(_value(q.group(1)), _value(q.group(2))) if q else None, shape)
+                        InputQuant(_value(q.group(1)), _value(q.group(2))) if q else None, shape, graph)
     if model.n_features != int(n_features):
         raise ValueError(f"{path}: inputs declared {n_features}, layers take {model.n_features}")
     if _sha256_literal(digest(model)) != ", ".join(v.strip() for v in sha.split(",")):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..train import model_file as models_io
 from ..datasets import Outputs
-from . import cgen, convert, digits, quantize, reference
+from . import cgen, convert, digits, memory, quantize, reference, tflite_import
 from .spec import DeviceModel
 
 
@@ -40,6 +40,10 @@ class Deployment:
     scored_records: int | None = None
     non_private: str | None = None         # why the trained model's ε does not hold (--allow-non-private)
     int8: bool = False                     # int8 kernels (--int8); the device figures are theirs
+    graph_ops: int | None = None           # an imported graph: its operators
+    arena_bytes: int | None = None         # and its planned arena (part of scratch_ram_bytes)
+    flash_free: int = memory.IMAGE_FLASH - memory.CORE_FLASH   # what the STM32F4 image leaves
+    ram_free: int = memory.IMAGE_RAM - memory.CORE_RAM - memory.MIN_STACK
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -71,6 +75,10 @@ def build(source: str, seed: int = digits.SEED, teachers: int = 30, int8: bool =
             raise ValueError(f"{source!r} is neither a model file nor a built-in model (built-in: "
                              f"{', '.join(digits.BUILTIN)})")
         raise ValueError(f"{source}: no such file")
+    if Path(source).suffix == ".tflite":
+        if int8:
+            raise ValueError(f"{source}: --int8 quantises a float model; this TFLite model is imported as it is")
+        return tflite_import.device_model(source, input_range), {}
     model = convert.load(source)
     if input_range is not None:
         model = replace(model, input_range=input_range)
@@ -191,7 +199,9 @@ def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int 
         check_data_path(data)  # before the model is built (and its input range checked)
     reason = _non_private(Path(source), allow_non_private) if source.endswith(".npz") else None
     model, score = build(source, seed, teachers, int8, calibration, input_range)
-    origin = "training data" if input_range is None else "given"
+    memory.check_fits(model)  # before anything is written
+    origin = ("given" if input_range is not None else
+              "the model's input quantisation" if model.graph is not None else "training data")
     if data is not None:
         score = check_on_data(source, data, model)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +210,9 @@ def deploy(source: str, out: str | Path, seed: int = digits.SEED, teachers: int 
     d = Deployment(model.name, source, str(out), model.head, model.n_features, model.n_classes,
                    len(model.nets), model.n_weights, model.flash_bytes, model.scratch_bytes,
                    model.macs, model.lo, model.hi, model.sensitivity, model.input_range, origin,
-                   cgen.digest(model), **score, non_private=reason, int8=model.int8)
+                   cgen.digest(model), **score, non_private=reason, int8=model.int8,
+                   graph_ops=len(model.graph.ops) if model.graph is not None else None,
+                   arena_bytes=model.graph.arena_bytes if model.graph is not None else None)
     if source.endswith(".npz"):
         _record_in_manifest(Path(source), d)
     return d

@@ -1,10 +1,12 @@
 """Bit-exact NumPy replay of firmware/core/src/model.c: every float32 operation in the
 device's order (no BLAS, whose summation order differs), so outputs match bit for bit; int8
-models (model_s8.c) in integer arithmetic, exact whatever the order, then the same head."""
+models (model_s8.c) and imported graphs (model_graph.c, graph_ref.py) in integer arithmetic, exact
+whatever the order, then the same head."""
 from __future__ import annotations
 
 import numpy as np
 
+from . import graph_ref
 from .spec import Dense, Dense8, DeviceModel, InputQuant, Net
 
 F = np.float32
@@ -99,7 +101,19 @@ def run(model: DeviceModel, X: np.ndarray) -> np.ndarray:
         return _run(model, x)
 
 
+def _softmax(z: np.ndarray) -> np.ndarray:
+    """edp_model_head's softmax of each row of logits."""
+    rows = np.arange(len(z))
+    e = exp32(z - z[rows, first_argmax(z)][:, None])
+    s = np.zeros(len(z), dtype=F)
+    for j in range(e.shape[1]):
+        s = s + e[:, j]
+    return e / s[:, None]
+
+
 def _run(model: DeviceModel, x: np.ndarray) -> np.ndarray:
+    if model.graph is not None:  # an imported graph: its logits, the softmax head
+        return _softmax(graph_ref.logits(model.graph, x))
     out = np.zeros((len(x), model.n_classes), dtype=F)
     rows = np.arange(len(x))
     xq = quantize_input(model.quant, x) if model.quant is not None else x
@@ -108,9 +122,5 @@ def _run(model: DeviceModel, x: np.ndarray) -> np.ndarray:
         if model.head == "votes":
             np.add.at(out, (rows, net.classes[first_argmax(z)]), F(1.0))
             continue
-        e = exp32(z - z[rows, first_argmax(z)][:, None])
-        s = np.zeros(len(x), dtype=F)
-        for j in range(e.shape[1]):
-            s = s + e[:, j]
-        out[:, net.classes] = e / s[:, None]
+        out[:, net.classes] = _softmax(z)
     return out

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import schema as S
+from .graph import Graph
 
 HEADS = tuple(h.name.lower() for h in S.ModelHead)
 """Index = the C enum edp_model_head: ("softmax", "votes")."""
@@ -131,11 +132,35 @@ class DeviceModel:
     input_shape: tuple[int, ...] | None = None
     """The input's shape (C order, at most MAX_RANK dims, their product n_features) as INFO reports
     it; None: flat, (n_features,)."""
+    graph: Graph | None = None
+    """An imported int8 graph (graph.py; `edgedp deploy model.tflite`) instead of nets (then ()):
+    one net's worth, a softmax head over its outputs."""
 
     def __post_init__(self) -> None:
+        if self.graph is not None:
+            if self.nets or self.quant is not None or self.head != "softmax":
+                raise ValueError("a graph model has no dense nets and no dense input quantisation, and a softmax head")
+            if self.graph.n_outputs != self.n_classes:
+                raise ValueError(f"the graph has {self.graph.n_outputs} outputs, the model {self.n_classes} classes")
+            self._check_common()
+            return
         kinds = {isinstance(l, Dense8) for n in self.nets for l in n.layers}
         if len(kinds) > 1 or (kinds == {True}) != (self.quant is not None):
             raise ValueError("a model is all float32 or all int8 (with its input quantisation)")
+        if self.head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}")
+        if not self.nets or (self.head == "softmax" and len(self.nets) != 1):
+            raise ValueError("a softmax model has one net, a vote ensemble at least one")
+        if len({n.n_features for n in self.nets}) != 1:
+            raise ValueError("every net of an ensemble must take the same inputs")
+        for n in self.nets:
+            if n.classes.min() < 0 or n.classes.max() >= self.n_classes:
+                raise ValueError(f"class indices must lie in 0..{self.n_classes - 1}")
+            if self.head == "softmax" and len(np.unique(n.classes)) != len(n.classes):
+                raise ValueError("a softmax net scores each class once")
+        self._check_common()
+
+    def _check_common(self) -> None:
         if self.input_range is not None:
             lo, hi = (float(np.float32(v)) for v in self.input_range)
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
@@ -150,19 +175,10 @@ class DeviceModel:
                 raise ValueError(f"input shape {shape}: 1 to {MAX_RANK} dims of 1..65535 whose product is the "
                                  f"model's {self.n_features} inputs")
             object.__setattr__(self, "input_shape", shape)
-        if not self.nets or (self.head == "softmax" and len(self.nets) != 1):
-            raise ValueError("a softmax model has one net, a vote ensemble at least one")
-        if len({n.n_features for n in self.nets}) != 1:
-            raise ValueError("every net of an ensemble must take the same inputs")
-        for n in self.nets:
-            if n.classes.min() < 0 or n.classes.max() >= self.n_classes:
-                raise ValueError(f"class indices must lie in 0..{self.n_classes - 1}")
-            if self.head == "softmax" and len(np.unique(n.classes)) != len(n.classes):
-                raise ValueError("a softmax net scores each class once")
 
     @property
     def n_features(self) -> int:
-        return self.nets[0].n_features
+        return self.graph.n_features if self.graph is not None else self.nets[0].n_features
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -171,16 +187,20 @@ class DeviceModel:
 
     @property
     def int8(self) -> bool:
-        return self.quant is not None
+        return self.quant is not None or self.graph is not None
 
     @property
     def n_weights(self) -> int:
+        if self.graph is not None:
+            return self.graph.n_weights
         return sum(l.w.size + l.b.size for n in self.nets for l in n.layers)
 
     @property
     def scratch_floats(self) -> int:
         """Float RAM the kernels need: the output plus a ping-pong pair of the widest layer (int8
-        models: the output and the widest net's logits)."""
+        models: the output and the widest net's logits; a graph: the output and its logits)."""
+        if self.graph is not None:
+            return 2 * self.n_classes
         if self.int8:
             return self.n_classes + max(n.layers[-1].w.shape[1] for n in self.nets)
         return self.n_classes + 2 * max(l.w.shape[1] for n in self.nets for l in n.layers)
@@ -189,21 +209,25 @@ class DeviceModel:
     def act_bytes(self) -> int:
         """int8 models: the int8 input and a ping-pong pair of the widest hidden layer (rows of 4)."""
         hidden = [row4(l.w.shape[1]) for n in self.nets for l in n.layers[:-1]]
-        return row4(self.n_features) + 2 * max(hidden, default=0) if self.int8 else 0
+        return row4(self.n_features) + 2 * max(hidden, default=0) if self.quant is not None else 0
 
     @property
     def xp_words(self) -> int:
         """int8 models: the widest layer input widened to int16 pairs (two per 32-bit word)."""
-        return max(row4(l.w.shape[0]) for n in self.nets for l in n.layers) // 2 if self.int8 else 0
+        return max(row4(l.w.shape[0]) for n in self.nets for l in n.layers) // 2 if self.quant is not None else 0
 
     @property
     def scratch_bytes(self) -> int:
-        return 4 * self.scratch_floats + self.act_bytes + 4 * self.xp_words
+        """RAM of the model's buffers: the floats, and the int8 activations (a graph: its arena)."""
+        arena = self.graph.arena_bytes if self.graph is not None else 0
+        return 4 * self.scratch_floats + self.act_bytes + 4 * self.xp_words + arena
 
     @property
     def flash_bytes(self) -> int:
         """Bytes of parameters in flash: 4 per float32 weight or bias; int8 models 1 per weight,
-        4 per bias, multiplier and dequantisation scale, 1 per shift."""
+        4 per bias, multiplier and dequantisation scale, 1 per shift (a graph: Graph.flash_bytes)."""
+        if self.graph is not None:
+            return self.graph.flash_bytes
         if not self.int8:
             return 4 * self.n_weights
         return sum(l.w.shape[1] * (row4(l.w.shape[0]) + (9 if isinstance(l, Dense8) and l.hidden else 8))
@@ -212,4 +236,6 @@ class DeviceModel:
     @property
     def macs(self) -> int:
         """Multiply-accumulates per inference."""
+        if self.graph is not None:
+            return self.graph.macs
         return sum(l.w.size for n in self.nets for l in n.layers)

@@ -10,7 +10,9 @@ accountants:
   tight, pessimistic at the discretisation interval.
 
 Both are upper bounds; PLD is the tighter and is the default.  ``calibrate`` finds the smallest
-noise multiplier whose epsilon is at most a target (dp_accounting's bisection).
+noise multiplier whose epsilon is at most a target (dp_accounting's bisection); ``max_steps``
+the most steps whose epsilon stays within a cap (``train --max-epsilon``), ``epsilon_curve``
+epsilon at the end of every epoch (the manifest's ``epsilon_per_epoch``).
 
 Other samplings (``audit-config``): fixed-size batches drawn without replacement (RDP,
 replace-one, Wang, Balle, Kasiviswanathan 2019), shuffled batches without amplification
@@ -133,6 +135,45 @@ def calibrate(target_epsilon: float, sampling_rate: float, steps: int, delta: fl
         lambda: make_accountant(accountant), lambda s: event(s, sampling_rate, steps), target_epsilon, delta,
         bracket_interval=dp_accounting.ExplicitBracketInterval(lo, hi), tol=1e-3 * hi)
     return float(nm)
+
+
+def epsilon_curve(noise_multiplier: float, sampling_rate: float, steps: list[int], delta: float,
+                  accountant: str = "pld") -> list[float]:
+    """Epsilon after each step count of ``steps`` (the end of every epoch): one accountant run per
+    entry, each the same computation as ``epsilon``, so the last entry of a run's curve is its ε."""
+    return [epsilon(noise_multiplier, sampling_rate, s, delta, accountant) for s in steps]
+
+
+@dataclass(frozen=True)
+class StepCap:
+    """The most steps of DP-SGD whose epsilon stays within a cap."""
+
+    steps: int                   # 0 when a single step already exceeds the cap
+    epsilon: float               # epsilon after ``steps`` (0 for none)
+    epsilon_next: float | None   # epsilon after one more step (> the cap); None when every step asked for fits
+
+
+def max_steps(noise_multiplier: float, sampling_rate: float, delta: float, max_epsilon: float, upper: int,
+              accountant: str = "pld") -> StepCap:
+    """The largest step count T <= ``upper`` with epsilon(T) <= ``max_epsilon``, found before
+    training by bisection over T (epsilon grows with the steps): about log2(upper) accountant
+    runs, never one per step."""
+    if not (math.isfinite(max_epsilon) and max_epsilon > 0):
+        raise ValueError("the maximum epsilon must be finite and > 0")
+    if upper < 1:
+        raise ValueError("steps must be >= 1")
+    eps_upper = epsilon(noise_multiplier, sampling_rate, upper, delta, accountant)
+    if eps_upper <= max_epsilon:
+        return StepCap(upper, eps_upper, None)
+    lo, eps_lo, hi, eps_hi = 0, 0.0, upper, eps_upper   # epsilon(lo) <= cap < epsilon(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        e = epsilon(noise_multiplier, sampling_rate, mid, delta, accountant)
+        if e <= max_epsilon:
+            lo, eps_lo = mid, e
+        else:
+            hi, eps_hi = mid, e
+    return StepCap(lo, eps_lo, eps_hi)
 
 
 @dataclass(frozen=True)

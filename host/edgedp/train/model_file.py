@@ -5,8 +5,12 @@
 outputs are the logits) and ``classes`` (the label value of each output).  ``NAME.manifest.json``
 is the privacy manifest: ``model_sha256`` (SHA-256 of the npz bytes), ``training`` {private,
 epsilon, delta, neighbouring, epsilon_add_remove, epsilon_replace_one, accountant, noise_multiplier,
-clip_norm, sampling_rate, sampling, steps, epochs, n_train, randomness, noise; for a seeded run
-also non_private_reason and seed}, ``data`` {name, n_features, n_classes} and, once deployed,
+clip_norm, sampling_rate, sampling, steps (the steps run), epochs, n_train, randomness, noise,
+planned_steps, max_epsilon (null without ``--max-epsilon``), stopped_early, epoch_steps (the step at
+which each epoch ended; the last entry is ``steps``) and epsilon_per_epoch (epsilon by the
+accountant after each of those steps: a plain list of numbers whose last entry is ``epsilon``);
+stop_reason when the run stopped before its planned steps; for a seeded run also
+non_private_reason and seed, and every epsilon, epsilon_per_epoch included, is "not private"}, ``data`` {name, n_features, n_classes} and, once deployed,
 ``deployment`` {mechanism settings}.  ``private_or_refuse`` is the check that ``deploy`` and
 ``report`` make before using a model.
 """
@@ -23,8 +27,9 @@ import numpy as np
 KINDS = ("logreg", "mlp")
 TRAINING_KEYS = ("private", "epsilon", "delta", "neighbouring", "epsilon_add_remove", "epsilon_replace_one",
                  "accountant", "noise_multiplier", "clip_norm", "sampling_rate", "sampling", "steps", "epochs",
-                 "n_train", "randomness", "noise")
-OPTIONAL_TRAINING_KEYS = ("non_private_reason", "seed")
+                 "n_train", "randomness", "noise", "planned_steps", "max_epsilon", "stopped_early", "epoch_steps",
+                 "epsilon_per_epoch")
+OPTIONAL_TRAINING_KEYS = ("stop_reason", "non_private_reason", "seed")
 DATA_KEYS = ("name", "n_features", "n_classes")
 OPTIONAL_DATA_KEYS = ("input_range",)  # the training data's [min, max]: the device clamps inputs to it
 

@@ -8,7 +8,7 @@
 #endif
 
 /* Largest vector length k a query may carry (154..1024). Sets frame buffer sizes; a body must
- * also hold the AUDIT_LOG answer (32 entries), hence at least 154 (device.c checks it). */
+ * also hold the AUDIT_LOG answer (32 entries), hence at least 154 (audit.c checks it). */
 #ifndef EDP_MAX_CLASSES
 #define EDP_MAX_CLASSES 1024
 #endif
