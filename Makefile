@@ -6,14 +6,14 @@ include firmware/sources.mk
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.edgedp-installed
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake python3-venv python3-pip
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake python3-venv python3-pip postgresql
 APT_PACKAGES += chromium chromium-driver  # the dashboard's browser test (tests/python/test_dashboard.py)
 ARM_CC := arm-none-eabi-gcc
 HOST_CC ?= gcc
 KEY := tests/keys/test-device.key
 INC := $(addprefix -I,$(EDP_INCLUDES)) -Ibuild/gen
 
-.PHONY: help setup firmware posix demo test test-fast test-renode provision clean FORCE
+.PHONY: help setup firmware posix demo test test-fast test-renode provision provisioned-qemu clean FORCE
 
 help:
 	@echo "make demo   - set up, build, run the firmware in QEMU and stream sample logits"
@@ -183,6 +183,21 @@ provision:
 	umask 077 && arm-none-eabi-objcopy --update-section .edp_key=build/stm32f4/edp_key.bin \
 	  build/stm32f4/edgedp.elf build/stm32f4/edgedp-provisioned.elf
 	@echo "provisioned build/stm32f4/edgedp-provisioned.elf: model $$(cat build/stm32f4/model.txt) (sha256 $$(sha256sum < build/stm32f4/model.c | cut -c1-64)), image build/stm32f4/edgedp.elf sha256 $$(sha256sum < build/stm32f4/edgedp.elf | cut -c1-64)"
+
+# make provisioned-qemu KEY=path/to/device.key OUT=folder [MODEL=...]: the qemu port's test image
+# with KEY in place of the public test key (its noise seed stays the public one: emulated, not
+# private), for `edgedp provision --board qemu` (docs/fleet.md). Writes OUT/edgedp.elf and
+# OUT/model.c, 0600 in a 0700 OUT: the image holds the key.
+PROV_QEMU_SRCS := $(filter-out build/gen/test_keys.c,$(QEMU_SRCS))
+provisioned-qemu: $(PROV_QEMU_SRCS) $(FW_HEADERS) firmware/ports/qemu/qemu.ld
+	@if [ "$(origin KEY)" = file ] || [ -z "$(OUT)" ]; then echo "usage: make provisioned-qemu KEY=device.key OUT=folder" >&2; exit 2; fi
+	@umask 077 && mkdir -p $(OUT) && python3 -c 'import sys; k = bytes.fromhex(open(sys.argv[1]).read().strip()); \
+	assert len(k) == 32, "the key file must hold 64 hex digits"; \
+	f = lambda n, b: "const uint8_t %s[32] = {%s};\n" % (n, ",".join(str(x) for x in b)); \
+	sys.stdout.write("#include \"test_keys.h\"\n" + f("edp_test_device_key", k) + f("edp_test_seed", range(32)))' "$(KEY)" > $(OUT)/keys.c
+	umask 077 && $(ARM_CC) $(EDP_ARM_CFLAGS) -DEDP_TEST_BUILD=1 $(INC) $(PROV_QEMU_SRCS) $(OUT)/keys.c $(EDP_ARM_LDFLAGS) \
+	  -T firmware/ports/qemu/qemu.ld -o $(OUT)/edgedp.elf -lm; rc=$$?; rm -f $(OUT)/keys.c; exit $$rc
+	umask 077 && cp $(MODEL) $(OUT)/model.c
 
 # ---- native builds: the posix port (tests) and the sanitized variant -----------
 POSIX_SRCS := $(EDP_CORE_SRCS) $(EDP_APP_SRCS) $(EDP_TEST_APP_SRCS) $(EDP_POSIX_SRCS) build/gen/test_keys.c

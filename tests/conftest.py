@@ -54,6 +54,9 @@ def no_device_session(empty_state_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
     Likewise no edgedp.toml of the developer's (project or user config dir) gives defaults."""
     monkeypatch.setenv("EDGEDP_STATE_DIR", str(empty_state_dir))
     monkeypatch.setenv("EDGEDP_CONFIG", os.devnull)
+    # Nor the developer's fleet registry and keystore (edgedp.fleet): a test names its own.
+    monkeypatch.setenv("EDGEDP_REGISTRY", f"sqlite:///{empty_state_dir / 'registry.sqlite'}")
+    monkeypatch.setenv("EDGEDP_KEYSTORE", str(empty_state_dir / "keys"))
 
 
 NUMPY_ERRORS = np.geterr()

@@ -153,3 +153,78 @@ def overflow_model_source(tmp_path: Path) -> Path:
     assert r.exit_code == 0, r.output
     assert "inputs clamped to [0, 1] (given)" in r.output
     return out
+
+
+POSTGRES_BIN = "/usr/lib/postgresql"
+"""Where Debian's postgresql package puts each version's initdb and pg_ctl (`make setup` installs it)."""
+
+
+def postgres_bin() -> Path | None:
+    """The bin folder of the newest PostgreSQL under /usr/lib/postgresql/<version>/bin, None without one."""
+    found = sorted((p for p in Path(POSTGRES_BIN).glob("*/bin") if (p / "initdb").is_file() and (p / "pg_ctl").is_file()),
+                   key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    return found[-1] if found else None
+
+
+class Postgres:
+    """A PostgreSQL server of its own in a temporary folder, on a free loopback port, trusting
+    local connections as user ``postgres``: ``url(db)`` names a database on it, ``create(db)``
+    makes one. Run as an unprivileged user (initdb refuses root: as root the server runs as
+    ``nobody`` through runuser)."""
+
+    def __init__(self, bin_dir: Path):
+        import socket
+        import tempfile
+        self.bin = bin_dir
+        self.base = Path(tempfile.mkdtemp(prefix="edgedp-pg-"))
+        self.base.chmod(0o755)
+        self.data = self.base / "data"
+        self.data.mkdir(mode=0o700)
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
+            nobody = pwd.getpwnam("nobody")
+            os.chown(self.data, nobody.pw_uid, nobody.pw_gid)
+            self.as_user = ["runuser", "-u", "nobody", "--"]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l", str(self.data / "server.log"), "-o",
+                  f"-h 127.0.0.1 -p {self.port} -k {self.data} -F", "start")
+
+    def _run(self, tool: str, *args: str) -> None:
+        r = subprocess.run([*self.as_user, str(self.bin / tool), *args], capture_output=True, text=True,
+                           cwd=self.base, timeout=120)
+        assert r.returncode == 0, f"{tool} failed: {r.stdout[-2000:]}{r.stderr[-2000:]}"
+
+    def url(self, db: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{db}"
+
+    def create(self, db: str) -> str:
+        """A new empty database; its SQLAlchemy URL."""
+        import sqlalchemy as sa
+        engine = sa.create_engine(self.url(), isolation_level="AUTOCOMMIT")
+        with engine.connect() as c:
+            c.execute(sa.text(f'CREATE DATABASE "{db}"'))
+        engine.dispose()
+        return self.url(db)
+
+    def stop(self) -> None:
+        import shutil
+        try:
+            self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+def postgres() -> Postgres:
+    """A started Postgres (stop it when done); skips with the reason when Debian's postgresql
+    package is not installed (`make setup` installs it, so CI runs these tests)."""
+    __tracebackhide__ = True
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip(f"no PostgreSQL server: no {POSTGRES_BIN}/<version>/bin/initdb (make setup installs "
+                    "Debian's postgresql package)")
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e .)")
+    return Postgres(bin_dir)

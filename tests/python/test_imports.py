@@ -13,7 +13,7 @@ LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
      "leaves: paths, the wire schema and its generator, the version, whose files to trust, the records"),
     (("mech",), "the mechanism: types, lattice, modes, law, keystream (chacha), reference"),
     (("device",), "the wire and its user: frames, protocol, links, targets, client"),
-    (("model", "train"), "models for the device; DP-SGD"),
+    (("model", "train", "fleet"), "models for the device; DP-SGD; the fleet's keys and registry"),
     (("analysis", "bench", "dashboard"), "what is measured about them, and the fleet's dashboard"),
     (("cli",), "the command line"),
     (("",), "edgedp/__init__.py: the public API (re-exports)"),

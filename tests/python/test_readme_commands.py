@@ -14,7 +14,7 @@ from edgedp.cli import COMMANDS, main
 from ..helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
-GROUPS = ("admin", "device", "attack")
+GROUPS = ("admin", "device", "attack", "fleet")
 
 
 def sh_lines() -> list[str]:

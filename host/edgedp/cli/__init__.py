@@ -48,6 +48,8 @@ COMMANDS: dict[str, Entry] = {
     "build": Entry("build", "build", "Build the firmware images with a model; later device commands run them."),
     "provision": Entry("build", "provision", "The production image with a device key, for the model it was built "
                                              "with."),
+    "fleet": Entry("fleet", "fleet", "The fleet registry: devices, their authenticated budgets and audit logs "
+                                     "(docs/fleet.md)."),
     "deploy": Entry("deploy", "deploy", "Write MODEL as C data for the image.", "analysis"),
     "account": Entry("analysis", "account", "Total epsilon of N answers of the device's mechanism (basic, "
                                             "advanced, PLD) with every per-answer term, or the largest daily "

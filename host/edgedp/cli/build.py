@@ -65,20 +65,40 @@ def build(model_path: str | None, targets: tuple[str, ...], as_json: bool) -> No
 
 
 @click.command()
-@click.option("--key-file", required=True, type=click.Path(dir_okay=False),
-              help="The device key (64 hex digits; not the public test key).")
+@click.option("--key-file", type=click.Path(dir_okay=False),
+              help="The device key (64 hex digits; not the public test key): build the production stm32f4 image "
+                   "with it (without --id).")
+@click.option("--id", "device_id", default=None,
+              help="Provision a fleet device: a fresh key from the OS in the keystore under this id, its image, and "
+                   "a record in the registry (docs/fleet.md).")
+@click.option("--board", type=click.Choice(["disco_f407vg", "nucleo_f429zi", "qemu"]), default=None,
+              help="With --id: the board (qemu: an emulated device, not private).")
+@click.option("--keystore", type=click.Path(file_okay=False), default=None,
+              help="With --id: the keystore folder (default: $EDGEDP_KEYSTORE, else edgedp/keys in the user data dir).")
+@click.option("--registry", "registry_url", default=None, metavar="URL",
+              help="With --id: the registry's SQLAlchemy URL (default: $EDGEDP_REGISTRY, else a SQLite file in the "
+                   "user data dir).")
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
               help="Model C data to build the image with [default: the model build/stm32f4/edgedp.elf was "
                    "built with (edgedp build --target qemu:stm32f4 --model ...)].")
 @json_option
 @handle_errors
-def provision(key_file: str, model_path: str | None, as_json: bool) -> None:
+def provision(key_file: str | None, device_id: str | None, board: str | None, keystore: str | None,
+              registry_url: str | None, model_path: str | None, as_json: bool) -> None:
     """The production image with a device key, for the model it was built with.
 
     Writes build/stm32f4/edgedp-provisioned.elf (flash it whole) and edp_key.bin (the key alone,
     for sector 11), as `make provision` does (docs/hardware.md). The model is --model, else the one
     the image records; never the bundled default unless named: before the first build, --model is
-    required. Prints the model and the sha256 of the image it provisions."""
+    required. Prints the model and the sha256 of the image it provisions.
+
+    With --id and --board instead: a fleet device (edgedp.fleet.provision; docs/fleet.md)."""
+    if device_id is not None:
+        if key_file or board is None:
+            raise click.UsageError("--id takes --board and draws its own key: no --key-file")
+        return provision_device(device_id, board, keystore, registry_url, model_path, as_json)
+    if key_file is None:
+        raise click.UsageError("pass --key-file KEY (the production stm32f4 image) or --id ID --board B (a fleet device)")
     key = load_key(key_file)
     if key == load_key():  # the test images' key
         raise ValueError(f"refusing the public test key ({key_file}): anyone can sign admin frames with it")
@@ -109,3 +129,25 @@ def provision(key_file: str, model_path: str | None, as_json: bool) -> None:
         return
     name = described["name"] if isinstance(described, dict) else ("no model" if described is None else model.name)
     click.echo(f"provisioned {d['provisioned']}: model {name} ({model}), image {image} sha256 {d['image_sha256']}")
+
+
+def provision_device(device_id: str, board: str, keystore: str | None, registry_url: str | None,
+                     model_path: str | None, as_json: bool) -> None:
+    """provision --id: a fleet device's key, image and record."""
+    from ..fleet.keystore import Keystore, check_id
+    from ..fleet.provision import provision as provision_fleet
+    from ..fleet.registry import open_registry
+    check_id(device_id)
+    model = Path(model_path).expanduser().resolve() if model_path else project_root() / DEFAULT_MODEL
+    reg = open_registry(registry_url)
+    try:
+        p = provision_fleet(device_id, board, model, Keystore(keystore), reg)
+    finally:
+        reg.close()
+    d = p.as_dict()
+    if as_json:
+        emit_json(d)
+        return
+    name = d["model"]["name"] if d["model"] else "no model"
+    click.echo(f"provisioned {device_id} ({board}{', emulated, not private' if d['emulated'] else ''}): image "
+               f"{p.image} sha256 {p.image_sha256}, model {name}, key fingerprint {p.key_fingerprint}")

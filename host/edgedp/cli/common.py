@@ -43,7 +43,7 @@ timeout_option = click.option(
 _target_option = click.option(
     "--target", "-t", default=config_default("target"), metavar="T", envvar="EDGEDP_TARGET",
     callback=_check_target, show_default=False,
-    help="qemu, qemu:stm32f4, posix, posix:san, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
+    help="qemu, qemu:stm32f4, qemu:PATH (an image file), posix, posix:san, renode, session, or a pyserial URL such as socket://127.0.0.1:4321. "
          "Default: EDGEDP_TARGET, else edgedp.toml's target, else the running `edgedp device` session, "
          "else a fresh qemu.")
 

@@ -1,7 +1,8 @@
 """Targets: where a device runs and how to reach it.
 
 ``qemu`` (test image in QEMU), ``qemu:stm32f4`` (production image in QEMU),
-``posix`` (native build on this machine), ``renode`` (the stm32f4 test image in Renode, when
+``qemu:PATH`` (any qemu-port image in QEMU, a provisioned ``qemu`` one included: PATH holds a
+``/`` or ends in ``.elf``, so ``qemu:stm32f4`` keeps its meaning), ``posix`` (native build on this machine), ``renode`` (the stm32f4 test image in Renode, when
 installed), ``renode:PATH`` (any stm32f4 image in Renode, a provisioned production one included), ``session``
 (the running ``edgedp device`` session), or any pyserial URL (``/dev/ttyACM0``,
 ``socket://host:port``, ``rfc2217://…``)."""
@@ -54,8 +55,14 @@ class UrlTarget:
 
 
 DEFAULT_TARGET = "qemu"
-NAMES = ("qemu", "qemu:stm32f4", "posix", "posix:san", "renode", "renode:PATH", "session")
+NAMES = ("qemu", "qemu:stm32f4", "qemu:PATH", "posix", "posix:san", "renode", "renode:PATH", "session")
 SERIAL_HELP = "a pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT) or a serial device (/dev/ttyACM0, COM3)"
+
+
+def is_image_path(text: str) -> bool:
+    """Whether the text after ``qemu:`` names an image file (it holds a '/' or ends in .elf)
+    rather than an image name such as ``stm32f4``."""
+    return "/" in text or text.endswith(".elf")
 
 
 def check_spec(spec: str) -> str:
@@ -64,6 +71,10 @@ def check_spec(spec: str) -> str:
         if Path(spec[len("renode:"):]).is_file():
             return spec
         raise TransportError(f"target {spec}: no such image {spec[len('renode:'):]!r} (renode:PATH names an ELF)")
+    if spec.startswith("qemu:") and is_image_path(spec[len("qemu:"):]):
+        if Path(spec[len("qemu:"):]).is_file():
+            return spec
+        raise TransportError(f"target {spec}: no such image {spec[len('qemu:'):]!r} (qemu:PATH names an ELF)")
     if spec in NAMES or "://" in spec or re.fullmatch(r"COM\d+", spec, re.I):
         return spec
     if spec.startswith("/"):

@@ -2,7 +2,8 @@
 
 ``qemu`` runs build/qemu/edgedp.elf (test image, console USART1);
 ``qemu:stm32f4`` runs build/stm32f4/edgedp.elf (production image, console USART2,
-where QEMU lacks RCC, RNG and RTC). Both run with ``-icount shift=3,sleep=on``
+where QEMU lacks RCC, RNG and RTC); ``qemu:PATH`` (PATH holds a '/' or ends in .elf) runs that
+image of the qemu port (console USART1), e.g. a provisioned ``qemu`` one. Both run with ``-icount shift=3,sleep=on``
 so instruction counts are deterministic (sleep=on: while the test image sleeps in WFI waiting
 for a byte, its clock follows real time); QMP on a Unix socket resets the MCU."""
 from __future__ import annotations
@@ -134,6 +135,10 @@ class QemuTarget:
 
     @classmethod
     def from_spec(cls, spec: str) -> "QemuTarget":
+        path = spec[len("qemu:"):]
+        if spec.startswith("qemu:") and ("/" in path or path.endswith(".elf")):
+            # qemu:PATH: an image of the qemu port (console USART1), run as built
+            return cls(Path(path).resolve(), 1, spec, in_flight=QEMU_IN_FLIGHT)
         if spec not in IMAGES:
             raise TransportError(f"unknown target {spec!r}: use qemu or qemu:stm32f4")
         board, usart = IMAGES[spec]
