@@ -4,111 +4,79 @@ a real headless Chromium (Selenium, /usr/bin/chromedriver): devices listed, char
 data, a screenshot in build/dashboard.png."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ..helpers import ROOT, one_line_error, require, run_cli, start_cli
+from .test_fleet_registry import audit, state
 
 require("starlette", "plotly")
-from sqlalchemy import create_engine, text  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from edgedp.dashboard import app, queries  # noqa: E402
+from edgedp.dashboard import app  # noqa: E402
+from edgedp.fleet import registry as R  # noqa: E402
 
 DAY0 = 20454  # 2026-01-01
-SCHEMA = """
-CREATE TABLE devices (id VARCHAR(64) PRIMARY KEY, board VARCHAR(32), target TEXT, emulated BOOLEAN,
-  added_at DATETIME);
-CREATE TABLE state_snapshots (id INTEGER PRIMARY KEY, device_id VARCHAR(64), taken_at DATETIME, day INTEGER,
-  recorded_day INTEGER, daily_cap BIGINT, daily_spent BIGINT, lifetime_cap BIGINT, lifetime_spent BIGINT,
-  epsilon_per_query BIGINT, auth_counter BIGINT, store VARCHAR(32), store_ok BOOLEAN, rate_burst INTEGER,
-  rate_per_minute INTEGER, rate_tarpit_ms INTEGER, audit_total BIGINT, audit_lost BIGINT);
-CREATE TABLE syncs (id INTEGER PRIMARY KEY, device_id VARCHAR(64), at DATETIME, outcome VARCHAR(16),
-  detail TEXT, snapshot_id INTEGER);
-CREATE TABLE audit_entries (id INTEGER PRIMARY KEY, device_id VARCHAR(64), seq BIGINT, day INTEGER,
-  counter BIGINT, event VARCHAR(32), arg INTEGER, detail TEXT, first_seen DATETIME);
-CREATE TABLE dpsgd_runs (id INTEGER PRIMARY KEY, name TEXT, started_at DATETIME, epsilon FLOAT, delta FLOAT,
-  relation VARCHAR(32), manifest TEXT);
-CREATE TABLE dpsgd_epochs (id INTEGER PRIMARY KEY, run_id INTEGER, epoch INTEGER, epsilon FLOAT);
-"""
-"""The registry's tables as edgedp/fleet/registry.py declares them (the columns the dashboard reads)."""
-
-
-def snap(c, sid: int, dev: str, day: int, daily: int, lifetime: int, store_ok: bool = True, lost: int = 0) -> None:
-    c.execute(text("INSERT INTO state_snapshots VALUES (:id, :d, :t, :day, :day, 1000000, :daily, 10000000, :life, "
-                   "100000, 3, :store, :ok, 20, 10, 250, 5, :lost)"),
-              {"id": sid, "d": dev, "t": dt.datetime(2026, 1, 1, 12) + dt.timedelta(days=day - DAY0, minutes=sid),
-               "day": day, "daily": daily, "life": lifetime, "store": "ok" if store_ok else "lost", "ok": store_ok,
-               "lost": lost})
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> str:
-    """Two devices over three days: alpha near its daily cap with an overwritten audit entry,
-    beta whose last sync did not authenticate; one DP-SGD run of three epochs."""
+def registry(tmp_path: Path) -> Iterator[str]:
+    """Two devices over three days, stored through the registry's own writes from authenticated
+    answers: alpha at 95 % of its daily cap with 6 audit events overwritten unread, beta whose
+    last sync did not authenticate; one DP-SGD run of three epochs."""
     url = f"sqlite:///{tmp_path / 'registry.sqlite'}"
-    with create_engine(url).begin() as c:
-        for stmt in SCHEMA.split(";"):
-            if stmt.strip():
-                c.execute(text(stmt))
-        c.execute(text("INSERT INTO devices VALUES ('alpha', 'qemu', 'qemu:a.elf', 1, NULL), "
-                       "('beta', 'disco_f407vg', '/dev/ttyACM0', 0, NULL)"))
-        snap(c, 1, "alpha", DAY0, 300000, 300000)
-        snap(c, 2, "alpha", DAY0 + 1, 500000, 800000)
-        snap(c, 3, "alpha", DAY0 + 2, 950000, 1750000, lost=2)
-        snap(c, 4, "beta", DAY0, 100000, 100000)
-        snap(c, 5, "beta", DAY0 + 2, 200000, 300000)
-        c.execute(text("INSERT INTO syncs (device_id, outcome, detail, snapshot_id) VALUES "
-                       "('alpha', 'ok', NULL, 3), ('beta', 'ok', NULL, 5), ('beta', 'not-authentic', 'bad tag', NULL)"))
-        for seq, ev in ((1, "SET_TIME"), (2, "SET_CONFIG"), (5, "BUDGET_EXHAUSTED")):
-            c.execute(text("INSERT INTO audit_entries (device_id, seq, day, counter, event, arg, detail) "
-                           "VALUES ('alpha', :s, :day, :s, :e, 0, '')"), {"s": seq, "day": DAY0 + seq // 2, "e": ev})
-        c.execute(text("INSERT INTO dpsgd_runs VALUES (1, 'digits-mlp', NULL, 2.5, 1e-5, 'add-remove', NULL)"))
-        for e, eps in ((1, 1.1), (2, 1.9), (3, 2.5)):
-            c.execute(text("INSERT INTO dpsgd_epochs (run_id, epoch, epsilon) VALUES (1, :e, :x)"), {"e": e, "x": eps})
-    return url
+    reg = R.open_registry(url)
+    with reg.session() as s:
+        R.add_device(s, "alpha", "qemu:a.elf", "qemu", emulated=True)
+        R.add_device(s, "beta", "/dev/ttyACM0", "disco_f407vg")
+    syncs = (("alpha", state(3, 3, DAY0), audit(2, [1, 2])), ("alpha", state(5, 8, DAY0 + 1), None),
+             ("alpha", state(9.5, 17.5, DAY0 + 2), audit(40, list(range(9, 41)))),
+             ("beta", state(1, 1, DAY0), None), ("beta", state(2, 3, DAY0 + 2), None))
+    for dev, st, log in syncs:
+        assert st is not None
+        with reg.session() as s:
+            snap, _ = R.add_snapshot(s, dev, st, log)
+            R.add_sync(s, dev, "ok", None, snap)
+    with reg.session() as s:
+        R.add_sync(s, "beta", "not-authentic", "bad tag")
+        R.add_training_run(s, "digits-mlp", 2.5, 1e-5, "add-remove", [1.1, 1.9, 2.5])
+    reg.close()
+    yield url
 
 
 def client(url: str) -> TestClient:
-    return TestClient(app.create_app(queries.open_fleet(url)), base_url="http://127.0.0.1:8741")
+    return TestClient(app.create_app(R.open_registry(url)), base_url="http://127.0.0.1:8741")
 
 
-def test_devices_rows_and_alerts(registry: str) -> None:
-    rows = {r["id"]: r for r in client(registry).get("/api/devices").json()}
-    a, b = rows["alpha"], rows["beta"]
-    assert a["authenticated"] is True and a["daily_spent"] == 0.95 and a["daily_cap"] == 1.0
-    assert a["lifetime_spent"] == 1.75 and a["lifetime_cap"] == 10.0 and a["date"] == "2026-01-03"
-    assert (a["rate_burst"], a["rate_per_minute"], a["rate_tarpit_ms"]) == (20, 10, 250)
-    assert a["alerts"] == ["daily spend at or above 90% of its cap", "2 audit entries overwritten since the last sync"]
-    assert b["authenticated"] is False and b["alerts"] == ["last sync not-authentic: bad tag"]
-    assert a["last_seen"].startswith("2026-01-03T12:03")
-
-
-def test_alerts_store_loss_clock_back_spend_down(registry: str) -> None:
-    with create_engine(registry).begin() as c:
-        snap(c, 6, "alpha", DAY0 + 1, 0, 100000, store_ok=False)
-    a = next(r for r in client(registry).get("/api/devices").json() if r["id"] == "alpha")
-    assert a["alerts"] == ["store loss (lost)", "clock moved back", "spend went down"]
+def test_devices_are_fleet_status_rows(registry: str) -> None:
+    rows = client(registry).get("/api/devices").json()
+    r = run_cli("fleet", "status", "--json", "--registry", registry)
+    assert r.returncode == 0, r.stderr
+    assert rows == json.loads(r.stdout)
+    a, b = rows
+    assert (a["id"], a["authenticated"], a["daily_spent"], a["lifetime_spent"]) == ("alpha", True, 9.5, 17.5)
+    assert [x["kind"] for x in a["alerts"]] == ["daily-cap", "audit-overwritten"]
+    assert (b["id"], b["authenticated"], [x["kind"] for x in b["alerts"]]) == ("beta", False, ["not-authentic"])
 
 
 def test_series_audit_runs(registry: str) -> None:
     c = client(registry)
     daily = c.get("/api/daily").json()
-    assert [(p["date"], p["spent"]) for p in daily["alpha"]] == [("2026-01-01", 0.3), ("2026-01-02", 0.5),
-                                                                   ("2026-01-03", 0.95)]
+    assert [(p["date"], p["spent"]) for p in daily["alpha"]] == [("2026-01-01", 3.0), ("2026-01-02", 5.0),
+                                                                   ("2026-01-03", 9.5)]
     assert [p["date"] for p in daily["beta"]] == ["2026-01-01", "2026-01-03"]
-    assert [e["event"] for e in c.get("/api/audit").json()] == ["SET_TIME", "SET_CONFIG", "BUDGET_EXHAUSTED"]
+    events = c.get("/api/audit").json()
+    assert [e["seq"] for e in events] == [1, 2, *range(9, 41)] and {e["device"] for e in events} == {"alpha"}
     (run,) = c.get("/api/runs").json()
-    assert run["name"] == "digits-mlp" and [e["epsilon"] for e in run["epochs"]] == [1.1, 1.9, 2.5]
+    assert run["name"] == "digits-mlp" and run["per_epoch"] == [1.1, 1.9, 2.5]
 
 
 def test_plotly_served_from_the_package_no_cdn(registry: str) -> None:
@@ -138,24 +106,18 @@ def test_wildcard_bind_refused() -> None:
 def test_budget_history(registry: str) -> None:
     r = run_cli("budget", "--history", "--registry", registry)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [f"{'alpha':20s} 2026-01-01  0.3", f"{'alpha':20s} 2026-01-02  0.5",
-                                     f"{'alpha':20s} 2026-01-03  0.95", f"{'beta':20s} 2026-01-01  0.1",
-                                     f"{'beta':20s} 2026-01-03  0.2"]
+    assert r.stdout.splitlines() == [f"{'alpha':20s} 2026-01-01  3 of 10", f"{'alpha':20s} 2026-01-02  5 of 10",
+                                     f"{'alpha':20s} 2026-01-03  9.5 of 10", f"{'beta':20s} 2026-01-01  1 of 10",
+                                     f"{'beta':20s} 2026-01-03  2 of 10"]
     j = run_cli("budget", "--history", "--json", "--registry", registry)
     assert json.loads(j.stdout) == client(registry).get("/api/daily").json()
 
 
 def test_errors_one_line(tmp_path: Path) -> None:
-    one_line_error(run_cli("budget", "--history", env={"EDGEDP_REGISTRY": None}), "no registry")
-    missing = f"sqlite:///{tmp_path / 'none.sqlite'}"
-    one_line_error(run_cli("dashboard", "--registry", missing), "unable to open database file")
-    assert not (tmp_path / "none.sqlite").exists()
-    empty = tmp_path / "empty.sqlite"
-    create_engine(f"sqlite:///{empty}").connect().close()
-    one_line_error(run_cli("budget", "--history", "--registry", f"sqlite:///{empty}"), "is not an edgedp registry")
     one_line_error(run_cli("dashboard", "--registry", "nosuchdb://x"), "registry URL nosuchdb")
-    one_line_error(run_cli("dashboard", "--host", "0.0.0.0", "--registry", missing), "bind one address")
-    one_line_error(run_cli("budget", "--registry", missing), "--registry goes with --history")
+    one_line_error(run_cli("budget", "--history", "--registry", "nosuchdb://x"), "registry URL nosuchdb")
+    one_line_error(run_cli("dashboard", "--host", "0.0.0.0"), "bind one address")
+    one_line_error(run_cli("budget", "--registry", "sqlite://"), "--registry goes with --history")
 
 
 def free_port() -> int:
@@ -165,7 +127,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def served(registry: str):
+def served(registry: str) -> Iterator[str]:
     """`edgedp dashboard` running on a free port; yields its base URL."""
     port = free_port()
     p = start_cli("dashboard", "--registry", registry, "--port", str(port))
@@ -218,7 +180,8 @@ def test_page_in_headless_chromium(served: str) -> None:
         assert driver.execute_script("return document.body.dataset.error") is None
         rows = driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")
         assert [r.get_attribute("data-device") for r in rows] == ["alpha", "beta"]
-        assert "2 audit entries overwritten" in rows[0].text and "not-authentic" in rows[1].text
+        assert "daily-cap" in rows[0].text and "audit-overwritten" in rows[0].text and "not-authentic" in rows[1].text
+        assert "emulated, not private" in rows[0].text
         # Each chart is a Plotly plot with the data it was given: SVG marks drawn for every trace.
         counts = driver.execute_script("""
             const out = {};
@@ -229,7 +192,7 @@ def test_page_in_headless_chromium(served: str) -> None:
             }
             return out;""")
         assert counts["daily"]["traces"] == [3, 2] and counts["lifetime"]["traces"] == [2, 2]
-        assert counts["audit"]["traces"] == [3] and counts["runs"]["traces"] == [3]
+        assert counts["audit"]["traces"] == [34] and counts["runs"]["traces"] == [3]
         assert all(c["marks"] > 0 for c in counts.values()), counts
         assert len(driver.find_elements(By.CSS_SELECTOR, "#daily .main-svg")) >= 1
         shot = ROOT / "build" / "dashboard.png"

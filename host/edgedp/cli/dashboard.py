@@ -1,27 +1,13 @@
 """The dashboard command: the fleet registry as a local, read-only web page (docs/fleet.md, "Dashboard")."""
 from __future__ import annotations
 
-import os
-
 import click
 
-from ..dashboard import app, queries
+from ..dashboard import app
+from ..fleet import registry as R
+from ..fleet import status
 from .common import emit_json, handle_errors
-
-registry_option = click.option(
-    "--registry", "registry", metavar="URL", default=None,
-    help="The registry's SQLAlchemy URL (sqlite:///PATH, postgresql+psycopg://...). Default: $EDGEDP_REGISTRY.")
-
-
-def open_fleet(url: str | None) -> queries.Fleet:
-    """The registry named by --registry, else $EDGEDP_REGISTRY; a one-line error without either."""
-    url = url or os.environ.get(queries.REGISTRY_ENV)
-    if not url:
-        raise click.UsageError(f"no registry: pass --registry URL or set {queries.REGISTRY_ENV}")
-    try:
-        return queries.open_fleet(url)
-    except queries.RegistryUnreadable as exc:
-        raise click.UsageError(str(exc)) from None
+from .fleet import registry_option
 
 
 @click.command()
@@ -30,29 +16,36 @@ def open_fleet(url: str | None) -> queries.Fleet:
               help="The address to bind; requests must name it (or localhost) in their Host header.")
 @click.option("--port", default=8741, show_default=True, type=click.IntRange(1, 65535), metavar="P")
 @handle_errors
-def dashboard(registry: str | None, host: str, port: int) -> None:
+def dashboard(url: str | None, host: str, port: int) -> None:
     """A local, read-only web page of the fleet registry: ε per day, lifetime against cap, rate limits,
     audit events, alerts and DP-SGD runs."""
     try:
         app.allowed_hosts(host)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    fleet = open_fleet(registry)
-    click.echo(f"edgedp dashboard on http://{host}:{port}/ (read-only; Ctrl-C stops it)", err=True)
-    app.serve(fleet, host, port)
+    reg = R.open_registry(url)
+    try:
+        click.echo(f"edgedp dashboard on http://{host}:{port}/ (read-only; Ctrl-C stops it)", err=True)
+        app.serve(reg, host, port)
+    finally:
+        reg.close()
 
 
-def print_history(registry: str | None, as_json: bool) -> None:
-    """``budget --history``: ε spent per day per device, from the registry (the dashboard's series)."""
-    series = queries.daily_series(open_fleet(registry))
+def print_history(url: str | None, as_json: bool) -> None:
+    """``budget --history``: ε spent per day per device from the registry (the dashboard's series)."""
+    reg = R.open_registry(url)
+    try:
+        series = app.daily(reg)
+    finally:
+        reg.close()
     if as_json:
         emit_json(series)
         return
-    if not series:
+    if not any(series.values()):
         click.echo("no authenticated snapshots in the registry (edgedp fleet sync)")
     for device, days in series.items():
         for p in days:
-            click.echo(f"{device:20s} {p['date'] or 'no trusted clock'}  {p['spent']}")
+            click.echo(f"{device:20s} {p['date'] or 'no trusted clock'}  {p['spent']:g} of {p['cap']:g}")
 
 
 COMMANDS = [dashboard]

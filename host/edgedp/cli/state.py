@@ -74,8 +74,9 @@ UNAUTHENTICATED = ("unauthenticated: read with BUDGET, which a man in the middle
 @json_option
 @click.option("--history", is_flag=True, help="ε spent per day per device from the fleet registry (the "
                                               "dashboard's series), not a device's budget.")
-@click.option("--registry", metavar="URL", default=None, help="With --history: the registry's SQLAlchemy URL. "
-                                                             "Default: $EDGEDP_REGISTRY.")
+@click.option("--registry", metavar="URL", default=None, help="With --history: the registry's SQLAlchemy URL "
+                                                             "(default: $EDGEDP_REGISTRY, else a SQLite file in "
+                                                             "the user data directory).")
 @handle_errors
 def budget(target: str | None, key_file: str | None, as_json: bool, history: bool, registry: str | None) -> None:
     """The privacy budget: today's and lifetime spend, caps, and the store's state.

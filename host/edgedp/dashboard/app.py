@@ -1,9 +1,10 @@
 """The dashboard's web app (Starlette, served by uvicorn): GET only, every answer read from the
-registry at request time.
+registry at request time through its read API (edgedp.fleet.status; nothing here writes).
 
 Routes: ``/`` the page, ``/static/plotly.min.js`` (the ``plotly`` package's bundled copy: no CDN),
 ``/static/dashboard.js``, and the JSON the page draws: ``/api/devices`` (the rows of ``fleet status
---json``), ``/api/daily`` (ε per day per device), ``/api/audit``, ``/api/runs``.
+--json``), ``/api/daily`` (ε per day, per device id), ``/api/audit`` (every device's audit
+entries, each with its ``device``), ``/api/runs`` (DP-SGD runs with ε per epoch).
 
 The Host header must name the bound address, ``localhost`` or ``127.0.0.1`` (Starlette's
 TrustedHostMiddleware; 400 otherwise): a page on another site that rebinds its own name to
@@ -21,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from . import queries
+from ..fleet import status
+from ..fleet.registry import Registry
 from .page import HTML, SCRIPT
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1")
@@ -43,11 +45,21 @@ def allowed_hosts(host: str) -> list[str]:
     return sorted({host, *LOOPBACK_NAMES})
 
 
-def create_app(fleet: queries.Fleet, host: str = "127.0.0.1") -> Starlette:
+def daily(reg: Registry) -> dict[str, list[dict]]:
+    """ε spent per day, per device id (fleet.status.daily_spend of each device)."""
+    return {d["id"]: status.daily_spend(reg, d["id"]) for d in status.status_rows(reg)}
+
+
+def audit(reg: Registry) -> list[dict]:
+    """Every device's audit timeline, by device then seq, each entry with its ``device``."""
+    return [{"device": d["id"], **e} for d in status.status_rows(reg) for e in status.audit_timeline(reg, d["id"])]
+
+
+def create_app(reg: Registry, host: str = "127.0.0.1") -> Starlette:
     """The app over an open registry, answering only requests whose Host is allowed_hosts(host)."""
-    def api(view: Callable[[queries.Fleet], Any]) -> Callable[[Request], Response]:
+    def api(view: Callable[[Registry], Any]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
-            return JSONResponse(view(fleet), headers={"Cache-Control": "no-store"})
+            return JSONResponse(view(reg), headers={"Cache-Control": "no-store"})
         return endpoint
 
     def page(request: Request) -> Response:
@@ -60,13 +72,13 @@ def create_app(fleet: queries.Fleet, host: str = "127.0.0.1") -> Starlette:
         return Response(plotly_js(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
     routes = [Route("/", page), Route("/static/dashboard.js", script), Route("/static/plotly.min.js", plotly),
-              Route("/api/devices", api(queries.device_rows)), Route("/api/daily", api(queries.daily_series)),
-              Route("/api/audit", api(queries.audit_timeline)), Route("/api/runs", api(queries.training_runs))]
+              Route("/api/devices", api(status.status_rows)), Route("/api/daily", api(daily)),
+              Route("/api/audit", api(audit)), Route("/api/runs", api(status.training_runs))]
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))])
 
 
-def serve(fleet: queries.Fleet, host: str, port: int) -> None:
+def serve(reg: Registry, host: str, port: int) -> None:
     """Serve the app on host:port until interrupted."""
     import uvicorn
-    uvicorn.run(create_app(fleet, host), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(reg, host), host=host, port=port, log_level="warning")

@@ -41,9 +41,9 @@ function cell(tr, text, cls) {
   tr.appendChild(td);
 }
 function rate(d) {
-  if (d.rate_per_minute === null) return null;
-  if (!d.rate_burst) return "off";
-  return d.rate_burst + " burst, " + d.rate_per_minute + "/min, tarpit " + d.rate_tarpit_ms + " ms";
+  if (d.rate === null) return null;
+  if (!d.rate.burst) return "off";
+  return d.rate.burst + " burst, " + d.rate.per_minute + "/min, tarpit " + d.rate.tarpit_ms + " ms";
 }
 async function draw() {
   const [devices, daily, audit, runs] = await Promise.all(
@@ -52,10 +52,11 @@ async function draw() {
   for (const d of devices) {
     const tr = document.createElement("tr");
     tr.dataset.device = d.id;
-    cell(tr, d.id); cell(tr, d.board + (d.emulated ? " (emulated, not private)" : ""));
+    cell(tr, d.id); cell(tr, d.board + (d.note ? " (" + d.note + ")" : ""));
     cell(tr, d.authenticated ? "yes" : "no"); cell(tr, d.last_seen);
     cell(tr, d.daily_spent); cell(tr, d.daily_cap); cell(tr, d.lifetime_spent); cell(tr, d.lifetime_cap);
-    cell(tr, rate(d)); cell(tr, d.alerts.join("; ") || "none", d.alerts.length ? "alert" : "");
+    cell(tr, rate(d));
+    cell(tr, d.alerts.map(a => a.kind + ": " + a.message).join("; ") || "none", d.alerts.length ? "alert" : "");
     body.appendChild(tr);
   }
   const ids = Object.keys(daily);
@@ -73,7 +74,7 @@ async function draw() {
     {xaxis: {title: {text: "audit sequence number"}}, yaxis: {type: "category"}});
   Plotly.newPlot("runs", runs.map(r => ({
     type: "scatter", mode: "lines+markers", name: r.name + (r.epsilon === null ? " (not private)" : ""),
-    x: r.epochs.map(e => e.epoch), y: r.epochs.map(e => e.epsilon)})),
+    x: r.per_epoch.map((e, i) => i + 1), y: r.per_epoch})),
     {xaxis: {title: {text: "epoch"}}, yaxis: {title: {text: "ε (PLD)"}}});
   document.body.dataset.ready = "1";
 }
