@@ -118,6 +118,8 @@ def test_errors_one_line(tmp_path: Path) -> None:
     one_line_error(run_cli("budget", "--history", "--registry", "nosuchdb://x"), "registry URL nosuchdb")
     one_line_error(run_cli("dashboard", "--host", "0.0.0.0"), "bind one address")
     one_line_error(run_cli("budget", "--registry", "sqlite://"), "--registry goes with --history")
+    r = run_cli("dashboard", "--json", "--host", "0.0.0.0")
+    assert json.loads(r.stdout)["exit_code"] == 2, r.stdout
 
 
 def free_port() -> int:
@@ -130,8 +132,10 @@ def free_port() -> int:
 def served(registry: str) -> Iterator[str]:
     """`edgedp dashboard` running on a free port; yields its base URL."""
     port = free_port()
-    p = start_cli("dashboard", "--registry", registry, "--port", str(port))
-    base = f"http://127.0.0.1:{port}"
+    p = start_cli("dashboard", "--registry", registry, "--port", str(port), "--json")
+    assert p.stdout is not None
+    base = json.loads(p.stdout.readline())["url"].rstrip("/")
+    assert base == f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
             try:

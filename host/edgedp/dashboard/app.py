@@ -25,6 +25,7 @@ from starlette.routing import Route
 from ..fleet import status
 from ..fleet.registry import Registry
 from .page import HTML, SCRIPT
+from .views import audit, daily
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1")
 WILDCARDS = ("0.0.0.0", "::", "")
@@ -43,16 +44,6 @@ def allowed_hosts(host: str) -> list[str]:
     if host in WILDCARDS:
         raise ValueError(f"--host {host or '(empty)'}: bind one address (the Host check needs the name clients use)")
     return sorted({host, *LOOPBACK_NAMES})
-
-
-def daily(reg: Registry) -> dict[str, list[dict]]:
-    """ε spent per day, per device id (fleet.status.daily_spend of each device)."""
-    return {d["id"]: status.daily_spend(reg, d["id"]) for d in status.status_rows(reg)}
-
-
-def audit(reg: Registry) -> list[dict]:
-    """Every device's audit timeline, by device then seq, each entry with its ``device``."""
-    return [{"device": d["id"], **e} for d in status.status_rows(reg) for e in status.audit_timeline(reg, d["id"])]
 
 
 def create_app(reg: Registry, host: str = "127.0.0.1") -> Starlette:
