@@ -186,8 +186,8 @@ provision:
 
 # make provisioned-qemu KEY=path/to/device.key OUT=folder [MODEL=...]: the qemu port's test image
 # with KEY in place of the public test key (its noise seed stays the public one: emulated, not
-# private), for `edgedp provision --board qemu` (docs/fleet.md). Writes OUT/edgedp.elf and
-# OUT/model.c, 0600 in a 0700 OUT: the image holds the key.
+# private), for `edgedp provision --board qemu` (docs/fleet.md). Writes the image edgedp.elf and
+# its model.c into the folder OUT (0600 in 0700: the image holds the key).
 PROV_QEMU_SRCS := $(filter-out build/gen/test_keys.c,$(QEMU_SRCS))
 provisioned-qemu: $(PROV_QEMU_SRCS) $(FW_HEADERS) firmware/ports/qemu/qemu.ld
 	@if [ "$(origin KEY)" = file ] || [ -z "$(OUT)" ]; then echo "usage: make provisioned-qemu KEY=device.key OUT=folder" >&2; exit 2; fi
