@@ -7,6 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.edgedp-installed
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake python3-venv python3-pip postgresql
+APT_PACKAGES += chromium chromium-driver  # the dashboard's browser test (tests/python/test_dashboard.py)
 ARM_CC := arm-none-eabi-gcc
 HOST_CC ?= gcc
 KEY := tests/keys/test-device.key

@@ -31,7 +31,8 @@ EXTRA = {"unicorn": "bench", "capstone": "bench", "elftools": "bench", "mpmath":
          "sklearn": "analysis", "joblib": "analysis", "threadpoolctl": "analysis", "dp_accounting": "analysis",
          "jax": "train", "optax": "train", "dask": "dist", "distributed": "dist", "emlearn": "peers",
          "robot": "robot", "cryptography": "test", "platformio": "test", "tflite": "import",
-         "ai_edge_litert": "import"}
+         "ai_edge_litert": "import", "starlette": "dashboard",
+         "uvicorn": "dashboard", "plotly": "dashboard", "selenium": "test"}
 """The extra of pyproject.toml that installs each optional module the tests import."""
 TEST_EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the qemu port's boot clock
 DAY = 86400

@@ -14,7 +14,7 @@ LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("mech",), "the mechanism: types, lattice, modes, law, keystream (chacha), reference"),
     (("device",), "the wire and its user: frames, protocol, links, targets, client"),
     (("model", "train", "fleet"), "models for the device; DP-SGD; the fleet's keys and registry"),
-    (("analysis", "bench"), "what is measured about them"),
+    (("analysis", "bench", "dashboard"), "what is measured about them, and the fleet's dashboard"),
     (("cli",), "the command line"),
     (("",), "edgedp/__init__.py: the public API (re-exports)"),
 )

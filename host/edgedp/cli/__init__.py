@@ -70,6 +70,9 @@ COMMANDS: dict[str, Entry] = {
     "audit-dp": Entry("audit", "audit_dp", "Empirical ε lower bound of the output mechanism from worst-case "
                                            "neighbouring inputs", "analysis"),
     "audit-train": Entry("audit", "audit_train", "Empirical ε lower bound of a DP-SGD configuration", "train"),
+    "dashboard": Entry("dashboard", "dashboard", "A local, read-only web page of the fleet registry: ε per day, "
+                                                 "lifetime against cap, rate limits, audit events, alerts and "
+                                                 "DP-SGD runs.", "dashboard"),
 }
 
 

@@ -72,12 +72,24 @@ UNAUTHENTICATED = ("unauthenticated: read with BUDGET, which a man in the middle
 @target_option
 @key_option
 @json_option
+@click.option("--history", is_flag=True, help="ε spent per day per device from the fleet registry (the "
+                                              "dashboard's series), not a device's budget.")
+@click.option("--registry", metavar="URL", default=None, help="With --history: the registry's SQLAlchemy URL "
+                                                             "(default: $EDGEDP_REGISTRY, else a SQLite file in "
+                                                             "the user data directory).")
 @handle_errors
-def budget(target: str | None, key_file: str | None, as_json: bool) -> None:
+def budget(target: str | None, key_file: str | None, as_json: bool, history: bool, registry: str | None) -> None:
     """The privacy budget: today's and lifetime spend, caps, and the store's state.
 
     With --key-file the numbers are the device's authenticated state (STATE, tagged with the
-    device key over a fresh challenge); without, they are unauthenticated and say so."""
+    device key over a fresh challenge); without, they are unauthenticated and say so. With
+    --history, the per-day series that `edgedp fleet sync` stored in the registry."""
+    if history:
+        from .dashboard import print_history
+        print_history(registry, as_json)
+        return
+    if registry is not None:
+        raise click.UsageError("--registry goes with --history")
     key = load_key(key_file) if key_file else None
     with open_device(target) as dev:
         st = dev.state(key) if key else None
