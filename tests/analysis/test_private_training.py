@@ -51,7 +51,9 @@ def test_report_checks_the_manifest_hash(tmp_path) -> None:
     training = {"private": True, "epsilon": 1.0, "delta": 1e-5, "neighbouring": "add/remove",
                 "epsilon_add_remove": 1.0, "epsilon_replace_one": 2.0, "accountant": "pld", "noise_multiplier": 7.0,
                 "clip_norm": 1.0, "sampling_rate": 0.25, "sampling": "poisson", "steps": 60, "epochs": 15,
-                "n_train": 1198, "randomness": "os.urandom", "noise": "Gaussian"}
+                "n_train": 1198, "randomness": "os.urandom", "noise": "Gaussian", "planned_steps": 60,
+                "max_epsilon": None, "stopped_early": False, "epoch_steps": [4 * e for e in range(1, 16)],
+                "epsilon_per_epoch": [1.0 * e / 15 for e in range(1, 16)]}
     path = tmp_path / "m.npz"
     models_io.save(path, models_io.Model("logreg", layers, np.arange(10)), training,
                    {"name": "digits", "n_features": 64, "n_classes": 10})
