@@ -690,11 +690,11 @@ def test_frames_queued_in_the_tarpit_do_not_hold_the_operator_past_the_timeout(m
     (QEMU's clock runs slower than the host's, measured), and the STATE's after about 6.5 s.
     `budget --key-file --timeout 3` gives up 3 s after it began to wait (the old host restarted
     its timeout at each of them, waited it all out and exited 0)."""
-    qemu.admin(P.RATE, P.Rate(1, 0, 300).pack(), test_key)
+    qemu.admin(P.RATE, P.Rate(1, 0, 2000).pack(), test_key)
     try:
         qemu.query(np.array([0.2, 0.8], dtype=np.float32), "label")  # the bucket's one answer
         row = P.pack_vector(np.array([0.2, 0.8], dtype=np.float32), Mode.parse("label"))
-        tarpit = [frames.encode(P.QUERY, 0x7000 + i, row) for i in range(6)]
+        tarpit = [frames.encode(P.QUERY, 0x7000 + i, row) for i in range(12)]
 
         def queue_ahead(f: frames.Frame) -> list[bytes] | None:
             if f.type == P.STATE and tarpit:
@@ -711,7 +711,7 @@ def test_frames_queued_in_the_tarpit_do_not_hold_the_operator_past_the_timeout(m
         assert not tarpit and r.returncode == 3, r.stdout + r.stderr
         assert "no response from the device within 3 s" in r.stderr and elapsed < 6, (elapsed, r.stderr)
     finally:
-        qemu.sync(30)  # the tarpit is over
+        qemu.sync(120)  # the tarpit is over
         qemu.admin(P.RATE, P.Rate().pack(), test_key)  # (the store keeps the limit across the fixture's resets)
 
 
