@@ -174,3 +174,15 @@ def test_training_runs(reg: R.Registry) -> None:
 def test_bad_url_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match="registry URL nosuchdb"):
         R.open_registry("nosuchdb://x/y")
+
+
+def test_a_registry_file_others_could_have_written_is_refused(tmp_path: Path) -> None:
+    """Its snapshots count as authenticated: a file another user could write is not read."""
+    db = tmp_path / "registry.sqlite"
+    R.open_registry(f"sqlite:///{db}").close()
+    db.chmod(0o666)
+    with pytest.raises(ValueError, match=r"registry .* refused: writable by group and others"):
+        R.open_registry(f"sqlite:///{db}")
+    db.chmod(0o600)
+    with R.open_registry(f"sqlite:///{db}") as reg, reg.session() as s:
+        assert R.devices(s) == []

@@ -26,24 +26,18 @@ def dashboard(url: str | None, host: str, port: int, as_json: bool) -> None:
         app.allowed_hosts(host)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    reg = R.open_registry(url)
-    try:
+    with R.open_registry(url) as reg:
         if as_json:
             emit_json({"url": f"http://{host}:{port}/"})
         else:
             click.echo(f"edgedp dashboard on http://{host}:{port}/ (read-only; Ctrl-C stops it)", err=True)
         app.serve(reg, host, port)
-    finally:
-        reg.close()
 
 
 def print_history(url: str | None, as_json: bool) -> None:
     """``budget --history``: ε spent per day per device from the registry (the dashboard's series)."""
-    reg = R.open_registry(url)
-    try:
+    with R.open_registry(url) as reg:
         series = views.daily(reg)
-    finally:
-        reg.close()
     if as_json:
         emit_json(series)
         return

@@ -54,13 +54,10 @@ def fleet() -> None:
 def add(device_id: str, target: str, url: str | None, as_json: bool) -> None:
     """Register DEVICE_ID (its key in the keystore under that id) reached at --target."""
     K.check_id(device_id)
-    reg = R.open_registry(url)
-    try:
+    with R.open_registry(url) as reg:
         with reg.session() as s:
             d = R.add_device(s, device_id, target)
             row = {"id": d.id, "target": d.target, "board": d.board, "emulated": d.emulated}
-    finally:
-        reg.close()
     if as_json:
         emit_json(row)
     else:
@@ -73,12 +70,9 @@ def add(device_id: str, target: str, url: str | None, as_json: bool) -> None:
 @handle_errors
 def list_(url: str | None, as_json: bool) -> None:
     """The registered devices."""
-    reg = R.open_registry(url)
-    try:
+    with R.open_registry(url) as reg:
         with reg.session() as s:
             rows = [{"id": d.id, "target": d.target, "board": d.board, "emulated": d.emulated} for d in R.devices(s)]
-    finally:
-        reg.close()
     if as_json:
         emit_json(rows)
         return
@@ -98,11 +92,8 @@ def sync(device_ids: tuple[str, ...], url: str | None, keystore: str | None, as_
 
     Exit code: the most serious outcome's -- 7 not authentic, before 3 unreachable, before 8
     refused, before 4 no key in the keystore; 0 when every device synced."""
-    reg = R.open_registry(url)
-    try:
+    with R.open_registry(url) as reg:
         outcomes = sync_all(reg, K.Keystore(keystore), device_ids)
-    finally:
-        reg.close()
     if as_json:
         emit_json([{"id": o.device_id, "outcome": o.outcome, "detail": o.detail,
                     "new_audit_entries": o.new_audit_entries} for o in outcomes])
@@ -119,11 +110,8 @@ def sync(device_ids: tuple[str, ...], url: str | None, keystore: str | None, as_
 @handle_errors
 def status(url: str | None, as_json: bool) -> None:
     """Each device's last authenticated spend, caps, last sync and alerts."""
-    reg = R.open_registry(url)
-    try:
+    with R.open_registry(url) as reg:
         rows = V.status_rows(reg)
-    finally:
-        reg.close()
     if as_json:
         emit_json(rows)
         return

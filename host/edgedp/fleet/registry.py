@@ -26,6 +26,7 @@ from sqlalchemy import (BigInteger, Boolean, DateTime, Float, ForeignKey, Intege
                         create_engine, func, select)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from ..trust import config_file_problem
 
 from ..device.protocol import AuditLog, State
 
@@ -208,6 +209,12 @@ class Registry:
         with Session(self.engine, expire_on_commit=False) as s, s.begin():
             yield s
 
+    def __enter__(self) -> "Registry":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         self.engine.dispose()
 
@@ -215,7 +222,9 @@ class Registry:
 def open_registry(url: str | None = None, migrate: bool = True) -> Registry:
     """The registry at url (default: default_url()), its schema upgraded to the package's newest
     revision (``migrate``). A SQLite file's folder is created 0700 (the registry names every
-    device and its key fingerprint). ValueError for a URL SQLAlchemy cannot use."""
+    device and its key fingerprint); an existing SQLite file another user owns or could have
+    written (the rule of edgedp.trust.config_file_problem) is refused: its "authenticated"
+    snapshots would be theirs. ValueError for a URL SQLAlchemy cannot use or a file refused."""
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
     url = url or default_url()
     try:
@@ -226,6 +235,9 @@ def open_registry(url: str | None = None, migrate: bool = True) -> Registry:
         folder = Path(str(engine.url.database)).expanduser().parent
         if not folder.exists():
             folder.mkdir(parents=True, mode=0o700)
+        database = Path(str(engine.url.database)).expanduser()
+        if database.exists() and (problem := config_file_problem(database)):
+            raise ValueError(f"registry {database} refused: {problem}")
     if migrate:
         upgrade(engine)
     return Registry(engine)
