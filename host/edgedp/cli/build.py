@@ -139,11 +139,8 @@ def provision_device(device_id: str, board: str, keystore: str | None, registry_
     from ..fleet.registry import open_registry
     check_id(device_id)
     model = Path(model_path).expanduser().resolve() if model_path else project_root() / DEFAULT_MODEL
-    reg = open_registry(registry_url)
-    try:
+    with open_registry(registry_url) as reg:
         p = provision_fleet(device_id, board, model, Keystore(keystore), reg)
-    finally:
-        reg.close()
     d = p.as_dict()
     if as_json:
         emit_json(d)
